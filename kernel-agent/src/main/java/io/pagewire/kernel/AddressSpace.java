@@ -1,0 +1,631 @@
+package io.pagewire.kernel;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The virtual memory of one endpoint (an application's process on the node): its allocations, its
+ * page table, its pins, and the listeners (NICs) that hold translations into it.
+ *
+ * <p>Allocation only reserves virtual space; a page gets a frame at its first touch, by a CPU access
+ * ({@link #store}, {@link #load}), a pin, or a NIC page fault. Every method takes the kernel lock.
+ */
+public final class AddressSpace implements AutoCloseable {
+    /** Lowest address handed out; everything below, address 0 included, is never mapped. */
+    public static final long FIRST_ADDRESS = 0x1000_0000L;
+    /** One past the highest user address: the lower half of a 48-bit address space. */
+    public static final long END_ADDRESS = 1L << (PageTable.ADDRESS_BITS - 1);
+
+    private static final System.Logger LOG = System.getLogger(AddressSpace.class.getName());
+
+    private final KernelAgent kernel;
+    private final PhysicalMemory memory;
+    private final KernelCounters counters;
+    private final int id;
+    private final int pageSize;
+    private final int pageShift;
+    private final PageTable pageTable;
+    /** Allocation start to page-rounded length. */
+    private final TreeMap<Long, Long> allocations = new TreeMap<>();
+    private final List<MemoryListener> listeners = new CopyOnWriteArrayList<>();
+    /** Advances before listeners are told of an invalidation; see {@link #isCurrent}. */
+    private volatile long sequence;
+    private long nextAddress = FIRST_ADDRESS;
+    private long allocatedBytes;
+    private int residentPages;
+    private int pinnedPages;
+    private int swappedPages;
+    private boolean closed;
+
+    AddressSpace(KernelAgent kernel, int id) {
+        this.kernel = kernel;
+        this.memory = kernel.memory();
+        this.counters = kernel.counters();
+        this.id = id;
+        this.pageSize = memory.pageSize();
+        this.pageShift = Integer.numberOfTrailingZeros(pageSize);
+        this.pageTable = new PageTable(pageShift);
+    }
+
+    /** The endpoint id this address space belongs to. */
+    public int id() {
+        return id;
+    }
+
+    public int pageSize() {
+        return pageSize;
+    }
+
+    public int pageShift() {
+        return pageShift;
+    }
+
+    // ---- allocation ---------------------------------------------------------------------------
+
+    /**
+     * Reserves {@code length} bytes of virtual memory, rounded up to whole pages, and returns where
+     * they start. No frame is used until a page is touched. An unmapped guard page follows.
+     */
+    public long allocate(long length) {
+        if (length <= 0) {
+            throw new IllegalArgumentException("allocation length must be positive, was " + length);
+        }
+        kernel.lock();
+        try {
+            checkOpen();
+            long pages = (length + pageSize - 1) >>> pageShift;
+            long bytes = pages << pageShift;
+            if (length > END_ADDRESS || bytes > END_ADDRESS - nextAddress - pageSize) {
+                throw new KernelException("cannot allocate " + ByteSizes.format(length) + ": only "
+                        + ByteSizes.format(Math.max(0, END_ADDRESS - nextAddress - pageSize))
+                        + " of virtual address space left in endpoint " + id);
+            }
+            long address = nextAddress;
+            allocations.put(address, bytes);
+            nextAddress = address + bytes + pageSize;
+            allocatedBytes += bytes;
+            return address;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Frees the allocation that starts at {@code address}: listeners drop their translations, pins
+     * are revoked, in-flight DMA drains, then frames and swap slots are returned.
+     */
+    public void free(long address) {
+        kernel.lock();
+        try {
+            checkOpen();
+            Long bytes = allocations.get(address);
+            if (bytes == null) {
+                throw new BadAddressException(String.format("address 0x%x is not the start of an allocation in endpoint %d", address, id));
+            }
+            unmap(address >>> pageShift, bytes >>> pageShift);
+            allocations.remove(address);
+            allocatedBytes -= bytes;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Whether [address, address + length) lies inside one allocation. */
+    public boolean isAllocated(long address, long length) {
+        kernel.lock();
+        try {
+            return !closed && allocationContaining(address, length) != null;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Throws {@link BadAddressException} unless [address, address + length) lies inside one allocation. */
+    public void checkAllocated(long address, long length) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, length);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    // ---- CPU access ---------------------------------------------------------------------------
+
+    /** Copies bytes into memory as a CPU store would, faulting pages in. */
+    public void store(long address, byte[] src, int srcOffset, int length) {
+        store(address, ByteBuffer.wrap(src, srcOffset, length));
+    }
+
+    /** Copies the remaining bytes of {@code src} into memory at {@code address}, faulting pages in. */
+    public void store(long address, ByteBuffer src) {
+        int length = src.remaining();
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, length);
+            long va = address;
+            int end = src.limit();
+            while (src.position() < end) {
+                int offset = (int) (va & (pageSize - 1));
+                int chunk = Math.min(pageSize - offset, end - src.position());
+                int frame = residentFrameForCpu(va >>> pageShift, true);
+                src.limit(src.position() + chunk);
+                memory.write(frame, offset, src);
+                src.limit(end);
+                va += chunk;
+            }
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Copies bytes out of memory as a CPU load would, faulting pages in. */
+    public void load(long address, byte[] dst, int dstOffset, int length) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, length);
+            long va = address;
+            int done = 0;
+            while (done < length) {
+                int offset = (int) (va & (pageSize - 1));
+                int chunk = Math.min(pageSize - offset, length - done);
+                int frame = residentFrameForCpu(va >>> pageShift, false);
+                memory.read(frame, offset, dst, dstOffset + done, chunk);
+                va += chunk;
+                done += chunk;
+            }
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Touches one page as the CPU would, faulting it in if needed.
+     *
+     * @return how the fault was served, or null when the page was already resident
+     */
+    public FaultKind touch(long address, boolean write) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, 1);
+            PageTableEntry entry = pageTable.getOrCreate(address >>> pageShift);
+            FaultKind kind = makeResident(address >>> pageShift, entry, write);
+            countFault(kind, false);
+            return kind;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    private int residentFrameForCpu(long vpn, boolean write) {
+        PageTableEntry entry = pageTable.getOrCreate(vpn);
+        countFault(makeResident(vpn, entry, write), false);
+        return entry.frame;
+    }
+
+    // ---- the NIC's interface: translations, faults, pins --------------------------------------
+
+    /**
+     * The translation of a page if it is resident, or null; never faults. A NIC caches the result
+     * only if {@link #isCurrent} still holds under the lock its invalidation callback takes.
+     *
+     * @throws BadAddressException if the page is not allocated
+     */
+    public Translation translate(long vpn) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocatedPage(vpn);
+            PageTableEntry entry = pageTable.get(vpn);
+            return entry == null || !entry.present() ? null : translationOf(entry);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Whether no invalidation started since the translation was made: the read-retry check of the
+     * kernel's {@code mmu_interval_notifier}.
+     */
+    public boolean isCurrent(Translation translation) {
+        return translation.sequence() == sequence;
+    }
+
+    /** The invalidation sequence; it advances before every invalidation callback. */
+    public long sequence() {
+        return sequence;
+    }
+
+    /**
+     * Serves a NIC page fault synchronously: the page is made resident and its translation returned.
+     * A page that was already resident counts as a minor fault (the NIC lacked only the translation).
+     */
+    PageFault serviceNicFault(long vpn, boolean write) {
+        long start = kernel.clock().nanoTime();
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocatedPage(vpn);
+            PageTableEntry entry = pageTable.getOrCreate(vpn);
+            FaultKind kind = makeResident(vpn, entry, write);
+            if (kind == null) {
+                kind = FaultKind.MINOR;
+            }
+            countFault(kind, true);
+            return new PageFault(kind, translationOf(entry), kernel.clock().nanoTime() - start);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Pins one page, faulting it in first if it is not resident, and returns where it is. The page
+     * keeps its frame until every pin on it is released.
+     *
+     * @throws PinLimitExceededException if the memlock or the node pin limit would be exceeded
+     */
+    public Translation pin(long vpn, boolean write) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocatedPage(vpn);
+            PageTableEntry entry = pageTable.getOrCreate(vpn);
+            if (entry.pinCount == 0) {
+                kernel.checkPinLimits(this, 1);
+            }
+            countFault(makeResident(vpn, entry, write), true);
+            addPin(entry);
+            return translationOf(entry);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Pins every page of [address, address + length), all or none: the limits are checked for the
+     * whole range first, and a failure part way (memory exhausted) releases the pins already taken.
+     */
+    public void pinRange(long address, long length) {
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, length);
+            long firstVpn = address >>> pageShift;
+            long endVpn = (address + length + pageSize - 1) >>> pageShift;
+            long newlyPinned = 0;
+            for (long vpn = firstVpn; vpn < endVpn; vpn++) {
+                PageTableEntry entry = pageTable.get(vpn);
+                if (entry == null || entry.pinCount == 0) {
+                    newlyPinned++;
+                }
+            }
+            kernel.checkPinLimits(this, newlyPinned);
+            long vpn = firstVpn;
+            try {
+                for (; vpn < endVpn; vpn++) {
+                    PageTableEntry entry = pageTable.getOrCreate(vpn);
+                    countFault(makeResident(vpn, entry, true), true);
+                    addPin(entry);
+                }
+            } catch (RuntimeException e) {
+                for (long done = firstVpn; done < vpn; done++) {
+                    removePin(done);
+                }
+                throw e;
+            }
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Releases one pin on a page. */
+    public void unpin(long vpn) {
+        kernel.lock();
+        try {
+            checkOpen();
+            removePin(vpn);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Releases one pin on every page of [address, address + length). */
+    public void unpinRange(long address, long length) {
+        kernel.lock();
+        try {
+            checkOpen();
+            long endVpn = (address + length + pageSize - 1) >>> pageShift;
+            for (long vpn = address >>> pageShift; vpn < endVpn; vpn++) {
+                removePin(vpn);
+            }
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Pins on one page (0 if it was never touched). */
+    public int pinCount(long vpn) {
+        kernel.lock();
+        try {
+            PageTableEntry entry = pageTable.get(vpn);
+            return entry == null ? 0 : entry.pinCount;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Whether a page currently has a frame. */
+    public boolean isResident(long vpn) {
+        kernel.lock();
+        try {
+            PageTableEntry entry = pageTable.get(vpn);
+            return entry != null && entry.present();
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    public void addListener(MemoryListener listener) {
+        listeners.add(listener);
+    }
+
+    public void removeListener(MemoryListener listener) {
+        listeners.remove(listener);
+    }
+
+    // ---- figures ------------------------------------------------------------------------------
+
+    public long allocatedBytes() {
+        kernel.lock();
+        try {
+            return allocatedBytes;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    public int residentPages() {
+        kernel.lock();
+        try {
+            return residentPages;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Distinct pages with at least one pin; this is what the memlock limit bounds. */
+    public int pinnedPages() {
+        kernel.lock();
+        try {
+            return pinnedPages;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    public int swappedPages() {
+        kernel.lock();
+        try {
+            return swappedPages;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    public boolean isClosed() {
+        kernel.lock();
+        try {
+            return closed;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Frees every allocation (revoking pins, draining DMA) and forgets the listeners: the endpoint exited. */
+    @Override
+    public void close() {
+        kernel.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            for (Map.Entry<Long, Long> allocation : new ArrayList<>(allocations.entrySet())) {
+                unmap(allocation.getKey() >>> pageShift, allocation.getValue() >>> pageShift);
+            }
+            allocations.clear();
+            allocatedBytes = 0;
+            listeners.clear();
+            closed = true;
+            kernel.forget(this);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "endpoint " + id;
+    }
+
+    // ---- mechanics, kernel lock held ----------------------------------------------------------
+
+    /**
+     * Gives the page a frame if it has none: zero-filled at first touch (minor), read from swap
+     * otherwise (major).
+     *
+     * @return how the page was brought in, or null if it was resident
+     */
+    private FaultKind makeResident(long vpn, PageTableEntry entry, boolean write) {
+        if (entry.present()) {
+            memory.markAccessed(entry.frame, write);
+            return null;
+        }
+        int frame = kernel.obtainFrame(this, vpn);
+        FaultKind kind;
+        boolean dirty = write;
+        try {
+            if (entry.swapSlot >= 0) {
+                kernel.swap().read(entry.swapSlot, memory, frame);
+                counters.increment(KernelCounter.SWAP_INS);
+                swappedPages--;
+                kind = FaultKind.MAJOR;
+                if (write) {
+                    // The page is about to differ from its slot; keeping the slot would only waste it.
+                    kernel.swap().release(entry.swapSlot);
+                    entry.swapSlot = -1;
+                }
+            } else {
+                memory.zero(frame);
+                kind = FaultKind.MINOR;
+            }
+        } catch (RuntimeException e) {
+            kernel.returnFreeFrame(frame);
+            throw e;
+        }
+        memory.assign(frame, dirty);
+        entry.frame = frame;
+        kernel.frames().attach(frame, this, vpn, entry);
+        residentPages++;
+        if (!listeners.isEmpty()) {
+            Translation translation = translationOf(entry);
+            for (MemoryListener listener : listeners) {
+                try {
+                    listener.mapped(this, vpn, translation);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "memory listener failed on map of page " + vpn + " in " + this, e);
+                }
+            }
+        }
+        return kind;
+    }
+
+    /**
+     * Takes the frame from a page that reclaim chose (its frame is already marked reclaiming):
+     * listeners drop their translations, a dirty page goes to swap.
+     */
+    void evict(long vpn, PageTableEntry entry, int slot, boolean dirty) {
+        notifyInvalidate(vpn, 1, InvalidationReason.EVICTION);
+        int frame = entry.frame;
+        if (dirty) {
+            kernel.swap().write(slot, memory, frame);
+            memory.clearDirty(frame);
+            counters.increment(KernelCounter.SWAP_OUTS);
+        }
+        entry.frame = -1;
+        entry.swapSlot = slot;
+        if (slot >= 0) {
+            swappedPages++;
+        } else {
+            // A clean page that was never written: it will be zero-filled again at its next touch.
+            pageTable.remove(vpn);
+        }
+        residentPages--;
+    }
+
+    /** Unmaps [firstVpn, firstVpn + pageCount): invalidate, revoke pins, drain DMA, release frames and slots. */
+    private void unmap(long firstVpn, long pageCount) {
+        long endVpn = firstVpn + pageCount;
+        notifyInvalidate(firstVpn, pageCount, InvalidationReason.UNMAP);
+        kernel.systemBuffer().discard(this, firstVpn, endVpn);
+        pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> {
+            if (entry.pinCount > 0) {
+                counters.add(KernelCounter.PINS_REVOKED, entry.pinCount);
+                entry.pinCount = 0;
+                pinnedPages--;
+                kernel.pinnedPagesChanged(-1);
+            }
+            if (entry.present()) {
+                kernel.releaseFrame(entry.frame, this, vpn);
+                entry.frame = -1;
+                residentPages--;
+            }
+            if (entry.swapSlot >= 0) {
+                kernel.swap().release(entry.swapSlot);
+                entry.swapSlot = -1;
+                swappedPages--;
+            }
+            pageTable.remove(vpn);
+        });
+    }
+
+    private void notifyInvalidate(long firstVpn, long pageCount, InvalidationReason reason) {
+        sequence++;
+        counters.add(KernelCounter.INVALIDATIONS, pageCount);
+        for (MemoryListener listener : listeners) {
+            try {
+                listener.invalidate(this, firstVpn, pageCount, reason);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "memory listener failed on " + reason + " of " + pageCount
+                        + " pages at page " + firstVpn + " in " + this, e);
+            }
+        }
+    }
+
+    private void addPin(PageTableEntry entry) {
+        if (entry.pinCount++ == 0) {
+            pinnedPages++;
+            kernel.pinnedPagesChanged(1);
+        }
+        counters.increment(KernelCounter.PINS);
+    }
+
+    private void removePin(long vpn) {
+        PageTableEntry entry = pageTable.get(vpn);
+        if (entry == null || entry.pinCount == 0) {
+            throw new IllegalStateException(String.format("page 0x%x of %s is not pinned", vpn << pageShift, this));
+        }
+        if (--entry.pinCount == 0) {
+            pinnedPages--;
+            kernel.pinnedPagesChanged(-1);
+        }
+        counters.increment(KernelCounter.UNPINS);
+    }
+
+    private void countFault(FaultKind kind, boolean nic) {
+        if (kind == FaultKind.MINOR) {
+            counters.increment(nic ? KernelCounter.NIC_FAULTS_MINOR : KernelCounter.CPU_FAULTS_MINOR);
+        } else if (kind == FaultKind.MAJOR) {
+            counters.increment(nic ? KernelCounter.NIC_FAULTS_MAJOR : KernelCounter.CPU_FAULTS_MAJOR);
+        }
+    }
+
+    private Translation translationOf(PageTableEntry entry) {
+        return new Translation(entry.frame, memory.generation(entry.frame), sequence);
+    }
+
+    private Map.Entry<Long, Long> allocationContaining(long address, long length) {
+        if (length < 0 || address < 0) {
+            return null;
+        }
+        Map.Entry<Long, Long> allocation = allocations.floorEntry(address);
+        if (allocation == null) {
+            return null;
+        }
+        long end = allocation.getKey() + allocation.getValue();
+        return address < end && length <= end - address ? allocation : null;
+    }
+
+    private void requireAllocated(long address, long length) {
+        if (allocationContaining(address, Math.max(length, 1)) == null) {
+            throw new BadAddressException(String.format("range 0x%x+%d is not allocated in %s", address, length, this));
+        }
+    }
+
+    private void requireAllocatedPage(long vpn) {
+        requireAllocated(vpn << pageShift, pageSize);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new KernelException(this + " is closed");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package io.pagewire.kernel;
+
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * The asynchronous fault queue through which a NIC raises page faults (on-demand paging): the NIC
+ * posts a fault and carries on with other work; the fault-handler thread makes the page resident
+ * and completes the fault. Faults on a page already queued are merged into the queued one.
+ *
+ * <p>Completions run on the fault-handler thread without the kernel lock; a NIC's completion handler
+ * must only resume its own work (re-translate, retransmit), never block.
+ */
+public final class FaultService implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(FaultService.class.getName());
+
+    private final BlockingQueue<PageKey> queue = new LinkedBlockingQueue<>();
+    private final Map<PageKey, Pending> pending = new ConcurrentHashMap<>();
+    private final Thread handler;
+    private volatile boolean closed;
+
+    FaultService(String name) {
+        handler = new Thread(this::run, "pagewire-fault-handler-" + name);
+        handler.setDaemon(true);
+        handler.start();
+    }
+
+    /**
+     * Queues a page fault on one page of an address space.
+     *
+     * @return completes with how the fault was served, or exceptionally with the kernel's error
+     *     ({@link BadAddressException}, {@link MemoryExhaustedException}, ...)
+     */
+    public CompletableFuture<PageFault> submit(AddressSpace space, long vpn, boolean write) {
+        if (closed) {
+            return CompletableFuture.failedFuture(new KernelException("fault service is closed"));
+        }
+        PageKey key = new PageKey(space, vpn);
+        Pending fresh = new Pending(write);
+        Pending queued = pending.putIfAbsent(key, fresh);
+        if (queued != null) {
+            queued.write |= write;
+            return queued.future;
+        }
+        queue.add(key);
+        return fresh.future;
+    }
+
+    /** Faults queued or being served. */
+    public int depth() {
+        return pending.size();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        handler.interrupt();
+        try {
+            handler.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        KernelException error = new KernelException("fault service is closed");
+        pending.forEach((key, p) -> p.future.completeExceptionally(error));
+        pending.clear();
+    }
+
+    private void run() {
+        while (!closed) {
+            PageKey key;
+            try {
+                key = queue.take();
+            } catch (InterruptedException e) {
+                return;
+            }
+            Pending p = pending.get(key);
+            PageFault fault = null;
+            Throwable error = null;
+            try {
+                fault = key.space().serviceNicFault(key.vpn(), p.write);
+            } catch (RuntimeException e) {
+                error = e;
+            }
+            // Later faults on this page must queue anew: the page may be gone again by then.
+            pending.remove(key);
+            try {
+                if (error == null) {
+                    p.future.complete(fault);
+                } else {
+                    p.future.completeExceptionally(error);
+                }
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "a page fault completion handler failed", e);
+            }
+        }
+    }
+
+    private static final class Pending {
+        final CompletableFuture<PageFault> future = new CompletableFuture<>();
+        volatile boolean write;
+
+        Pending(boolean write) {
+            this.write = write;
+        }
+    }
+}

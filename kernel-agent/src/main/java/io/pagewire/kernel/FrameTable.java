@@ -1,0 +1,97 @@
+package io.pagewire.kernel;
+
+/**
+ * The kernel's book of frames: which page owns each frame (the reverse map), and the free list.
+ * Guarded by the kernel lock.
+ */
+final class FrameTable {
+    private final PhysicalMemory memory;
+    private final SwapDevice swap;
+    private final AddressSpace[] owner;
+    private final long[] ownerVpn;
+    private final PageTableEntry[] ownerEntry;
+    private final int[] freeStack;
+    private int freeCount;
+
+    FrameTable(PhysicalMemory memory, SwapDevice swap) {
+        this.memory = memory;
+        this.swap = swap;
+        int n = memory.frameCount();
+        this.owner = new AddressSpace[n];
+        this.ownerVpn = new long[n];
+        this.ownerEntry = new PageTableEntry[n];
+        this.freeStack = new int[n];
+        // Low frames first, so a fresh node fills memory in order.
+        for (int f = n - 1; f >= 0; f--) {
+            freeStack[freeCount++] = f;
+        }
+    }
+
+    int frameCount() {
+        return owner.length;
+    }
+
+    int freeCount() {
+        return freeCount;
+    }
+
+    /** A free frame, or -1. The frame is still marked reclaiming until {@link #attach}. */
+    int takeFree() {
+        return freeCount == 0 ? -1 : freeStack[--freeCount];
+    }
+
+    void putFree(int frame) {
+        detach(frame);
+        freeStack[freeCount++] = frame;
+    }
+
+    /** Forgets which page owned the frame; reclaim hands it straight to the page that needed one. */
+    void detach(int frame) {
+        owner[frame] = null;
+        ownerEntry[frame] = null;
+    }
+
+    void attach(int frame, AddressSpace space, long vpn, PageTableEntry entry) {
+        owner[frame] = space;
+        ownerVpn[frame] = vpn;
+        ownerEntry[frame] = entry;
+    }
+
+    AddressSpace owner(int frame) {
+        return owner[frame];
+    }
+
+    long ownerVpn(int frame) {
+        return ownerVpn[frame];
+    }
+
+    PageTableEntry ownerEntry(int frame) {
+        return ownerEntry[frame];
+    }
+
+    int pinCount(int frame) {
+        PageTableEntry entry = ownerEntry[frame];
+        return entry == null ? 0 : entry.pinCount;
+    }
+
+    /**
+     * Whether reclaim may take this frame now: it holds a page, no pin and no DMA holds it, and its
+     * contents can go somewhere (it is clean, or a swap slot is there for it).
+     */
+    boolean isEvictable(int frame) {
+        PageTableEntry entry = ownerEntry[frame];
+        if (entry == null || entry.pinCount > 0 || memory.dmaLockCount(frame) > 0 || memory.isReclaiming(frame)) {
+            return false;
+        }
+        return !needsNewSwapSlot(frame, entry) || !swap.isFull();
+    }
+
+    /** A dirty page without a slot needs one to be evicted; a clean page is dropped or already in swap. */
+    boolean needsNewSwapSlot(int frame, PageTableEntry entry) {
+        return memory.isDirty(frame) && entry.swapSlot < 0;
+    }
+
+    boolean testAndClearAccessed(int frame) {
+        return memory.testAndClearAccessed(frame);
+    }
+}

@@ -1,0 +1,290 @@
+package io.pagewire.kernel;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The emulated operating system's memory subsystem of one node: physical frames, the address spaces
+ * of its endpoints, swap, page replacement, pin accounting, the fault service for NIC page faults
+ * and the NetVM system buffer.
+ *
+ * <p>One lock (the kernel lock, like a coarse {@code mmap_lock}) guards page tables, frame ownership,
+ * swap slots and pin counts. The DMA engine does not take it: it copies under per-frame DMA locks
+ * (see {@link PhysicalMemory}), which reclaim respects.
+ */
+public final class KernelAgent implements AutoCloseable {
+    /** How many victims reclaim tries before it reports memory exhausted (each try can lose a race with DMA). */
+    private static final int RECLAIM_ATTEMPTS = 64;
+
+    private final KernelContext context;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final PhysicalMemory memory;
+    private final SwapDevice swap;
+    private final FrameTable frames;
+    private final PageReplacementPolicy replacement;
+    private final KernelCounters counters = new KernelCounters();
+    private final Map<Integer, AddressSpace> spaces = new ConcurrentHashMap<>();
+    private final AtomicInteger nextSpaceId = new AtomicInteger(1);
+    private final SystemBuffer systemBuffer;
+    private final FaultService faultService;
+    private int pinnedPages;
+    private boolean closed;
+
+    private KernelAgent(KernelContext context) {
+        this.context = context;
+        this.memory = new PhysicalMemory(context.pageSizeBytes(), context.frameCount(), counters);
+        this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes());
+        this.frames = new FrameTable(memory, swap);
+        this.replacement = context.pageReplacement().newPolicy();
+        this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / context.pageSizeBytes()));
+        this.faultService = new FaultService(context.name());
+    }
+
+    /** Starts a kernel agent with the given settings, validating them first. */
+    public static KernelAgent start(KernelContext context) {
+        return new KernelAgent(context.conclude());
+    }
+
+    /** Creates the address space of a new endpoint. */
+    public AddressSpace createAddressSpace() {
+        lock();
+        try {
+            if (closed) {
+                throw new KernelException("kernel agent " + context.name() + " is closed");
+            }
+            AddressSpace space = new AddressSpace(this, nextSpaceId.getAndIncrement());
+            spaces.put(space.id(), space);
+            return space;
+        } finally {
+            unlock();
+        }
+    }
+
+    /** The open address space of an endpoint, or null. */
+    public AddressSpace addressSpace(int id) {
+        return spaces.get(id);
+    }
+
+    public Collection<AddressSpace> addressSpaces() {
+        return List.copyOf(spaces.values());
+    }
+
+    public KernelContext context() {
+        return context;
+    }
+
+    public PhysicalMemory memory() {
+        return memory;
+    }
+
+    public FaultService faultService() {
+        return faultService;
+    }
+
+    public SystemBuffer systemBuffer() {
+        return systemBuffer;
+    }
+
+    public KernelCounters counters() {
+        return counters;
+    }
+
+    NanoClock clock() {
+        return context.clock();
+    }
+
+    /** A consistent snapshot of frames, pins, swap and the system buffer. */
+    public MemoryStats stats() {
+        lock();
+        try {
+            int swapped = 0;
+            for (AddressSpace space : spaces.values()) {
+                swapped += space.swappedPages();
+            }
+            int total = frames.frameCount();
+            return new MemoryStats(memory.pageSize(), total, frames.freeCount(), total - frames.freeCount(),
+                    pinnedPages, context.memlockLimitBytes(), context.nodePinLimitBytes(), swap.slotCount(),
+                    swap.usedCount(), swapped, systemBuffer.slotCount(), systemBuffer.slotsInUse(), spaces.size());
+        } finally {
+            unlock();
+        }
+    }
+
+    /** Closes every address space (revoking pins, draining DMA), stops the fault service, removes swap. */
+    @Override
+    public void close() {
+        List<AddressSpace> open;
+        lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            open = new ArrayList<>(spaces.values());
+        } finally {
+            unlock();
+        }
+        for (AddressSpace space : open) {
+            space.close();
+        }
+        faultService.close();
+        swap.close();
+    }
+
+    // ---- mechanics shared by the address spaces (kernel lock held unless noted) ---------------
+
+    void lock() {
+        lock.lock();
+    }
+
+    void unlock() {
+        lock.unlock();
+    }
+
+    SwapDevice swap() {
+        return swap;
+    }
+
+    FrameTable frames() {
+        return frames;
+    }
+
+    void forget(AddressSpace space) {
+        spaces.remove(space.id());
+    }
+
+    /**
+     * A frame for a page of {@code requester}: a free one, else one taken from another page by the
+     * replacement policy.
+     *
+     * @throws MemoryExhaustedException when every frame is pinned, under DMA, or dirty with swap full
+     */
+    int obtainFrame(AddressSpace requester, long vpn) {
+        int frame = frames.takeFree();
+        if (frame >= 0) {
+            return frame;
+        }
+        for (int attempt = 0; attempt < RECLAIM_ATTEMPTS; attempt++) {
+            int victim = replacement.selectVictim(frames);
+            if (victim < 0) {
+                break;
+            }
+            if (tryEvict(victim)) {
+                return victim;
+            }
+        }
+        counters.increment(KernelCounter.OUT_OF_MEMORY);
+        throw new MemoryExhaustedException(outOfMemoryMessage(requester, vpn));
+    }
+
+    /** Takes a frame from its page if no DMA got to it first and its contents have somewhere to go. */
+    private boolean tryEvict(int frame) {
+        if (!memory.tryBeginReclaim(frame)) {
+            return false;
+        }
+        AddressSpace owner = frames.owner(frame);
+        PageTableEntry entry = frames.ownerEntry(frame);
+        long vpn = frames.ownerVpn(frame);
+        boolean dirty = memory.isDirty(frame);
+        int slot = entry.swapSlot;
+        if (dirty && slot < 0) {
+            slot = swap.allocate();
+            if (slot < 0) {
+                memory.abandonReclaim(frame);
+                return false;
+            }
+        }
+        try {
+            owner.evict(vpn, entry, slot, dirty);
+        } catch (RuntimeException e) {
+            if (entry.swapSlot < 0 && slot >= 0) {
+                swap.release(slot);
+            }
+            memory.abandonReclaim(frame);
+            throw e;
+        }
+        frames.detach(frame);
+        counters.increment(KernelCounter.EVICTIONS);
+        return true;
+    }
+
+    /** Returns a frame that was obtained but could not be filled (a failed swap read). */
+    void returnFreeFrame(int frame) {
+        frames.putFree(frame);
+    }
+
+    /**
+     * Takes a frame from a page being unmapped: no new DMA may lock it, in-flight DMA drains, then it
+     * goes back to the free list.
+     */
+    void releaseFrame(int frame, AddressSpace space, long vpn) {
+        memory.beginReclaim(frame);
+        long deadline = clock().nanoTime() + context.dmaDrainTimeoutNs();
+        while (memory.dmaLockCount(frame) > 0) {
+            if (clock().nanoTime() - deadline > 0) {
+                throw new KernelException(String.format("freeing page 0x%x of %s: DMA on frame %d did not drain within %d ms",
+                        vpn << context.pageShift(), space, frame, TimeUnit.NANOSECONDS.toMillis(context.dmaDrainTimeoutNs())));
+            }
+            LockSupport.parkNanos(1_000);
+        }
+        frames.putFree(frame);
+    }
+
+    /** Throws unless {@code additionalPages} more pinned pages fit both the memlock and the node limit. */
+    void checkPinLimits(AddressSpace space, long additionalPages) {
+        if (additionalPages <= 0) {
+            return;
+        }
+        long pageSize = memory.pageSize();
+        long spaceWould = (space.pinnedPages() + additionalPages) * pageSize;
+        if (spaceWould > context.memlockLimitBytes()) {
+            counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
+            throw new PinLimitExceededException(PinLimitExceededException.Limit.MEMLOCK, context.memlockLimitBytes(), spaceWould,
+                    String.format("memlock limit %s exceeded: %s pinned by %s (%s already pinned, %s more requested)",
+                            ByteSizes.format(context.memlockLimitBytes()), ByteSizes.format(spaceWould), space,
+                            ByteSizes.format(space.pinnedPages() * pageSize), ByteSizes.format(additionalPages * pageSize)));
+        }
+        long nodeWould = (pinnedPages + additionalPages) * pageSize;
+        if (nodeWould > context.nodePinLimitBytes()) {
+            counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
+            throw new PinLimitExceededException(PinLimitExceededException.Limit.NODE, context.nodePinLimitBytes(), nodeWould,
+                    String.format("node pin limit %s exceeded: %s pinned on node %s (%s requested by %s)",
+                            ByteSizes.format(context.nodePinLimitBytes()), ByteSizes.format(nodeWould), context.name(),
+                            ByteSizes.format(additionalPages * pageSize), space));
+        }
+    }
+
+    void pinnedPagesChanged(int delta) {
+        pinnedPages += delta;
+    }
+
+    private String outOfMemoryMessage(AddressSpace requester, long vpn) {
+        int pinned = 0;
+        int underDma = 0;
+        int needSwap = 0;
+        for (int f = 0; f < frames.frameCount(); f++) {
+            PageTableEntry entry = frames.ownerEntry(f);
+            if (entry == null) {
+                continue;
+            }
+            if (entry.pinCount > 0) {
+                pinned++;
+            } else if (memory.dmaLockCount(f) > 0) {
+                underDma++;
+            } else if (frames.needsNewSwapSlot(f, entry)) {
+                needSwap++;
+            }
+        }
+        return String.format("out of memory: no frame for page 0x%x of %s; of %d frames, %d are pinned, %d under DMA, "
+                        + "%d dirty with swap full (%d of %d slots used)",
+                vpn << context.pageShift(), requester, frames.frameCount(), pinned, underDma, needSwap,
+                swap.usedCount(), swap.slotCount());
+    }
+}

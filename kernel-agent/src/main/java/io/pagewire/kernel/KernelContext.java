@@ -1,0 +1,184 @@
+package io.pagewire.kernel;
+
+import java.nio.file.Path;
+
+/**
+ * The settings one kernel agent runs with: defaults from {@link KernelConfiguration}, fluent setters,
+ * and one {@link #conclude()} that rejects a bad value with a message naming its knob.
+ */
+public final class KernelContext {
+    private int pageSizeBytes = KernelConfiguration.pageSizeBytes();
+    private long physicalMemoryBytes = KernelConfiguration.physicalMemoryBytes();
+    private long swapBytes = KernelConfiguration.swapBytes();
+    private Path swapFile = KernelConfiguration.swapFile().isEmpty() ? null : Path.of(KernelConfiguration.swapFile());
+    private long memlockLimitBytes = KernelConfiguration.memlockLimitBytes();
+    private long nodePinLimitBytes = KernelConfiguration.nodePinLimitBytes();
+    private long systemBufferBytes = KernelConfiguration.systemBufferBytes();
+    private PageReplacement pageReplacement = KernelConfiguration.pageReplacement();
+    private long dmaDrainTimeoutNs = KernelConfiguration.dmaDrainTimeoutNs();
+    private NanoClock clock = NanoClock.SYSTEM;
+    private String name = "kernel";
+    private boolean concluded;
+
+    public KernelContext pageSizeBytes(int value) {
+        pageSizeBytes = value;
+        return this;
+    }
+
+    public KernelContext physicalMemoryBytes(long value) {
+        physicalMemoryBytes = value;
+        return this;
+    }
+
+    public KernelContext swapBytes(long value) {
+        swapBytes = value;
+        return this;
+    }
+
+    /** The file backing swap; {@code null} for a temporary file removed at close. */
+    public KernelContext swapFile(Path value) {
+        swapFile = value;
+        return this;
+    }
+
+    public KernelContext memlockLimitBytes(long value) {
+        memlockLimitBytes = value;
+        return this;
+    }
+
+    /** The node-wide pin limit; 0 for three quarters of physical memory. */
+    public KernelContext nodePinLimitBytes(long value) {
+        nodePinLimitBytes = value;
+        return this;
+    }
+
+    public KernelContext systemBufferBytes(long value) {
+        systemBufferBytes = value;
+        return this;
+    }
+
+    public KernelContext pageReplacement(PageReplacement value) {
+        pageReplacement = value;
+        return this;
+    }
+
+    public KernelContext dmaDrainTimeoutNs(long value) {
+        dmaDrainTimeoutNs = value;
+        return this;
+    }
+
+    public KernelContext clock(NanoClock value) {
+        clock = value;
+        return this;
+    }
+
+    /** A label for threads and logs, e.g. the node's id. */
+    public KernelContext name(String value) {
+        name = value;
+        return this;
+    }
+
+    public int pageSizeBytes() {
+        return pageSizeBytes;
+    }
+
+    public int pageShift() {
+        return Integer.numberOfTrailingZeros(pageSizeBytes);
+    }
+
+    public long physicalMemoryBytes() {
+        return physicalMemoryBytes;
+    }
+
+    public int frameCount() {
+        return (int) (physicalMemoryBytes / pageSizeBytes);
+    }
+
+    public long swapBytes() {
+        return swapBytes;
+    }
+
+    public Path swapFile() {
+        return swapFile;
+    }
+
+    public long memlockLimitBytes() {
+        return memlockLimitBytes;
+    }
+
+    public long nodePinLimitBytes() {
+        return nodePinLimitBytes;
+    }
+
+    public long systemBufferBytes() {
+        return systemBufferBytes;
+    }
+
+    public PageReplacement pageReplacement() {
+        return pageReplacement;
+    }
+
+    public long dmaDrainTimeoutNs() {
+        return dmaDrainTimeoutNs;
+    }
+
+    public NanoClock clock() {
+        return clock;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Validates every knob and resolves derived defaults; idempotent.
+     *
+     * @throws IllegalArgumentException naming the first knob whose value is unusable
+     */
+    public KernelContext conclude() {
+        if (concluded) {
+            return this;
+        }
+        if (pageSizeBytes < 512 || pageSizeBytes > 65536 || Integer.bitCount(pageSizeBytes) != 1) {
+            throw invalid(KernelConfiguration.PAGE_SIZE_PROP_NAME, "a power of two from 512 to 65536", pageSizeBytes);
+        }
+        if (physicalMemoryBytes % pageSizeBytes != 0 || physicalMemoryBytes / pageSizeBytes < 16
+                || physicalMemoryBytes / pageSizeBytes > Integer.MAX_VALUE / 2) {
+            throw invalid(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME,
+                    "a multiple of the page size (" + pageSizeBytes + ") holding at least 16 frames", physicalMemoryBytes);
+        }
+        if (swapBytes < 0 || swapBytes % pageSizeBytes != 0 || swapBytes / pageSizeBytes > Integer.MAX_VALUE / 2) {
+            throw invalid(KernelConfiguration.SWAP_SIZE_PROP_NAME, "a non-negative multiple of the page size (" + pageSizeBytes + ")", swapBytes);
+        }
+        if (memlockLimitBytes < 0) {
+            throw invalid(KernelConfiguration.MEMLOCK_LIMIT_PROP_NAME, "non-negative", memlockLimitBytes);
+        }
+        if (nodePinLimitBytes == 0) {
+            nodePinLimitBytes = physicalMemoryBytes / 4 * 3;
+        }
+        if (nodePinLimitBytes < 0 || nodePinLimitBytes > physicalMemoryBytes) {
+            throw invalid(KernelConfiguration.NODE_PIN_LIMIT_PROP_NAME,
+                    "between 1 and the physical memory (" + physicalMemoryBytes + "), or 0 for the default", nodePinLimitBytes);
+        }
+        if (systemBufferBytes < pageSizeBytes || systemBufferBytes % pageSizeBytes != 0
+                || systemBufferBytes > Integer.MAX_VALUE) {
+            throw invalid(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME,
+                    "a multiple of the page size (" + pageSizeBytes + "), at least one page and under 2 GiB", systemBufferBytes);
+        }
+        if (pageReplacement == null) {
+            throw invalid(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, "set", "null");
+        }
+        if (dmaDrainTimeoutNs <= 0) {
+            throw invalid(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, "positive", dmaDrainTimeoutNs);
+        }
+        if (clock == null) {
+            throw new IllegalArgumentException("clock must be set");
+        }
+        concluded = true;
+        return this;
+    }
+
+    private static IllegalArgumentException invalid(String knob, String expected, Object actual) {
+        return new IllegalArgumentException(knob + " must be " + expected + ", was " + actual);
+    }
+}

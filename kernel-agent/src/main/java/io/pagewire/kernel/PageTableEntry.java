@@ -1,0 +1,20 @@
+package io.pagewire.kernel;
+
+/**
+ * One virtual page of an address space: where its contents are (a frame, a swap slot, or nowhere
+ * yet) and how many pins hold it. The accessed and dirty bits of a resident page live in its
+ * frame's state word ({@link PhysicalMemory}), where DMA sets them without the kernel lock.
+ * Guarded by the kernel lock.
+ */
+final class PageTableEntry {
+    /** The frame holding the page, or -1 when the page is not resident. */
+    int frame = -1;
+    /** The swap slot holding a copy of the page, or -1; a resident clean page may keep its slot. */
+    int swapSlot = -1;
+    /** Pins on the page; a pinned page keeps its frame. */
+    int pinCount;
+
+    boolean present() {
+        return frame >= 0;
+    }
+}
