@@ -267,12 +267,12 @@ public final class AddressSpace implements AutoCloseable {
     }
 
     /**
-     * Pins one page, faulting it in first if it is not resident, and returns where it is. The page
+     * Pins one page, faulting it in first if it is not resident, and says where it is. The page
      * keeps its frame until every pin on it is released.
      *
      * @throws PinLimitExceededException if the memlock or the node pin limit would be exceeded
      */
-    public Translation pin(long vpn, boolean write) {
+    public Pinned pin(long vpn, boolean write) {
         kernel.lock();
         try {
             checkOpen();
@@ -281,9 +281,10 @@ public final class AddressSpace implements AutoCloseable {
             if (entry.pinCount == 0) {
                 kernel.checkPinLimits(this, 1);
             }
-            countFault(makeResident(vpn, entry, write), true);
+            FaultKind fault = makeResident(vpn, entry, write);
+            countFault(fault, true);
             addPin(entry);
-            return translationOf(entry);
+            return new Pinned(translationOf(entry), fault);
         } finally {
             kernel.unlock();
         }

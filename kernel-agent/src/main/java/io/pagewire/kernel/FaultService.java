@@ -17,7 +17,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 public final class FaultService implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(FaultService.class.getName());
 
-    private final BlockingQueue<PageKey> queue = new LinkedBlockingQueue<>();
+    /** Page keys to serve, and tasks to run in turn with them. */
+    private final BlockingQueue<Object> queue = new LinkedBlockingQueue<>();
     private final Map<PageKey, Pending> pending = new ConcurrentHashMap<>();
     private final Thread handler;
     private volatile boolean closed;
@@ -49,6 +50,14 @@ public final class FaultService implements AutoCloseable {
         return fresh.future;
     }
 
+    /**
+     * Runs a task on the fault-handler thread after everything queued before it. The kernel uses it
+     * to tell NICs of outcomes decided under the kernel lock, which NIC handlers must not run under.
+     */
+    public void execute(Runnable task) {
+        queue.add(task);
+    }
+
     /** Faults queued or being served. */
     public int depth() {
         return pending.size();
@@ -70,12 +79,21 @@ public final class FaultService implements AutoCloseable {
 
     private void run() {
         while (!closed) {
-            PageKey key;
+            Object item;
             try {
-                key = queue.take();
+                item = queue.take();
             } catch (InterruptedException e) {
                 return;
             }
+            if (item instanceof Runnable task) {
+                try {
+                    task.run();
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "a task on the fault-handler thread failed", e);
+                }
+                continue;
+            }
+            PageKey key = (PageKey) item;
             Pending p = pending.get(key);
             PageFault fault = null;
             Throwable error = null;

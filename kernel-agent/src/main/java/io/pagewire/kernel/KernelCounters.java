@@ -20,6 +20,19 @@ public final class KernelCounters {
         return values.get(counter.id());
     }
 
+    /** Every non-zero counter, one per line: what a failing test prints. */
+    @Override
+    public String toString() {
+        StringBuilder out = new StringBuilder();
+        for (KernelCounter counter : KernelCounter.values()) {
+            long value = get(counter);
+            if (value != 0) {
+                out.append(String.format("  %-26s %12d%n", counter.name().toLowerCase(java.util.Locale.ROOT), value));
+            }
+        }
+        return out.toString();
+    }
+
     /** Every counter's value, in declaration order. */
     public Map<KernelCounter, Long> snapshot() {
         Map<KernelCounter, Long> snapshot = new EnumMap<>(KernelCounter.class);

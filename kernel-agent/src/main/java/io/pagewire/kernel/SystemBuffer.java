@@ -190,7 +190,11 @@ public final class SystemBuffer {
                 }
             }
         }
-        completeDiscarded(dropped, new BadAddressException("the destination memory of parked data in " + space + " was freed"));
+        if (!dropped.isEmpty()) {
+            BadAddressException error = new BadAddressException("the destination memory of parked data in " + space + " was freed");
+            // We hold the kernel lock; completion handlers take the NIC's locks, so they run later.
+            kernel.faultService().execute(() -> completeDiscarded(dropped, error));
+        }
     }
 
     private void discardPage(PageKey key, Throwable error) {

@@ -13,10 +13,12 @@ class PinningTest {
                 AddressSpace b = kernel.createAddressSpace()) {
             long va = a.allocate(2L * PAGE);
             long vb = b.allocate(PAGE);
-            Translation t = a.pin(va / PAGE, true);
+            Pinned first = a.pin(va / PAGE, true);
+            assertThat(first.fault()).as("zero-filled at the pin").isEqualTo(FaultKind.MINOR);
+            Translation t = first.translation();
             assertThat(a.isResident(va / PAGE)).isTrue();
             assertThat(t.frame()).isEqualTo(a.translate(va / PAGE).frame());
-            a.pin(va / PAGE, false);
+            assertThat(a.pin(va / PAGE, false).fault()).as("already resident").isNull();
             b.pin(vb / PAGE, false);
             assertThat(a.pinCount(va / PAGE)).isEqualTo(2);
             assertThat(a.pinnedPages()).as("distinct pages").isEqualTo(1);

@@ -104,6 +104,7 @@ class SystemBufferTest {
                 kernel.unlock();
             }
             assertThat(done.first.get(10, TimeUnit.SECONDS)).isInstanceOf(BadAddressException.class);
+            assertThat(done.first).as("completed off the kernel lock").isDone();
             // The queued fault then finds the page gone; the part must not be completed twice. The fault
             // handler serves in order, so once a later fault is served the earlier one has finished.
             long barrier = space.allocate(PAGE);

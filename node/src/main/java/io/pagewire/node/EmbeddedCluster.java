@@ -1,0 +1,102 @@
+package io.pagewire.node;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * Several nodes in one JVM, every one linked to every other, over in-process gRPC or real Netty on
+ * loopback. The demo, the perf tool's embedded pair and the cluster tests run on it.
+ */
+public final class EmbeddedCluster implements AutoCloseable {
+    private final List<PagewireNode> nodes = new ArrayList<>();
+
+    private EmbeddedCluster() {
+    }
+
+    /**
+     * Starts {@code size} nodes named node-1..node-N and waits until all links are up.
+     *
+     * @param configure adjusts each node's context (memory, NIC, faults) before it starts
+     */
+    public static EmbeddedCluster start(int size, Transport transport, Consumer<NodeContext> configure) {
+        EmbeddedCluster cluster = new EmbeddedCluster();
+        try {
+            for (int i = 1; i <= size; i++) {
+                NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(0);
+                configure.accept(context);
+                cluster.nodes.add(PagewireNode.start(context));
+            }
+            for (PagewireNode node : cluster.nodes) {
+                for (PagewireNode peer : cluster.nodes) {
+                    if (peer != node) {
+                        node.connect(peer.id(), peer.target());
+                    }
+                }
+            }
+            cluster.awaitLinks(TimeUnit.SECONDS.toNanos(30));
+            return cluster;
+        } catch (RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+    }
+
+    private void awaitLinks(long timeoutNs) {
+        long deadline = System.nanoTime() + timeoutNs;
+        for (PagewireNode node : nodes) {
+            for (PagewireNode peer : nodes) {
+                if (peer == node) {
+                    continue;
+                }
+                while (!node.fabric().connectedPeers().contains(peer.id())) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("node " + node.id() + " could not reach " + peer.id() + " at " + peer.target());
+                    }
+                    try {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException("interrupted while waiting for links", e);
+                    }
+                }
+            }
+        }
+    }
+
+    public List<PagewireNode> nodes() {
+        return List.copyOf(nodes);
+    }
+
+    /** Node i, counted from 1 as the names are. */
+    public PagewireNode node(int i) {
+        return nodes.get(i - 1);
+    }
+
+    public int size() {
+        return nodes.size();
+    }
+
+    /** Every node's NIC and kernel counters and memory figures: what a failing cluster test prints. */
+    public String describe() {
+        StringBuilder out = new StringBuilder();
+        for (PagewireNode node : nodes) {
+            out.append("== ").append(node.id()).append(" (").append(node.target()).append(")\n");
+            out.append(" memory: ").append(node.kernel().stats()).append('\n');
+            out.append(" nic:\n").append(node.nic().counters());
+            out.append(" kernel:\n").append(node.kernel().counters());
+            node.fabric().links().forEach((peer, link) -> out.append(String.format(" link to %s: sent %d packets, received %d, lanes opened %d, lost %d%n",
+                    peer, link.packetsSent(), link.packetsReceived(), link.lanesOpened(), link.lanesLost())));
+            node.nic().queuePairs().forEach(qp -> out.append(' ').append(qp.describe()).append('\n'));
+        }
+        return out.toString();
+    }
+
+    @Override
+    public void close() {
+        for (PagewireNode node : nodes) {
+            node.close();
+        }
+    }
+}

@@ -1,0 +1,512 @@
+package io.pagewire.node.fabric;
+
+import io.grpc.BindableService;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.pagewire.node.nic.Nic;
+import io.pagewire.node.nic.PacketTransport;
+import io.pagewire.proto.fabric.FabricGrpc;
+import io.pagewire.proto.fabric.LaneFrame;
+import io.pagewire.proto.fabric.LaneHello;
+import io.pagewire.proto.fabric.Packet;
+import io.pagewire.proto.fabric.PacketBatch;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A node's fabric: the lanes (long-lived bidirectional gRPC streams) to every peer, and the only
+ * part of Pagewire that knows node-to-node gRPC. It serves the {@code Fabric} service for lanes peers
+ * dial, dials {@code lanesPerPeer} lanes to every peer it is told of, redials a broken lane with
+ * back-off, and tells the NIC when a link comes back so that unacknowledged packets are replayed.
+ *
+ * <p>Inbound batches are handed to the NIC on the thread that received them (a direct executor:
+ * no hand-off per message), one message requested at a time. Outbound batches go on the lane a
+ * queue pair's hint picks, respecting each stream's readiness; fault injection shapes them first.
+ */
+public final class Fabric implements PacketTransport, AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Fabric.class.getName());
+    /** How long a packet held back for reordering waits if no later batch carries it out. */
+    private static final long REORDER_RELEASE_NS = 1_000_000;
+
+    private final FabricContext context;
+    private final ChannelFactory channels;
+    private final long incarnation = System.nanoTime() ^ ThreadLocalRandom.current().nextLong();
+    private final Map<String, PeerLink> peers = new ConcurrentHashMap<>();
+    private final FaultInjector faults;
+    private final ScheduledExecutorService scheduler;
+    private volatile Nic nic;
+    private volatile boolean closed;
+
+    public Fabric(FabricContext context, ChannelFactory channels) {
+        this.context = context.conclude();
+        this.channels = channels;
+        this.faults = new FaultInjector(context);
+        ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "pagewire-fabric-" + context.nodeId());
+            t.setDaemon(true);
+            return t;
+        });
+        executor.setRemoveOnCancelPolicy(true);
+        this.scheduler = executor;
+    }
+
+    /** Hands inbound packets and link events to this NIC from now on. */
+    public void attach(Nic value) {
+        nic = value;
+    }
+
+    public String nodeId() {
+        return context.nodeId();
+    }
+
+    /** The service peers dial lanes on; the node adds it to its gRPC server. */
+    public BindableService service() {
+        return new Service();
+    }
+
+    public FaultInjector faults() {
+        return faults;
+    }
+
+    /** Adds a peer and dials its lanes; {@code target} is its address ("host:port", or an in-process name). */
+    public void connect(String peer, String target) {
+        if (peer.equals(context.nodeId())) {
+            return;
+        }
+        PeerLink link = peers.computeIfAbsent(peer, PeerLink::new);
+        synchronized (link) {
+            if (link.channel != null) {
+                return;
+            }
+            link.target = target;
+            link.channel = channels.open(target);
+        }
+        for (int i = 0; i < context.lanesPerPeer(); i++) {
+            dial(link, i);
+        }
+    }
+
+    /** Peers with at least one lane up. */
+    public Set<String> connectedPeers() {
+        Set<String> up = new java.util.TreeSet<>();
+        peers.forEach((id, link) -> {
+            if (link.anyUp()) {
+                up.add(id);
+            }
+        });
+        return up;
+    }
+
+    /** Lanes up to a peer, both directions. */
+    public int lanesUp(String peer) {
+        PeerLink link = peers.get(peer);
+        return link == null ? 0 : link.upCount();
+    }
+
+    /** Traffic per peer link. */
+    public Map<String, LinkStats> links() {
+        Map<String, LinkStats> stats = new TreeMap<>();
+        peers.forEach((id, link) -> stats.put(id, link.stats));
+        return stats;
+    }
+
+    /**
+     * Cuts the link to a peer: every lane to it is torn down and none is accepted or dialled until
+     * {@link #heal}. Packets meanwhile are lost, as on a pulled cable.
+     */
+    public void cut(String peer) {
+        faults.cut(peer);
+        PeerLink link = peers.get(peer);
+        if (link != null) {
+            for (Lane lane : link.allLanes()) {
+                laneDown(link, lane);
+                lane.close(Status.UNAVAILABLE.withDescription("link to " + peer + " cut by fault injection").asRuntimeException());
+            }
+        }
+    }
+
+    /** Restores a cut link: lanes are dialled again at once. */
+    public void heal(String peer) {
+        faults.heal(peer);
+        PeerLink link = peers.get(peer);
+        if (link != null && link.channel != null) {
+            for (int i = 0; i < context.lanesPerPeer(); i++) {
+                if (link.outbound[i] == null && !link.dialling[i]) {
+                    dial(link, i);
+                }
+            }
+        }
+    }
+
+    // ---- PacketTransport ---------------------------------------------------------------------------
+
+    @Override
+    public void send(String peer, int laneHint, PacketBatch batch) {
+        PeerLink link = peers.get(peer);
+        Lane lane = link == null || faults.isCut(peer) ? null : link.pick(laneHint);
+        if (lane == null) {
+            if (link != null) {
+                link.stats.unsentWhileDown.addAndGet(batch.getPacketsCount());
+            }
+            return;
+        }
+        PacketBatch out = batch;
+        if (faults.shapes()) {
+            out = faults.shape(peer, batch);
+            if (faults.hasHeld(peer)) {
+                scheduler.schedule(() -> sendHeld(peer, laneHint), REORDER_RELEASE_NS, TimeUnit.NANOSECONDS);
+            }
+        }
+        if (faults.delays()) {
+            // The frames the payloads wrap are locked only for this call: copy before waiting.
+            PacketBatch later = FaultInjector.copy(out);
+            faults.countDelayed();
+            scheduler.schedule(() -> write(link, link.pick(laneHint), later), faults.nextDelayNs(), TimeUnit.NANOSECONDS);
+            return;
+        }
+        write(link, lane, channels.copiesPayloads() ? FaultInjector.copy(out) : out);
+    }
+
+    @Override
+    public boolean isWritable(String peer, int laneHint) {
+        PeerLink link = peers.get(peer);
+        if (link == null || faults.isCut(peer)) {
+            return false;
+        }
+        Lane lane = link.pick(laneHint);
+        return lane != null && lane.isReady();
+    }
+
+    private void sendHeld(String peer, int laneHint) {
+        List<Packet> held = faults.releaseHeld(peer);
+        PeerLink link = peers.get(peer);
+        if (!held.isEmpty() && link != null && !faults.isCut(peer)) {
+            write(link, link.pick(laneHint), PacketBatch.newBuilder().addAllPackets(held).build());
+        }
+    }
+
+    private void write(PeerLink link, Lane lane, PacketBatch batch) {
+        if (lane == null || batch.getPacketsCount() == 0) {
+            return;
+        }
+        if (lane.send(LaneFrame.newBuilder().setBatch(batch).build())) {
+            link.stats.batchesSent.incrementAndGet();
+            link.stats.packetsSent.addAndGet(batch.getPacketsCount());
+            for (Packet packet : batch.getPacketsList()) {
+                link.stats.bytesSent.addAndGet(packet.getPayload().size());
+            }
+        } else {
+            link.stats.unsentWhileDown.addAndGet(batch.getPacketsCount());
+        }
+    }
+
+    // ---- lanes ---------------------------------------------------------------------------------------
+
+    private void dial(PeerLink link, int index) {
+        if (closed || faults.isCut(link.peer)) {
+            return;
+        }
+        link.dialling[index] = true;
+        AtomicReference<Lane> laneRef = new AtomicReference<>();
+        ClientResponseObserver<LaneFrame, LaneFrame> responses = new ClientResponseObserver<>() {
+            private ClientCallStreamObserver<LaneFrame> requests;
+
+            @Override
+            public void beforeStart(ClientCallStreamObserver<LaneFrame> requestStream) {
+                requests = requestStream;
+                requestStream.disableAutoRequestWithInitial(1);
+                Lane lane = new Lane(link.peer, index, Lane.Direction.OUTBOUND, requestStream);
+                laneRef.set(lane);
+                // The handler can run before the stream is fully started (the onReady race): it only
+                // wakes the NIC, which checks readiness itself.
+                requestStream.setOnReadyHandler(() -> laneReady(lane));
+            }
+
+            @Override
+            public void onNext(LaneFrame frame) {
+                Lane lane = laneRef.get();
+                if (frame.hasHello()) {
+                    if (!frame.getHello().getNodeId().equals(link.peer)) {
+                        LOG.log(System.Logger.Level.WARNING, "node at " + link.target + " says it is " + frame.getHello().getNodeId()
+                                + ", expected " + link.peer);
+                        lane.close(Status.FAILED_PRECONDITION.withDescription("wrong peer").asRuntimeException());
+                        return;
+                    }
+                    link.outbound[index] = lane;
+                    link.dialling[index] = false;
+                    link.attempts[index] = 0;
+                    laneUp(link, lane);
+                } else {
+                    deliver(link, frame);
+                }
+                requests.request(1);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                ended(t);
+            }
+
+            @Override
+            public void onCompleted() {
+                ended(null);
+            }
+
+            private void ended(Throwable t) {
+                Lane lane = laneRef.get();
+                if (link.outbound[index] == lane) {
+                    link.outbound[index] = null;
+                }
+                link.dialling[index] = false;
+                laneDown(link, lane);
+                lane.close(null);
+                scheduleRedial(link, index);
+            }
+        };
+        FabricGrpc.newStub(link.channel).lane(responses);
+        laneRef.get().send(hello(index));
+    }
+
+    private void scheduleRedial(PeerLink link, int index) {
+        if (closed || faults.isCut(link.peer) || link.dialling[index]) {
+            return;
+        }
+        int attempt = Math.min(link.attempts[index]++, 20);
+        long backoff = Math.min(context.reconnectBackoffMaxNs(), context.reconnectBackoffMinNs() << Math.min(attempt, 30));
+        long jittered = backoff / 5 * 4 + ThreadLocalRandom.current().nextLong(backoff / 5 * 2 + 1);
+        link.dialling[index] = true;
+        scheduler.schedule(() -> {
+            link.dialling[index] = false;
+            if (link.outbound[index] == null) {
+                dial(link, index);
+            }
+        }, jittered, TimeUnit.NANOSECONDS);
+    }
+
+    private LaneFrame hello(int index) {
+        return LaneFrame.newBuilder().setHello(LaneHello.newBuilder().setNodeId(context.nodeId()).setLaneIndex(index)
+                .setIncarnation(incarnation)).build();
+    }
+
+    private void laneUp(PeerLink link, Lane lane) {
+        lane.markUp();
+        link.stats.lanesOpened.incrementAndGet();
+        Nic n = nic;
+        if (n != null) {
+            if (link.lostPackets) {
+                // Packets went out on a lane that broke while no other was up: resend what is unacknowledged.
+                link.lostPackets = false;
+                n.onPeerReconnected(link.peer);
+            }
+            n.onPeerWritable(link.peer);
+        }
+    }
+
+    private void laneDown(PeerLink link, Lane lane) {
+        if (lane == null || !lane.isUp()) {
+            link.inbound.remove(lane);
+            return;
+        }
+        lane.markDown();
+        link.inbound.remove(lane);
+        link.stats.lanesLost.incrementAndGet();
+        link.lostPackets = true;
+        Nic n = nic;
+        if (n != null && link.anyUp()) {
+            // What the broken lane carried is lost: resend it on the lanes still up. Duplicates are
+            // recognised by PSN at the responder.
+            link.lostPackets = false;
+            n.onPeerReconnected(link.peer);
+        }
+    }
+
+    private void laneReady(Lane lane) {
+        Nic n = nic;
+        if (n != null && lane.isReady()) {
+            n.onPeerWritable(lane.peer);
+        }
+    }
+
+    private void deliver(PeerLink link, LaneFrame frame) {
+        if (!frame.hasBatch() || faults.isCut(link.peer)) {
+            return;
+        }
+        PacketBatch batch = frame.getBatch();
+        link.stats.packetsReceived.addAndGet(batch.getPacketsCount());
+        for (Packet packet : batch.getPacketsList()) {
+            link.stats.bytesReceived.addAndGet(packet.getPayload().size());
+        }
+        Nic n = nic;
+        if (n != null) {
+            try {
+                n.receive(link.peer, batch);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "a batch from " + link.peer + " failed in the NIC", e);
+            }
+        }
+    }
+
+    /** Ends every lane, stops redialling and closes the channels. */
+    @Override
+    public void close() {
+        closed = true;
+        scheduler.shutdownNow();
+        for (PeerLink link : peers.values()) {
+            for (Lane lane : link.allLanes()) {
+                lane.close(null);
+            }
+            ManagedChannel channel = link.channel;
+            if (channel != null) {
+                channel.shutdownNow();
+                try {
+                    channel.awaitTermination(5, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    /** The lanes to one peer: those this node dialled, by index, and those the peer dialled. */
+    private final class PeerLink {
+        final String peer;
+        final LinkStats stats = new LinkStats();
+        final Lane[] outbound = new Lane[context.lanesPerPeer()];
+        final boolean[] dialling = new boolean[context.lanesPerPeer()];
+        final int[] attempts = new int[context.lanesPerPeer()];
+        final List<Lane> inbound = new CopyOnWriteArrayList<>();
+        volatile String target;
+        volatile ManagedChannel channel;
+        /** A lane broke and nothing was resent yet. */
+        volatile boolean lostPackets;
+
+        PeerLink(String peer) {
+            this.peer = peer;
+        }
+
+        /** The lane for a hint: the dialled lane it names if up, else the next one up, else an accepted one. */
+        Lane pick(int hint) {
+            int n = outbound.length;
+            int start = Math.floorMod(hint, n);
+            for (int i = 0; i < n; i++) {
+                Lane lane = outbound[(start + i) % n];
+                if (lane != null && lane.isUp()) {
+                    return lane;
+                }
+            }
+            int m = inbound.size();
+            for (int i = 0; i < m; i++) {
+                try {
+                    Lane lane = inbound.get(Math.floorMod(hint + i, m));
+                    if (lane.isUp()) {
+                        return lane;
+                    }
+                } catch (IndexOutOfBoundsException raced) {
+                    return null;
+                }
+            }
+            return null;
+        }
+
+        boolean anyUp() {
+            return upCount() > 0;
+        }
+
+        int upCount() {
+            int count = 0;
+            for (Lane lane : allLanes()) {
+                if (lane.isUp()) {
+                    count++;
+                }
+            }
+            return count;
+        }
+
+        List<Lane> allLanes() {
+            List<Lane> all = new java.util.ArrayList<>(inbound);
+            for (Lane lane : outbound) {
+                if (lane != null) {
+                    all.add(lane);
+                }
+            }
+            return all;
+        }
+    }
+
+    /** The server end: lanes peers dial. */
+    private final class Service extends FabricGrpc.FabricImplBase {
+        @Override
+        public StreamObserver<LaneFrame> lane(StreamObserver<LaneFrame> responseObserver) {
+            ServerCallStreamObserver<LaneFrame> out = (ServerCallStreamObserver<LaneFrame>) responseObserver;
+            out.disableAutoRequest();
+            AtomicReference<Lane> laneRef = new AtomicReference<>();
+            AtomicReference<PeerLink> linkRef = new AtomicReference<>();
+            out.setOnReadyHandler(() -> {
+                Lane lane = laneRef.get();
+                if (lane != null) {
+                    laneReady(lane);
+                }
+            });
+            out.request(1);
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(LaneFrame frame) {
+                    Lane lane = laneRef.get();
+                    if (lane == null) {
+                        if (!frame.hasHello()) {
+                            out.onError(Status.INVALID_ARGUMENT.withDescription("a lane must start with a LaneHello").asRuntimeException());
+                            return;
+                        }
+                        String peer = frame.getHello().getNodeId();
+                        if (closed || faults.isCut(peer) || peer.equals(context.nodeId())) {
+                            out.onError(Status.UNAVAILABLE.withDescription("node " + context.nodeId() + " does not accept a lane from "
+                                    + peer + (faults.isCut(peer) ? ": link cut" : "")).asRuntimeException());
+                            return;
+                        }
+                        PeerLink link = peers.computeIfAbsent(peer, PeerLink::new);
+                        lane = new Lane(peer, frame.getHello().getLaneIndex(), Lane.Direction.INBOUND, out);
+                        laneRef.set(lane);
+                        linkRef.set(link);
+                        lane.send(hello(frame.getHello().getLaneIndex()));
+                        link.inbound.add(lane);
+                        laneUp(link, lane);
+                    } else {
+                        deliver(linkRef.get(), frame);
+                    }
+                    out.request(1);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    ended();
+                }
+
+                @Override
+                public void onCompleted() {
+                    ended();
+                }
+
+                private void ended() {
+                    Lane lane = laneRef.get();
+                    if (lane != null) {
+                        laneDown(linkRef.get(), lane);
+                        lane.close(null);
+                    }
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,85 @@
+package io.pagewire.node.fabric;
+
+import io.grpc.stub.CallStreamObserver;
+import io.pagewire.proto.fabric.LaneFrame;
+
+/**
+ * One bidirectional stream to a peer, from either end: the node that dialled it (OUTBOUND) or the one
+ * that accepted it (INBOUND). Sends are serialised (a stream observer is not thread-safe) and respect
+ * gRPC's flow control through {@link #isReady}.
+ */
+final class Lane {
+    /** Which end of the stream this node is. */
+    enum Direction {
+        OUTBOUND,
+        INBOUND
+    }
+
+    final String peer;
+    final int index;
+    final Direction direction;
+    private final CallStreamObserver<LaneFrame> out;
+    private volatile boolean up;
+    private boolean closed;
+
+    Lane(String peer, int index, Direction direction, CallStreamObserver<LaneFrame> out) {
+        this.peer = peer;
+        this.index = index;
+        this.direction = direction;
+        this.out = out;
+    }
+
+    boolean isUp() {
+        return up;
+    }
+
+    void markUp() {
+        up = true;
+    }
+
+    void markDown() {
+        up = false;
+    }
+
+    boolean isReady() {
+        return up && out.isReady();
+    }
+
+    /** Writes a frame; false if the lane is closed or the stream refused it. */
+    synchronized boolean send(LaneFrame frame) {
+        if (closed) {
+            return false;
+        }
+        try {
+            out.onNext(frame);
+            return true;
+        } catch (RuntimeException e) {
+            // The call was cancelled underneath us; the stream's own callbacks report the loss.
+            up = false;
+            return false;
+        }
+    }
+
+    /** Ends the stream from this side. */
+    synchronized void close(Throwable error) {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        up = false;
+        try {
+            if (error == null) {
+                out.onCompleted();
+            } else {
+                out.onError(error);
+            }
+        } catch (RuntimeException ignored) {
+            // Already gone.
+        }
+    }
+
+    @Override
+    public String toString() {
+        return direction.name().toLowerCase(java.util.Locale.ROOT) + " lane " + index + " to " + peer;
+    }
+}

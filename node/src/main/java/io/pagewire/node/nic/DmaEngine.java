@@ -1,0 +1,139 @@
+package io.pagewire.node.nic;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.PhysicalMemory;
+
+/**
+ * Moves bytes between packets and frames page by page, under the translation rules of each region's
+ * mode and under a DMA lock on every frame it touches, which page reclaim respects.
+ *
+ * <p>Rule: nothing calls the kernel while holding a DMA lock, because freeing memory holds the kernel
+ * lock while it waits for DMA to drain. So before a miss is resolved through the kernel, the caller's
+ * {@code beforeKernelCall} releases whatever it holds (an {@link Outbox} sends its packets).
+ */
+final class DmaEngine {
+    private static final int ATTEMPTS = 32;
+
+    private final PhysicalMemory memory;
+    private final Translator[] translators;
+    private final int pageShift;
+    private final int pageSize;
+
+    DmaEngine(PhysicalMemory memory, Translator[] translators) {
+        this.memory = memory;
+        this.translators = translators;
+        this.pageSize = memory.pageSize();
+        this.pageShift = Integer.numberOfTrailingZeros(pageSize);
+    }
+
+    int pageShift() {
+        return pageShift;
+    }
+
+    int pageSize() {
+        return pageSize;
+    }
+
+    PhysicalMemory memory() {
+        return memory;
+    }
+
+    Translator translator(RegistrationMode mode) {
+        return translators[mode.ordinal()];
+    }
+
+    /**
+     * Translates one page of a region and locks its frame for a DMA.
+     *
+     * @return the locked translation (release it with {@link #release}), or {@link Translator#NOT_RESIDENT}
+     * @throws RegionInvalidException if the region stopped being usable
+     * @throws KernelException if the kernel refused the page (bad address, limits, memory exhausted)
+     */
+    long acquire(MemoryRegion region, long vpn, boolean write, Side side, Runnable beforeKernelCall) {
+        checkUsable(region);
+        Translator translator = translators[region.mode().ordinal()];
+        long t = translator.lookup(region, vpn);
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            if (t != Translator.MISS) {
+                if (memory.tryLockForDma(Tlb.frameOf(t), Tlb.generationOf(t))) {
+                    return t;
+                }
+                translator.dropStale(region, vpn, t);
+                checkUsable(region);
+            }
+            if (beforeKernelCall != null) {
+                beforeKernelCall.run();
+            }
+            t = translator.resolve(region, vpn, write, side);
+            if (t == Translator.NOT_RESIDENT) {
+                return t;
+            }
+        }
+        throw new KernelException("the translation of page 0x" + Long.toHexString(vpn << pageShift) + " in " + region
+                + " went stale " + ATTEMPTS + " times in a row");
+    }
+
+    void release(long translation, boolean wrote) {
+        memory.unlockDma(Tlb.frameOf(translation), wrote);
+    }
+
+    /**
+     * The bytes at [va, va + length) of a region, for a packet. A range inside one page is wrapped
+     * without a copy and its frame stays locked in {@code out} until the packet is sent; a range
+     * across pages is copied page by page.
+     *
+     * @param notResident where to put the page that was not resident when null is returned
+     * @return the payload, or null when a page is not resident (nothing is left locked for it)
+     */
+    ByteString gather(MemoryRegion region, long va, int length, Side side, Outbox out, long[] notResident) {
+        if (length == 0) {
+            checkUsable(region);
+            return ByteString.EMPTY;
+        }
+        int offset = (int) (va & (pageSize - 1));
+        if (offset + length <= pageSize) {
+            long t = acquire(region, va >>> pageShift, false, side, out::flush);
+            if (t == Translator.NOT_RESIDENT) {
+                notResident[0] = va >>> pageShift;
+                return null;
+            }
+            out.holdLock(t);
+            return UnsafeByteOperations.unsafeWrap(memory.view(Tlb.frameOf(t), offset, length));
+        }
+        byte[] copy = new byte[length];
+        int done = 0;
+        while (done < length) {
+            long at = va + done;
+            int pageOffset = (int) (at & (pageSize - 1));
+            int chunk = Math.min(pageSize - pageOffset, length - done);
+            long t = acquire(region, at >>> pageShift, false, side, out::flush);
+            if (t == Translator.NOT_RESIDENT) {
+                notResident[0] = at >>> pageShift;
+                return null;
+            }
+            try {
+                memory.read(Tlb.frameOf(t), pageOffset, copy, done, chunk);
+            } finally {
+                release(t, false);
+            }
+            done += chunk;
+        }
+        return UnsafeByteOperations.unsafeWrap(copy);
+    }
+
+    /** Pages that [va, va + length) touches; a zero-length range touches none. */
+    static int pagesSpanned(long va, long length, int pageShift) {
+        if (length <= 0) {
+            return 0;
+        }
+        return (int) (((va + length - 1) >>> pageShift) - (va >>> pageShift) + 1);
+    }
+
+    private static void checkUsable(MemoryRegion region) {
+        if (region.invalidReason() != null) {
+            throw new RegionInvalidException(region);
+        }
+    }
+}

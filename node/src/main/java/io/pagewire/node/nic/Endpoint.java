@@ -1,0 +1,338 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.InvalidationReason;
+import io.pagewire.kernel.MemoryListener;
+import io.pagewire.kernel.PageFault;
+import io.pagewire.kernel.Translation;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * An application's endpoint as the NIC sees it: its address space (the "process"), the memory regions
+ * registered in it, its event counters and its queue pairs. Closing it releases everything: queue
+ * pairs close, registrations are dropped, pins released and memory freed.
+ */
+public final class Endpoint implements AutoCloseable {
+    private final Nic nic;
+    private final AddressSpace space;
+    private final String name;
+    private final Map<Integer, MemoryRegion> regions = new ConcurrentHashMap<>();
+    private final Map<Integer, EventCounter> counters = new ConcurrentHashMap<>();
+    private final List<QueuePair> queuePairs = new CopyOnWriteArrayList<>();
+    /** SHADOW regions, whose resident pages the shadow page table mirrors. */
+    private final List<MemoryRegion> shadowRegions = new CopyOnWriteArrayList<>();
+    private final AtomicInteger nextLkey = new AtomicInteger(1);
+    private final AtomicInteger nextCounterId = new AtomicInteger(1);
+    private final MemoryListener listener = new Listener();
+    private volatile boolean closed;
+
+    Endpoint(Nic nic, AddressSpace space, String name) {
+        this.nic = nic;
+        this.space = space;
+        this.name = name;
+        space.addListener(listener);
+    }
+
+    /** The endpoint id, equal to its address space's id on this node. */
+    public int id() {
+        return space.id();
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Nic nic() {
+        return nic;
+    }
+
+    /** The endpoint's virtual memory: allocate, store, load. */
+    public AddressSpace space() {
+        return space;
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    // ---- registration -------------------------------------------------------------------------
+
+    /**
+     * Registers [address, address + length) with the NIC.
+     *
+     * @throws io.pagewire.kernel.BadAddressException if the range is not allocated
+     * @throws io.pagewire.kernel.PinLimitExceededException if PINNED would pass the memlock or node pin limit
+     */
+    public MemoryRegion register(long address, long length, RegistrationMode mode, Set<Access> access) {
+        checkOpen();
+        if (length <= 0) {
+            throw new NicException("region length must be positive, was " + length);
+        }
+        space.checkAllocated(address, length);
+        long[] table = null;
+        if (mode == RegistrationMode.PINNED) {
+            table = pinAll(address, length);
+        }
+        MemoryRegion region = new MemoryRegion(this, address, length, mode, access, nextLkey.getAndIncrement(), nic.newRkey(), table);
+        if (mode == RegistrationMode.SHADOW) {
+            shadowRegions.add(region);
+            populateShadow(region);
+        }
+        regions.put(region.lkey(), region);
+        nic.publish(region);
+        return region;
+    }
+
+    /** Registers the whole address space for on-demand paging, as {@code IBV_ACCESS_ON_DEMAND} does with address 0 and SIZE_MAX. */
+    public MemoryRegion registerImplicit(Set<Access> access) {
+        checkOpen();
+        MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, RegistrationMode.ON_DEMAND, access,
+                nextLkey.getAndIncrement(), nic.newRkey(), null);
+        regions.put(region.lkey(), region);
+        nic.publish(region);
+        return region;
+    }
+
+    /** Drops a registration: its pins are released, its translations dropped, its keys refused from now on. */
+    public void deregister(MemoryRegion region) {
+        if (regions.remove(region.lkey(), region)) {
+            release(region, "deregistered");
+        }
+    }
+
+    /** The region a local work request names, or null. */
+    public MemoryRegion region(int lkey) {
+        return regions.get(lkey);
+    }
+
+    public List<MemoryRegion> regions() {
+        return List.copyOf(regions.values());
+    }
+
+    private long[] pinAll(long address, long length) {
+        space.pinRange(address, length);
+        int shift = space.pageShift();
+        long firstVpn = address >>> shift;
+        int pages = DmaEngine.pagesSpanned(address, length, shift);
+        long[] table = new long[pages];
+        for (int i = 0; i < pages; i++) {
+            Translation t = space.translate(firstVpn + i);
+            table[i] = Tlb.pack(t.frame(), t.generation());
+        }
+        return table;
+    }
+
+    private void populateShadow(MemoryRegion region) {
+        int shift = space.pageShift();
+        long firstVpn = region.address() >>> shift;
+        int pages = DmaEngine.pagesSpanned(region.address(), region.length(), shift);
+        for (int i = 0; i < pages; i++) {
+            Translation t = space.translate(firstVpn + i);
+            if (t != null) {
+                nic.shadow().populate(space, Tlb.key(id(), firstVpn + i), t);
+            }
+        }
+    }
+
+    private void release(MemoryRegion region, String reason) {
+        boolean wasUsable = region.invalidReason() == null;
+        region.invalidate(reason);
+        nic.unpublish(region);
+        if (region.implicit()) {
+            return;
+        }
+        int shift = space.pageShift();
+        long firstVpn = region.address() >>> shift;
+        int pages = DmaEngine.pagesSpanned(region.address(), region.length(), shift);
+        switch (region.mode()) {
+            case PINNED -> {
+                if (wasUsable && !space.isClosed()) {
+                    space.unpinRange(region.address(), region.length());
+                }
+            }
+            case PIN_ON_MISS, ON_DEMAND -> nic.dropTranslations(space, firstVpn, pages);
+            case SHADOW -> {
+                shadowRegions.remove(region);
+                nic.shadow().invalidate(id(), firstVpn, pages);
+                for (MemoryRegion other : shadowRegions) {
+                    populateShadow(other);
+                }
+            }
+        }
+    }
+
+    // ---- event counters -----------------------------------------------------------------------
+
+    /** Creates an event counter that peers may notify ({@link Access#REMOTE_WRITE}) and/or FETCH_ADD ({@link Access#REMOTE_ATOMIC}). */
+    public EventCounter createEventCounter(Set<Access> access) {
+        checkOpen();
+        EventCounter counter = new EventCounter(nextCounterId.getAndIncrement(), this, access);
+        counters.put(counter.id(), counter);
+        return counter;
+    }
+
+    /** The event counter with this id, or null. */
+    public EventCounter eventCounter(int id) {
+        return counters.get(id);
+    }
+
+    // ---- prefetch -----------------------------------------------------------------------------
+
+    /**
+     * Brings pages of a region in and makes their translations ready ahead of use, like
+     * {@code ibv_advise_mr}. PREFETCH and PREFETCH_WRITE fault non-resident pages in (for reading or
+     * writing); PREFETCH_NO_FAULT only makes translations of pages already resident.
+     *
+     * @return completes when every page was dealt with
+     */
+    public CompletableFuture<Void> advise(MemoryRegion region, long address, long length, Advice advice) {
+        checkOpen();
+        if (region.endpoint() != this || region.invalidReason() != null) {
+            throw new NicException(region + " cannot be advised: " + (region.endpoint() != this ? "not registered on endpoint " + id()
+                    : region.invalidReason()));
+        }
+        if (!region.covers(address, length)) {
+            throw new NicException(String.format("advise range 0x%x+%d is outside %s", address, length, region));
+        }
+        space.checkAllocated(address, length);
+        int shift = space.pageShift();
+        long firstVpn = address >>> shift;
+        int pages = DmaEngine.pagesSpanned(address, length, shift);
+        boolean write = advice == Advice.PREFETCH_WRITE;
+        return switch (region.mode()) {
+            case PINNED -> CompletableFuture.completedFuture(null);
+            case PIN_ON_MISS -> prefetchPinned(region, firstVpn, Math.min(pages, nic.tlb().entries()), advice, write);
+            case SHADOW, ON_DEMAND -> prefetchFaulting(region, firstVpn, pages, advice, write);
+        };
+    }
+
+    private CompletableFuture<Void> prefetchPinned(MemoryRegion region, long firstVpn, int pages, Advice advice, boolean write) {
+        Translator translator = nic.dma().translator(RegistrationMode.PIN_ON_MISS);
+        for (int i = 0; i < pages; i++) {
+            long vpn = firstVpn + i;
+            if (advice == Advice.PREFETCH_NO_FAULT && !space.isResident(vpn)) {
+                continue;
+            }
+            if (translator.lookup(region, vpn) == Translator.MISS) {
+                translator.resolve(region, vpn, write, Side.RECEIVE);
+            }
+            nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+        }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private CompletableFuture<Void> prefetchFaulting(MemoryRegion region, long firstVpn, int pages, Advice advice, boolean write) {
+        OnDemandTranslator onDemand = (OnDemandTranslator) nic.dma().translator(RegistrationMode.ON_DEMAND);
+        List<CompletableFuture<?>> faults = new ArrayList<>();
+        for (int i = 0; i < pages; i++) {
+            long vpn = firstVpn + i;
+            Translation resident = space.translate(vpn);
+            if (resident != null) {
+                if (region.mode() == RegistrationMode.ON_DEMAND) {
+                    onDemand.cache(space, vpn, resident);
+                }
+                nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+            } else if (advice != Advice.PREFETCH_NO_FAULT) {
+                faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
+                    nic.countFault(Side.RECEIVE, fault.kind(), region.mode());
+                    if (region.mode() == RegistrationMode.ON_DEMAND) {
+                        onDemand.cache(space, vpn, fault.translation());
+                    }
+                    nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+                }));
+            }
+        }
+        return CompletableFuture.allOf(faults.toArray(CompletableFuture[]::new));
+    }
+
+    /** What {@link #advise} should do, after {@code ibv_advise_mr_advice}. */
+    public enum Advice {
+        PREFETCH,
+        PREFETCH_WRITE,
+        PREFETCH_NO_FAULT
+    }
+
+    // ---- queue pairs and lifetime ---------------------------------------------------------------
+
+    void attach(QueuePair qp) {
+        queuePairs.add(qp);
+    }
+
+    void detach(QueuePair qp) {
+        queuePairs.remove(qp);
+    }
+
+    public List<QueuePair> queuePairs() {
+        return List.copyOf(queuePairs);
+    }
+
+    /** Closes queue pairs, drops registrations, releases pins and frees the endpoint's memory: the process exited. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (QueuePair qp : queuePairs) {
+            qp.close();
+        }
+        for (MemoryRegion region : regions.values()) {
+            deregister(region);
+        }
+        space.removeListener(listener);
+        space.close();
+        nic.forget(this);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new NicException("endpoint " + id() + " is closed");
+        }
+    }
+
+    private boolean inShadowRegion(long vpn) {
+        for (MemoryRegion region : shadowRegions) {
+            if (region.overlapsPages(vpn, 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public String toString() {
+        return "endpoint " + id() + (name.isEmpty() ? "" : " (" + name + ")");
+    }
+
+    /** The kernel's notifier for this endpoint's memory; runs under the kernel lock, takes only NIC table locks. */
+    private final class Listener implements MemoryListener {
+        @Override
+        public void mapped(AddressSpace s, long vpn, Translation translation) {
+            if (!shadowRegions.isEmpty() && inShadowRegion(vpn)) {
+                nic.shadow().map(Tlb.key(id(), vpn), translation);
+            }
+        }
+
+        @Override
+        public void invalidate(AddressSpace s, long firstVpn, long pageCount, InvalidationReason reason) {
+            // Pins of dropped PIN_ON_MISS entries are revoked by the kernel on UNMAP; eviction never hits pinned pages.
+            int dropped = nic.tlb().invalidate(id(), firstVpn, pageCount).dropped;
+            dropped += nic.shadow().invalidate(id(), firstVpn, pageCount);
+            nic.counters().add(NicCounter.INVALIDATED_TRANSLATIONS, dropped);
+            if (reason == InvalidationReason.UNMAP) {
+                for (MemoryRegion region : regions.values()) {
+                    if (!region.implicit() && region.overlapsPages(firstVpn, pageCount)) {
+                        region.invalidate("its memory was freed while it was registered");
+                    }
+                }
+            }
+        }
+    }
+}

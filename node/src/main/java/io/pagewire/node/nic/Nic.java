@@ -1,0 +1,390 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.FaultKind;
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.NanoClock;
+import io.pagewire.proto.fabric.Packet;
+import io.pagewire.proto.fabric.PacketBatch;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The emulated user-level NIC of one node: its TLB and shadow page table, the DMA engine, the memory
+ * regions and event counters of its endpoints, its queue pairs and completion queues, and the receive
+ * credits it grants. Packets reach it through {@link #receive} and leave through a
+ * {@link PacketTransport}; it knows nothing of how they travel.
+ */
+public final class Nic implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Nic.class.getName());
+
+    private final String nodeId;
+    private final KernelAgent kernel;
+    private final NicContext context;
+    private final NicCounters counters = new NicCounters();
+    private final NanoClock clock;
+    private final NicTimers timers;
+    private final Tlb tlb;
+    private final ShadowPageTable shadow = new ShadowPageTable();
+    private final DmaEngine dma;
+    private final CreditPool credits;
+    private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
+    private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
+    private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
+    private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
+    private final AtomicInteger nextQpn = new AtomicInteger(1);
+    private final AtomicInteger nextCqId = new AtomicInteger(1);
+    private final SecureRandom keys = new SecureRandom();
+    private final long sweepIntervalNs;
+    private volatile PacketTransport transport;
+    private volatile boolean closed;
+
+    /**
+     * @param transport how packets leave; may be set later with {@link #attach} when the transport needs the NIC first
+     */
+    public Nic(String nodeId, KernelAgent kernel, NicContext context, NicTimers timers, PacketTransport transport) {
+        this.nodeId = nodeId;
+        this.kernel = kernel;
+        this.context = context.conclude();
+        this.clock = context.clock();
+        this.timers = timers;
+        this.transport = transport;
+        int pageSize = kernel.memory().pageSize();
+        int partsPerPacket = (context.mtuBytes() + pageSize - 1) / pageSize + 1;
+        if (context.creditsPerQp() < partsPerPacket) {
+            throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP_PROP_NAME + " must be at least " + partsPerPacket
+                    + " (the page-sized parts one MTU-sized packet can touch), was " + context.creditsPerQp());
+        }
+        this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.randomSeed());
+        Translator[] translators = new Translator[RegistrationMode.values().length];
+        translators[RegistrationMode.PINNED.ordinal()] = new PinnedTranslator();
+        translators[RegistrationMode.PIN_ON_MISS.ordinal()] = new PinOnMissTranslator(this);
+        translators[RegistrationMode.SHADOW.ordinal()] = new ShadowTranslator(shadow);
+        translators[RegistrationMode.ON_DEMAND.ordinal()] = new OnDemandTranslator(this);
+        this.dma = new DmaEngine(kernel.memory(), translators);
+        this.credits = new CreditPool(kernel.systemBuffer().slotCount());
+        this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
+        timers.schedule(sweepIntervalNs, this::sweep);
+    }
+
+    /** Sets the transport packets leave through, when it could only be built after the NIC. */
+    public void attach(PacketTransport value) {
+        transport = value;
+    }
+
+    public String nodeId() {
+        return nodeId;
+    }
+
+    public KernelAgent kernel() {
+        return kernel;
+    }
+
+    public NicContext context() {
+        return context;
+    }
+
+    public NicCounters counters() {
+        return counters;
+    }
+
+    // ---- resources ------------------------------------------------------------------------------
+
+    /** Opens an endpoint: a fresh address space on the node, and the NIC's view of it. */
+    public Endpoint openEndpoint(String name) {
+        checkOpen();
+        AddressSpace space = kernel.createAddressSpace();
+        Endpoint endpoint = new Endpoint(this, space, name == null ? "" : name);
+        endpoints.put(endpoint.id(), endpoint);
+        return endpoint;
+    }
+
+    public Endpoint endpoint(int id) {
+        return endpoints.get(id);
+    }
+
+    public List<Endpoint> endpoints() {
+        return List.copyOf(endpoints.values());
+    }
+
+    public CompletionQueue createCompletionQueue() {
+        return new CompletionQueue(nextCqId.getAndIncrement(), context.cqCapacity());
+    }
+
+    /**
+     * Creates a queue pair on an endpoint, reserving its receive credits from the system buffer.
+     *
+     * @throws NicException if the system buffer has no credits left to grant
+     */
+    public QueuePair createQueuePair(Endpoint endpoint, CompletionQueue cq) {
+        checkOpen();
+        if (endpoint.isClosed()) {
+            throw new NicException(endpoint + " is closed");
+        }
+        credits.reserve(context.creditsPerQp());
+        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement());
+        queuePairs.put(qp.qpn(), qp);
+        endpoint.attach(qp);
+        return qp;
+    }
+
+    public QueuePair queuePair(int qpn) {
+        return queuePairs.get(qpn);
+    }
+
+    public List<QueuePair> queuePairs() {
+        return List.copyOf(queuePairs.values());
+    }
+
+    /** A memory region by the key peers use, or null. */
+    public MemoryRegion regionByRkey(long rkey) {
+        return regionsByRkey.get(rkey);
+    }
+
+    /** TLB entries holding a PIN_ON_MISS pin right now (never more than the entries). */
+    public int tlbPinnedEntries() {
+        return tlb.pinnedEntries();
+    }
+
+    public int tlbEntries() {
+        return tlb.entries();
+    }
+
+    public int tlbValidEntries() {
+        return tlb.validEntries();
+    }
+
+    public int shadowEntries() {
+        return shadow.size();
+    }
+
+    /** Receive credits granted to queue pairs, and the total the system buffer backs. */
+    public int creditsGranted() {
+        return credits.granted();
+    }
+
+    public int creditsTotal() {
+        return credits.total();
+    }
+
+    // ---- the wire -------------------------------------------------------------------------------
+
+    /** A batch of packets from a peer. A bad packet is counted and dropped or refused; it never stops the batch. */
+    public void receive(String peer, PacketBatch batch) {
+        List<QueuePair> touched = new ArrayList<>(2);
+        for (Packet packet : batch.getPacketsList()) {
+            counters.increment(NicCounter.PACKETS_RECEIVED);
+            counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
+            QueuePair qp = queuePairs.get(packet.getDstQpn());
+            QpAddress connected = qp == null ? null : qp.peer();
+            if (connected == null || !connected.node().equals(peer) || connected.qpn() != packet.getSrcQpn()) {
+                counters.increment(NicCounter.DROPPED_PACKETS);
+                continue;
+            }
+            try {
+                qp.receive(packet);
+            } catch (RuntimeException e) {
+                counters.increment(NicCounter.DROPPED_PACKETS);
+                LOG.log(System.Logger.Level.WARNING, "packet " + packet.getOpcode() + " psn " + packet.getPsn() + " for " + qp
+                        + " from " + peer + " failed", e);
+            }
+            if (!touched.contains(qp)) {
+                touched.add(qp);
+            }
+        }
+        for (QueuePair qp : touched) {
+            qp.afterBatch();
+        }
+    }
+
+    /** The link to a peer can take data again: queue pairs that stopped for it carry on. */
+    public void onPeerWritable(String peer) {
+        Set<QueuePair> waiting = waitingForLink.get(peer);
+        if (waiting == null) {
+            return;
+        }
+        for (QueuePair qp : List.copyOf(waiting)) {
+            waiting.remove(qp);
+            qp.kick();
+        }
+    }
+
+    /** A link to a peer was (re)established: queue pairs to it send again what is unacknowledged. */
+    public void onPeerReconnected(String peer) {
+        for (QueuePair qp : queuePairs.values()) {
+            QpAddress p = qp.peer();
+            if (p != null && p.node().equals(peer)) {
+                qp.replay();
+            }
+        }
+    }
+
+    void transmit(String peer, int laneHint, PacketBatch batch) {
+        for (Packet packet : batch.getPacketsList()) {
+            counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());
+        }
+        counters.add(NicCounter.PACKETS_SENT, batch.getPacketsCount());
+        PacketTransport t = transport;
+        if (t != null) {
+            t.send(peer, laneHint, batch);
+        }
+    }
+
+    boolean isWritable(String peer, int laneHint) {
+        PacketTransport t = transport;
+        return t != null && t.isWritable(peer, laneHint);
+    }
+
+    void waitForWritable(String peer, QueuePair qp) {
+        waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp);
+        // The link may have turned writable between the check and the registration.
+        if (isWritable(peer, qp.qpn())) {
+            timers.schedule(1_000, () -> onPeerWritable(peer));
+        }
+    }
+
+    // ---- shared mechanics -------------------------------------------------------------------------
+
+    Tlb tlb() {
+        return tlb;
+    }
+
+    ShadowPageTable shadow() {
+        return shadow;
+    }
+
+    DmaEngine dma() {
+        return dma;
+    }
+
+    NanoClock clock() {
+        return clock;
+    }
+
+    NicTimers timers() {
+        return timers;
+    }
+
+    void countFault(Side side, FaultKind kind, RegistrationMode mode) {
+        NicCounter counter = side == Side.SEND
+                ? (kind == FaultKind.MAJOR ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR)
+                : (kind == FaultKind.MAJOR ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR);
+        counters.increment(counter, mode);
+    }
+
+    /** A receive into a non-resident ON_DEMAND page: fault it in; once in, cache its translation. */
+    void raiseReceiveFault(MemoryRegion region, long vpn) {
+        raiseFault(region, vpn, true, Side.RECEIVE);
+    }
+
+    /** A READ at the responder found its source page out: fault it in for the requester's next try. */
+    void raiseResponderSendFault(MemoryRegion region, long vpn) {
+        raiseFault(region, vpn, false, Side.SEND);
+    }
+
+    private void raiseFault(MemoryRegion region, long vpn, boolean write, Side side) {
+        AddressSpace space = region.endpoint().space();
+        kernel.faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
+            if (fault != null) {
+                countFault(side, fault.kind(), region.mode());
+                if (region.mode() == RegistrationMode.ON_DEMAND) {
+                    ((OnDemandTranslator) dma.translator(RegistrationMode.ON_DEMAND)).cache(space, vpn, fault.translation());
+                }
+            }
+        });
+    }
+
+    /** Releases the pin a PIN_ON_MISS entry held when the TLB replaced it. */
+    void unpinEvicted(long key) {
+        AddressSpace space = kernel.addressSpace((int) (key >>> 40));
+        if (space == null) {
+            return; // its endpoint closed, revoking every pin
+        }
+        try {
+            space.unpin(key & ((1L << 40) - 1));
+        } catch (KernelException | IllegalStateException e) {
+            // The page was freed after the entry was evicted; its pins went with it.
+        }
+    }
+
+    /** Drops TLB translations of a range (deregistration), releasing the pins PIN_ON_MISS entries held. */
+    void dropTranslations(AddressSpace space, long firstVpn, long pages) {
+        Tlb.Invalidated dropped = tlb.invalidate(space.id(), firstVpn, pages);
+        for (int i = 0; i < dropped.pinnedCount; i++) {
+            unpinEvicted(dropped.pinnedKeys[i]);
+        }
+    }
+
+    long newRkey() {
+        while (true) {
+            long rkey = keys.nextLong();
+            if (rkey != 0 && !regionsByRkey.containsKey(rkey)) {
+                return rkey;
+            }
+        }
+    }
+
+    void publish(MemoryRegion region) {
+        regionsByRkey.put(region.rkey(), region);
+    }
+
+    void unpublish(MemoryRegion region) {
+        regionsByRkey.remove(region.rkey(), region);
+    }
+
+    void returnCredits(int n) {
+        credits.release(n);
+    }
+
+    void forget(Endpoint endpoint) {
+        endpoints.remove(endpoint.id(), endpoint);
+    }
+
+    void forget(QueuePair qp) {
+        queuePairs.remove(qp.qpn(), qp);
+        for (Set<QueuePair> waiting : waitingForLink.values()) {
+            waiting.remove(qp);
+        }
+    }
+
+    /** The acknowledgement-timeout sweep over every queue pair; reschedules itself. */
+    private void sweep() {
+        if (closed) {
+            return;
+        }
+        long now = clock.nanoTime();
+        for (QueuePair qp : queuePairs.values()) {
+            try {
+                qp.checkTimeout(now);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "timeout check of " + qp + " failed", e);
+            }
+        }
+        timers.schedule(sweepIntervalNs, this::sweep);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new NicException("the NIC of node " + nodeId + " is closed");
+        }
+    }
+
+    /** Closes every endpoint (releasing pins and memory) and stops the timers. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Endpoint endpoint : endpoints.values()) {
+            endpoint.close();
+        }
+        timers.close();
+    }
+}

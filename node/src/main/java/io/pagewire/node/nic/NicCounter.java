@@ -1,0 +1,52 @@
+package io.pagewire.node.nic;
+
+/** The NIC's event counters, each with a stable id and a label a person can read. */
+public enum NicCounter {
+    TLB_HITS(0, "translations found in the TLB"),
+    TLB_MISSES(1, "translations not in the TLB"),
+    TLB_EVICTIONS(2, "TLB entries replaced to make room"),
+    SEND_FAULTS_MINOR(3, "send-side page faults served without I/O"),
+    SEND_FAULTS_MAJOR(4, "send-side page faults served from swap"),
+    RECEIVE_FAULTS_MINOR(5, "receive-side page faults served without I/O"),
+    RECEIVE_FAULTS_MAJOR(6, "receive-side page faults served from swap"),
+    INVALIDATED_TRANSLATIONS(7, "TLB and shadow table entries dropped on the kernel's request"),
+    RNR_NAKS_SENT(8, "RNR NAKs sent (receive page faults)"),
+    RNR_NAKS_RECEIVED(9, "RNR NAKs received"),
+    RETRANSMITTED_PACKETS(10, "packets sent again"),
+    ACK_TIMEOUTS(11, "acknowledgement timeouts"),
+    SEQUENCE_NAKS_SENT(12, "NAKs sent for a sequence gap"),
+    SEQUENCE_NAKS_RECEIVED(13, "NAKs received for a sequence gap"),
+    DUPLICATE_PACKETS(14, "packets received that were already executed"),
+    OUT_OF_ORDER_PACKETS(15, "packets received ahead of a gap and held"),
+    DROPPED_PACKETS(16, "packets dropped: beyond the reorder window or for an unknown queue pair"),
+    CREDIT_WAITS(17, "times a queue pair waited for receive credits"),
+    PARKED_PARTS(18, "received parts parked in the system buffer"),
+    PACKETS_SENT(19, "packets sent"),
+    PACKETS_RECEIVED(20, "packets received"),
+    BYTES_SENT(21, "payload bytes sent"),
+    BYTES_RECEIVED(22, "payload bytes received"),
+    WRITES_COMPLETED(23, "WRITE work requests completed successfully"),
+    READS_COMPLETED(24, "READ work requests completed successfully"),
+    ATOMICS_COMPLETED(25, "FETCH_ADD work requests completed successfully"),
+    NOTIFICATIONS_DELIVERED(26, "event counter notifications delivered"),
+    COMPLETION_ERRORS(27, "work requests completed with an error"),
+    REMOTE_ACCESS_NAKS_SENT(28, "requests refused for a bad key, address or right"),
+    INVALID_REQUEST_NAKS_SENT(29, "malformed requests refused"),
+    PREFETCHED_PAGES(30, "pages brought in or translated by advise");
+
+    private final int id;
+    private final String label;
+
+    NicCounter(int id, String label) {
+        this.id = id;
+        this.label = label;
+    }
+
+    public int id() {
+        return id;
+    }
+
+    public String label() {
+        return label;
+    }
+}

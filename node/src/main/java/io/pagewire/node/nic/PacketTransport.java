@@ -1,0 +1,22 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.proto.fabric.PacketBatch;
+
+/** How the NIC reaches its peers: implemented by the fabric, which is the only part that knows gRPC. */
+public interface PacketTransport {
+    /**
+     * Sends a batch to a peer; never blocks. Payloads may wrap frames the NIC holds locked only for the
+     * duration of this call, so the transport reads (serialises or copies) them before it returns.
+     * A batch for an unreachable peer is dropped; retransmission recovers it.
+     *
+     * @param laneHint keeps one queue pair's packets on one lane while that lane is up
+     */
+    void send(String peer, int laneHint, PacketBatch batch);
+
+    /**
+     * Whether the lane to the peer that {@code laneHint} picks takes more data now (gRPC flow
+     * control). When a lane that was not writable becomes so, the transport calls
+     * {@link Nic#onPeerWritable}.
+     */
+    boolean isWritable(String peer, int laneHint);
+}

@@ -1,0 +1,379 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.PageFault;
+import io.pagewire.proto.fabric.Opcode;
+import io.pagewire.proto.fabric.Packet;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A reliable connected queue pair, after InfiniBand RC: work requests posted here become packets to
+ * one queue pair on a peer node, and requests from that queue pair are executed here. Completions go
+ * to the queue pair's completion queue, in posting order.
+ *
+ * <p>Its two halves, {@link Requester} and {@link Responder}, share one lock. Every entry point (post,
+ * packet arrival, timers, fault completions, link events) takes it, does its work, and sends what the
+ * work produced before it lets go. A queue pair that fails (an error completion) moves to ERROR and
+ * flushes everything still posted, as an RC queue pair does.
+ */
+public final class QueuePair implements AutoCloseable {
+    /** Where the queue pair is in its life. */
+    public enum State {
+        /** Created, not yet connected to a peer. */
+        INIT,
+        /** Connected: requests flow. */
+        READY,
+        /** A request failed; everything posted was flushed and new requests complete as flushed. */
+        ERROR,
+        /** Closed by its owner. */
+        CLOSED
+    }
+
+    private final Nic nic;
+    private final Endpoint endpoint;
+    private final CompletionQueue cq;
+    private final int qpn;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Requester requester;
+    private final Responder responder;
+    private final Outbox outbox;
+    private volatile State state = State.INIT;
+    private volatile QpAddress peer;
+    private String failure;
+    private boolean pumping;
+    private boolean pumpAgain;
+    private int parkedParts;
+    private boolean creditsReturned;
+
+    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn) {
+        this.nic = nic;
+        this.endpoint = endpoint;
+        this.cq = cq;
+        this.qpn = qpn;
+        this.outbox = new Outbox(nic, qpn);
+        this.requester = new Requester(this);
+        this.responder = new Responder(this);
+    }
+
+    public int qpn() {
+        return qpn;
+    }
+
+    public Endpoint endpoint() {
+        return endpoint;
+    }
+
+    public CompletionQueue completionQueue() {
+        return cq;
+    }
+
+    public State state() {
+        return state;
+    }
+
+    /** The peer this queue pair is connected to, or null. */
+    public QpAddress peer() {
+        return peer;
+    }
+
+    /** Why the queue pair failed, or null. */
+    public String failure() {
+        lock.lock();
+        try {
+            return failure;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** What a peer needs to connect to this queue pair. */
+    public QpAddress address() {
+        return new QpAddress(nic.nodeId(), qpn, nic.context().creditsPerQp(), nic.dma().pageSize());
+    }
+
+    /** Connects to a queue pair on a peer node (the RTR and RTS transitions in one). */
+    public void connect(QpAddress remote) {
+        lock.lock();
+        try {
+            if (state != State.INIT) {
+                throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
+            }
+            peer = remote;
+            outbox.peer(remote.node());
+            requester.connect(remote);
+            state = State.READY;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Posts a work request. Errors in the request itself (unknown lkey, range outside the region,
+     * length) are thrown at once; everything that happens later is reported as a completion.
+     */
+    public void post(WorkRequest request) {
+        post(List.of(request));
+    }
+
+    /** Posts several work requests at once; they go out in one batch where they fit. */
+    public void post(List<WorkRequest> requests) {
+        lock.lock();
+        try {
+            if (state == State.INIT) {
+                throw new NicException("queue pair " + qpn + " is not connected yet");
+            }
+            for (WorkRequest request : requests) {
+                if (state == State.READY) {
+                    requester.post(request);
+                } else {
+                    complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
+                            + (failure == null ? "" : " after an earlier failure: " + failure), 0);
+                }
+            }
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /** Requests posted and not yet completed. */
+    public int outstanding() {
+        lock.lock();
+        try {
+            return requester.outstanding();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Parts of received writes still parked in the system buffer. */
+    public int parkedParts() {
+        lock.lock();
+        try {
+            return parkedParts;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Closes the queue pair: what is still posted completes as flushed; its credits go back once parked data is placed. */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (state == State.CLOSED) {
+                return;
+            }
+            state = State.CLOSED;
+            requester.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
+            returnCreditsIfDone();
+        } finally {
+            unlockAndSend();
+        }
+        nic.forget(this);
+        endpoint.detach(this);
+    }
+
+    // ---- entry points from the NIC (each takes the lock) -------------------------------------------
+
+    /** One packet for this queue pair; the caller calls {@link #afterBatch} when its batch is done. */
+    void receive(Packet packet) {
+        lock.lock();
+        try {
+            if (state != State.READY) {
+                nic.counters().increment(NicCounter.DROPPED_PACKETS);
+                return;
+            }
+            switch (packet.getOpcode()) {
+                case ACKNOWLEDGE -> requester.onAcknowledge(packet);
+                case READ_RESPONSE -> requester.onReadResponse(packet, outbox);
+                case ATOMIC_ACKNOWLEDGE -> requester.onAtomicAcknowledge(packet);
+                default -> responder.onRequest(packet, outbox);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** After a batch of packets: acknowledge what was executed, then send what the answers allow. */
+    void afterBatch() {
+        lock.lock();
+        try {
+            if (state == State.READY) {
+                responder.flushAcknowledgement(outbox);
+                pump();
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void onRnrTimerExpired() {
+        lock.lock();
+        try {
+            requester.rnrTimerExpired();
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void onLocalFaultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
+        lock.lock();
+        try {
+            requester.faultResolved(wqe, mode, side, vpn, fault, error);
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void onParkedPartDone(long psn, Throwable failure) {
+        lock.lock();
+        try {
+            parkedParts--;
+            if (state == State.READY) {
+                responder.parkedPartDone(psn, failure, outbox);
+                responder.flushAcknowledgement(outbox);
+            }
+            returnCreditsIfDone();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void parkStarted() {
+        parkedParts++;
+    }
+
+    void parkAbandoned() {
+        parkedParts--;
+    }
+
+    /** Sends again whatever the link lost. */
+    void replay() {
+        lock.lock();
+        try {
+            if (state == State.READY) {
+                requester.replay();
+                responder.flushAcknowledgement(outbox);
+                pump();
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void kick() {
+        lock.lock();
+        try {
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    void checkTimeout(long now) {
+        lock.lock();
+        try {
+            if (state == State.READY && requester.checkTimeout(now)) {
+                pump();
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    // ---- shared by the two halves (lock held) -------------------------------------------------------
+
+    Nic nic() {
+        return nic;
+    }
+
+    Packet.Builder packet(Opcode opcode, long psn) {
+        return Packet.newBuilder().setDstQpn(peer.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
+    }
+
+    void complete(SendWqe wqe, CompletionStatus status, String error) {
+        complete(wqe.wr, status, error, wqe.atomicResult);
+    }
+
+    private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {
+        long bytes = status == CompletionStatus.SUCCESS ? wr.length() : 0;
+        Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
+        NicCounters counters = nic.counters();
+        counters.countCompletion(status);
+        if (status == CompletionStatus.SUCCESS) {
+            counters.increment(switch (wr.opcode()) {
+                case WRITE, WRITE_WITH_NOTIFY -> NicCounter.WRITES_COMPLETED;
+                case READ -> NicCounter.READS_COMPLETED;
+                case FETCH_ADD -> NicCounter.ATOMICS_COMPLETED;
+            });
+        }
+        if (!cq.push(completion) && state == State.READY) {
+            fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
+        }
+    }
+
+    /** Fails one request with a status, flushes the rest, and moves to ERROR. */
+    void fail(SendWqe wqe, CompletionStatus status, String error) {
+        if (state != State.READY) {
+            return;
+        }
+        state = State.ERROR;
+        failure = error;
+        requester.failAll(wqe, status, error, "flushed: queue pair " + qpn + " failed: " + error);
+    }
+
+    private void pump() {
+        if (state != State.READY) {
+            return;
+        }
+        if (pumping) {
+            pumpAgain = true;
+            return;
+        }
+        pumping = true;
+        try {
+            do {
+                pumpAgain = false;
+                requester.pump(outbox);
+            } while (pumpAgain);
+        } finally {
+            pumping = false;
+        }
+    }
+
+    private void unlockAndSend() {
+        try {
+            if (lock.getHoldCount() == 1) {
+                outbox.flush();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void returnCreditsIfDone() {
+        if (state == State.CLOSED && parkedParts == 0 && !creditsReturned) {
+            creditsReturned = true;
+            nic.returnCredits(nic.context().creditsPerQp());
+        }
+    }
+
+    /** The queue pair's sequence numbers, credits and waits: what a failing test prints. */
+    public String describe() {
+        lock.lock();
+        try {
+            return this + ": " + requester.describe() + "; " + responder.describe();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public String toString() {
+        QpAddress p = peer;
+        return "queue pair " + qpn + " of " + endpoint + (p == null ? "" : " to " + p.node() + "/" + p.qpn()) + " (" + state + ")";
+    }
+}

@@ -1,0 +1,485 @@
+package io.pagewire.node.nic;
+
+import com.google.protobuf.ByteString;
+import io.pagewire.kernel.BadAddressException;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.PageFault;
+import io.pagewire.proto.fabric.Opcode;
+import io.pagewire.proto.fabric.Packet;
+import java.nio.ByteBuffer;
+
+/**
+ * The sending half of a queue pair (the requester of InfiniBand RC): it numbers packets, segments
+ * messages at the MTU, keeps at most a window of PSNs outstanding, spends the responder's credits,
+ * and recovers from loss by going back to the first unacknowledged PSN, on a sequence NAK, after an
+ * RNR NAK's delay, or when the acknowledgement timer expires. Guarded by the queue pair's lock.
+ */
+final class Requester {
+    private final QueuePair qp;
+    private final Nic nic;
+    private final NicContext ctx;
+    private final NicCounters counters;
+    private final DmaEngine dma;
+    private final int mtu;
+    private final WqeRing wqes = new WqeRing();
+    private final long[] notResident = new long[1];
+
+    /** The PSN the next posted request starts at. */
+    private long nextPsn;
+    /** The next PSN to transmit; moved back to retransmit. */
+    private long sendPsn;
+    /** Every PSN up to this one is acknowledged. */
+    private long ackedThrough = -1;
+    private long highestSent = -1;
+    /** Credits were spent for every PSN up to this one (retransmissions spend none). */
+    private long chargedThrough = -1;
+    private long creditLimit;
+    private long creditsUsed;
+    private int remotePageShift;
+    private long lastProgressNs;
+    private int retries;
+    private long rnrPsn = -1;
+    private int rnrRetries;
+    private boolean rnrWaiting;
+    private boolean faultWaiting;
+    private boolean creditWaiting;
+
+    Requester(QueuePair qp) {
+        this.qp = qp;
+        this.nic = qp.nic();
+        this.ctx = nic.context();
+        this.counters = nic.counters();
+        this.dma = nic.dma();
+        this.mtu = ctx.mtuBytes();
+    }
+
+    void connect(QpAddress remote) {
+        creditLimit = remote.initialCredits();
+        remotePageShift = Integer.numberOfTrailingZeros(remote.pageSize());
+    }
+
+    /** Validates a work request against the endpoint's regions and queues it; local errors are thrown at once. */
+    void post(WorkRequest wr) {
+        MemoryRegion local = null;
+        int packets = 1;
+        if (wr.opcode() != Completion.Opcode.FETCH_ADD) {
+            if (wr.length() < 0 || wr.length() > ctx.maxMessageBytes()) {
+                throw new NicException("work request " + wr.wrId() + ": length must be 0 to " + ctx.maxMessageBytes() + ", was " + wr.length());
+            }
+            local = qp.endpoint().region(wr.lkey());
+            if (local == null) {
+                throw new NicException("work request " + wr.wrId() + ": lkey " + wr.lkey() + " is not registered on " + qp.endpoint());
+            }
+            if (local.invalidReason() != null) {
+                throw new NicException("work request " + wr.wrId() + ": " + local + " is no longer usable: " + local.invalidReason());
+            }
+            if (!local.covers(wr.localAddress(), wr.length())) {
+                throw new NicException(String.format("work request %d: local range 0x%x+%d is outside %s", wr.wrId(),
+                        wr.localAddress(), wr.length(), local));
+            }
+            if (wr.opcode() == Completion.Opcode.READ && !local.allows(Access.LOCAL_WRITE)) {
+                throw new NicException("work request " + wr.wrId() + ": READ lands in " + local + ", which lacks LOCAL_WRITE");
+            }
+            packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
+        }
+        wqes.add(new SendWqe(wr, local, nextPsn, packets));
+        nextPsn += packets;
+    }
+
+    boolean idle() {
+        return wqes.isEmpty();
+    }
+
+    int outstanding() {
+        return wqes.size();
+    }
+
+    // ---- transmitting -------------------------------------------------------------------------
+
+    /** Sends what the window, the credits, the link and faults allow. */
+    void pump(Outbox out) {
+        if (rnrWaiting || faultWaiting) {
+            return;
+        }
+        while (sendPsn < nextPsn && qp.state() == QueuePair.State.READY) {
+            long unacked = unackedPsn();
+            if (sendPsn < unacked) {
+                sendPsn = unacked;
+                continue;
+            }
+            if (sendPsn - unacked >= ctx.sendWindowPackets()) {
+                break;
+            }
+            if (!nic.isWritable(qp.peer().node(), qp.qpn())) {
+                nic.waitForWritable(qp.peer().node(), qp);
+                break;
+            }
+            SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
+            boolean sent = switch (wqe.wr.opcode()) {
+                case WRITE, WRITE_WITH_NOTIFY -> sendWriteSegment(wqe, out);
+                case READ -> sendReadRequest(wqe, out, unacked);
+                case FETCH_ADD -> sendFetchAdd(wqe, out);
+            };
+            if (!sent) {
+                break;
+            }
+            if (out.size() >= ctx.batchPackets()) {
+                out.flush();
+            }
+        }
+    }
+
+    private boolean sendWriteSegment(SendWqe wqe, Outbox out) {
+        int index = (int) (sendPsn - wqe.psnFirst);
+        long offset = (long) index * mtu;
+        int length = (int) Math.min(mtu, wqe.wr.length() - offset);
+        long remote = wqe.wr.remoteAddress() + offset;
+        boolean firstTransmission = sendPsn > chargedThrough;
+        int parts = DmaEngine.pagesSpanned(remote, length, remotePageShift);
+        if (firstTransmission && creditLimit - creditsUsed < parts) {
+            if (!creditWaiting) {
+                creditWaiting = true;
+                counters.increment(NicCounter.CREDIT_WAITS);
+            }
+            return false;
+        }
+        ByteString payload = gatherOrFail(wqe, wqe.wr.localAddress() + offset, length, out);
+        if (payload == null) {
+            return false;
+        }
+        if (firstTransmission) {
+            creditsUsed += parts;
+            chargedThrough = sendPsn;
+            creditWaiting = false;
+        }
+        boolean last = index == wqe.packets - 1;
+        boolean notify = wqe.wr.opcode() == Completion.Opcode.WRITE_WITH_NOTIFY;
+        Opcode opcode;
+        if (wqe.packets == 1) {
+            opcode = notify ? Opcode.WRITE_ONLY_WITH_NOTIFY : Opcode.WRITE_ONLY;
+        } else if (index == 0) {
+            opcode = Opcode.WRITE_FIRST;
+        } else if (last) {
+            opcode = notify ? Opcode.WRITE_LAST_WITH_NOTIFY : Opcode.WRITE_LAST;
+        } else {
+            opcode = Opcode.WRITE_MIDDLE;
+        }
+        Packet.Builder packet = qp.packet(opcode, sendPsn).setRemoteAddress(remote).setRkey(wqe.wr.rkey()).setPayload(payload);
+        if (notify && last) {
+            packet.setCounterId(wqe.wr.counterId());
+        }
+        out.add(packet);
+        noteSent(sendPsn, sendPsn);
+        sendPsn++;
+        return true;
+    }
+
+    private boolean sendReadRequest(SendWqe wqe, Outbox out, long unacked) {
+        int index = wqe.responses.nextClearBit((int) (sendPsn - wqe.psnFirst));
+        if (index >= wqe.packets) {
+            sendPsn = wqe.psnLast() + 1;
+            return true;
+        }
+        long room = ctx.sendWindowPackets() - (wqe.psnFirst + index - unacked);
+        int count = (int) Math.min(Math.min(ctx.readRequestPackets(), wqe.packets - index), Math.max(1, room));
+        long offset = (long) index * mtu;
+        int length = (int) Math.min((long) count * mtu, wqe.wr.length() - offset);
+        long psn = wqe.psnFirst + index;
+        out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
+                .setRkey(wqe.wr.rkey()).setLength(length));
+        noteSent(psn, psn + count - 1);
+        sendPsn = psn + count;
+        return true;
+    }
+
+    private boolean sendFetchAdd(SendWqe wqe, Outbox out) {
+        out.add(qp.packet(Opcode.FETCH_ADD, sendPsn).setCounterId(wqe.wr.counterId()).setAdd(wqe.wr.add()));
+        noteSent(sendPsn, sendPsn);
+        sendPsn++;
+        return true;
+    }
+
+    private void noteSent(long firstPsn, long lastPsn) {
+        if (highestSent < unackedPsn()) {
+            // Nothing was in flight: the acknowledgement timer starts now.
+            lastProgressNs = nic.clock().nanoTime();
+        }
+        if (firstPsn <= highestSent) {
+            counters.increment(NicCounter.RETRANSMITTED_PACKETS);
+        }
+        highestSent = Math.max(highestSent, lastPsn);
+    }
+
+    /** The payload for a WRITE segment, or null after raising a send-side fault or failing the request. */
+    private ByteString gatherOrFail(SendWqe wqe, long va, int length, Outbox out) {
+        try {
+            ByteString payload = dma.gather(wqe.local, va, length, Side.SEND, out, notResident);
+            if (payload == null) {
+                raiseFault(wqe, notResident[0], false, Side.SEND, out);
+            }
+            return payload;
+        } catch (RegionInvalidException | BadAddressException e) {
+            qp.fail(wqe, CompletionStatus.LOCAL_PROTECTION_ERROR, e.getMessage());
+        } catch (KernelException e) {
+            qp.fail(wqe, CompletionStatus.LOCAL_MEMORY_ERROR, e.getMessage());
+        }
+        return null;
+    }
+
+    /** A local page is not resident: fault it in and pause the queue pair until it is. */
+    private void raiseFault(SendWqe wqe, long vpn, boolean write, Side side, Outbox out) {
+        faultWaiting = true;
+        out.flush();
+        RegistrationMode mode = wqe.local.mode();
+        nic.kernel().faultService().submit(wqe.local.endpoint().space(), vpn, write)
+                .whenComplete((fault, error) -> qp.onLocalFaultResolved(wqe, mode, side, vpn, fault, error));
+    }
+
+    /** The fault that paused the queue pair was served (or failed). */
+    void faultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
+        faultWaiting = false;
+        if (error != null) {
+            Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+            CompletionStatus status = cause instanceof BadAddressException ? CompletionStatus.LOCAL_PROTECTION_ERROR
+                    : CompletionStatus.LOCAL_MEMORY_ERROR;
+            if (wqes.indexOf(wqe.psnFirst) >= 0) {
+                qp.fail(wqe, status, "a local page fault failed: " + cause.getMessage());
+            }
+            return;
+        }
+        nic.countFault(side, fault.kind(), mode);
+        if (mode == RegistrationMode.ON_DEMAND) {
+            ((OnDemandTranslator) dma.translator(mode)).cache(wqe.local.endpoint().space(), vpn, fault.translation());
+        }
+    }
+
+    // ---- answers from the responder ----------------------------------------------------------------
+
+    void onAcknowledge(Packet packet) {
+        creditLimit = Math.max(creditLimit, packet.getCreditLimit());
+        long psn = packet.getAckPsn();
+        switch (packet.getSyndrome()) {
+            case ACK -> acknowledged(psn);
+            case NAK_SEQUENCE_ERROR -> {
+                counters.increment(NicCounter.SEQUENCE_NAKS_RECEIVED);
+                acknowledged(psn - 1);
+                rewind(psn);
+            }
+            case RNR_NAK -> {
+                counters.increment(NicCounter.RNR_NAKS_RECEIVED);
+                acknowledged(psn - 1);
+                receiverNotReady(psn, packet.getRnrDelayNs());
+            }
+            case NAK_REMOTE_ACCESS_ERROR -> refused(psn, CompletionStatus.REMOTE_ACCESS_ERROR, packet.getError());
+            case NAK_INVALID_REQUEST -> refused(psn, CompletionStatus.REMOTE_INVALID_REQUEST_ERROR, packet.getError());
+            case NAK_REMOTE_OPERATIONAL_ERROR -> refused(psn, CompletionStatus.REMOTE_OPERATIONAL_ERROR, packet.getError());
+            default -> counters.increment(NicCounter.DROPPED_PACKETS);
+        }
+    }
+
+    void onReadResponse(Packet packet, Outbox out) {
+        int index = wqes.indexOf(packet.getPsn());
+        if (index < 0 || !wqes.get(index).isRead()) {
+            counters.increment(NicCounter.DUPLICATE_PACKETS);
+            return;
+        }
+        SendWqe wqe = wqes.get(index);
+        int response = (int) (packet.getPsn() - wqe.psnFirst);
+        if (wqe.responses.get(response)) {
+            counters.increment(NicCounter.DUPLICATE_PACKETS);
+            return;
+        }
+        long offset = (long) response * mtu;
+        int expected = (int) Math.min(mtu, wqe.wr.length() - offset);
+        if (packet.getPayload().size() != expected) {
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            return;
+        }
+        if (!scatterResponse(wqe, wqe.wr.localAddress() + offset, packet.getPayload(), packet.getPsn(), out)) {
+            return;
+        }
+        wqe.responses.set(response);
+        wqe.responsesReceived++;
+        progress();
+        completeFinished();
+    }
+
+    private boolean scatterResponse(SendWqe wqe, long va, ByteString payload, long psn, Outbox out) {
+        ByteBuffer src = payload.asReadOnlyByteBuffer();
+        int pageSize = dma.pageSize();
+        try {
+            while (src.hasRemaining()) {
+                long at = va + (payload.size() - src.remaining());
+                int offset = (int) (at & (pageSize - 1));
+                int chunk = Math.min(pageSize - offset, src.remaining());
+                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.RECEIVE, out::flush);
+                if (t == Translator.NOT_RESIDENT) {
+                    // Drop this response; once the page is in, ask again from here.
+                    rewind(psn);
+                    raiseFault(wqe, at >>> dma.pageShift(), true, Side.RECEIVE, out);
+                    return false;
+                }
+                int limit = src.limit();
+                src.limit(src.position() + chunk);
+                try {
+                    dma.memory().write(Tlb.frameOf(t), offset, src);
+                } finally {
+                    src.limit(limit);
+                    dma.release(t, true);
+                }
+            }
+            return true;
+        } catch (RegionInvalidException | BadAddressException e) {
+            qp.fail(wqe, CompletionStatus.LOCAL_PROTECTION_ERROR, e.getMessage());
+        } catch (KernelException e) {
+            qp.fail(wqe, CompletionStatus.LOCAL_MEMORY_ERROR, e.getMessage());
+        }
+        return false;
+    }
+
+    void onAtomicAcknowledge(Packet packet) {
+        int index = wqes.indexOf(packet.getPsn());
+        if (index < 0 || !wqes.get(index).isAtomic()) {
+            counters.increment(NicCounter.DUPLICATE_PACKETS);
+            return;
+        }
+        SendWqe wqe = wqes.get(index);
+        if (!wqe.atomicDone) {
+            wqe.atomicDone = true;
+            wqe.atomicResult = packet.getAtomicResult();
+        }
+        creditLimit = Math.max(creditLimit, packet.getCreditLimit());
+        acknowledged(packet.getPsn() - 1);
+        progress();
+        completeFinished();
+    }
+
+    private void acknowledged(long psn) {
+        if (psn > ackedThrough && psn < nextPsn) {
+            ackedThrough = psn;
+            progress();
+            if (psn >= rnrPsn) {
+                rnrPsn = -1;
+                rnrRetries = 0;
+            }
+        }
+        completeFinished();
+    }
+
+    private void completeFinished() {
+        while (!wqes.isEmpty()) {
+            SendWqe wqe = wqes.first();
+            if (!wqe.done(ackedThrough)) {
+                return;
+            }
+            wqes.removeFirst();
+            // A finished READ or FETCH_ADD acknowledges itself and everything before it.
+            ackedThrough = Math.max(ackedThrough, wqe.psnLast());
+            qp.complete(wqe, CompletionStatus.SUCCESS, null);
+        }
+    }
+
+    private void refused(long psn, CompletionStatus status, String error) {
+        acknowledged(psn - 1);
+        int index = wqes.indexOf(psn);
+        if (index >= 0) {
+            qp.fail(wqes.get(index), status, "node " + qp.peer().node() + " refused the request: " + error);
+        }
+    }
+
+    private void rewind(long psn) {
+        long to = Math.max(psn, unackedPsn());
+        if (to < sendPsn) {
+            sendPsn = to;
+        }
+    }
+
+    private void receiverNotReady(long psn, long delayNs) {
+        if (rnrWaiting) {
+            return; // further copies of the same NAK while we already wait
+        }
+        if (psn != rnrPsn) {
+            rnrPsn = psn;
+            rnrRetries = 0;
+        }
+        rnrRetries++;
+        if (ctx.rnrRetryCount() != 7 && rnrRetries > ctx.rnrRetryCount()) {
+            int index = wqes.indexOf(psn);
+            if (index >= 0) {
+                qp.fail(wqes.get(index), CompletionStatus.RNR_RETRY_EXCEEDED, "node " + qp.peer().node()
+                        + " answered RNR NAK (a receive page fault) to psn " + psn + " " + rnrRetries
+                        + " times; raise pagewire.nic.rnrRetryCount (7 retries forever) or prefetch the destination");
+            }
+            return;
+        }
+        rewind(psn);
+        rnrWaiting = true;
+        long delay = Math.max(1_000, Math.min(delayNs, 10_000_000_000L));
+        nic.timers().schedule(delay, qp::onRnrTimerExpired);
+    }
+
+    void rnrTimerExpired() {
+        rnrWaiting = false;
+        lastProgressNs = nic.clock().nanoTime();
+    }
+
+    // ---- timers and recovery ----------------------------------------------------------------------
+
+    /** @return true when the acknowledgement timer expired and packets are to be sent again */
+    boolean checkTimeout(long now) {
+        if (wqes.isEmpty() || rnrWaiting || faultWaiting) {
+            return false;
+        }
+        long unacked = unackedPsn();
+        if (highestSent < unacked || now - lastProgressNs < ctx.ackTimeoutNs()) {
+            return false;
+        }
+        counters.increment(NicCounter.ACK_TIMEOUTS);
+        retries++;
+        if (retries > ctx.retryCount()) {
+            qp.fail(wqes.first(), CompletionStatus.RETRY_EXCEEDED, "no acknowledgement from queue pair " + qp.peer().qpn()
+                    + " on node " + qp.peer().node() + " after " + ctx.retryCount() + " retransmissions ("
+                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart)");
+            return false;
+        }
+        sendPsn = unacked;
+        lastProgressNs = now;
+        return true;
+    }
+
+    /** The link to the peer came back: everything unacknowledged goes again (the responder drops what it has). */
+    void replay() {
+        sendPsn = unackedPsn();
+        lastProgressNs = nic.clock().nanoTime();
+    }
+
+    private void progress() {
+        lastProgressNs = nic.clock().nanoTime();
+        retries = 0;
+    }
+
+    private long unackedPsn() {
+        SendWqe head = wqes.first();
+        return head == null ? nextPsn : head.firstUnacked(ackedThrough);
+    }
+
+    /** The sequence state, for diagnostics. */
+    String describe() {
+        return String.format("requester next=%d send=%d acked=%d highestSent=%d unacked=%d credits=%d/%d wqes=%d%s%s%s",
+                nextPsn, sendPsn, ackedThrough, highestSent, unackedPsn(), creditsUsed, creditLimit, wqes.size(),
+                rnrWaiting ? " rnr-wait" : "", faultWaiting ? " fault-wait" : "", creditWaiting ? " credit-wait" : "");
+    }
+
+    /** Completes every outstanding request, in order: {@code failed} with its status, the rest as flushed. */
+    void failAll(SendWqe failed, CompletionStatus status, String error, String flushReason) {
+        while (!wqes.isEmpty()) {
+            SendWqe wqe = wqes.removeFirst();
+            if (wqe == failed) {
+                qp.complete(wqe, status, error);
+            } else {
+                qp.complete(wqe, CompletionStatus.FLUSHED, flushReason);
+            }
+        }
+        sendPsn = nextPsn;
+    }
+}

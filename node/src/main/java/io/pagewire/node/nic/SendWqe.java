@@ -1,0 +1,67 @@
+package io.pagewire.node.nic;
+
+import java.util.BitSet;
+
+/**
+ * A posted work request on its way: the packet sequence numbers it occupies and, for a READ, which
+ * responses have arrived; for a FETCH_ADD, the result.
+ */
+final class SendWqe {
+    final WorkRequest wr;
+    /** The local region (WRITE source, READ destination); null for FETCH_ADD. */
+    final MemoryRegion local;
+    final long psnFirst;
+    /** PSNs the request occupies: one per packet of a WRITE, one per response of a READ, one for FETCH_ADD. */
+    final int packets;
+    /** READ: responses received, by index. */
+    final BitSet responses;
+    int responsesReceived;
+    boolean atomicDone;
+    long atomicResult;
+
+    SendWqe(WorkRequest wr, MemoryRegion local, long psnFirst, int packets) {
+        this.wr = wr;
+        this.local = local;
+        this.psnFirst = psnFirst;
+        this.packets = packets;
+        this.responses = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
+    }
+
+    long psnLast() {
+        return psnFirst + packets - 1;
+    }
+
+    boolean contains(long psn) {
+        return psn >= psnFirst && psn <= psnLast();
+    }
+
+    boolean isRead() {
+        return wr.opcode() == Completion.Opcode.READ;
+    }
+
+    boolean isAtomic() {
+        return wr.opcode() == Completion.Opcode.FETCH_ADD;
+    }
+
+    /** Whether this request is finished, given every PSN up to {@code ackedThrough} was acknowledged. */
+    boolean done(long ackedThrough) {
+        if (isRead()) {
+            return responsesReceived == packets;
+        }
+        if (isAtomic()) {
+            return atomicDone;
+        }
+        return ackedThrough >= psnLast();
+    }
+
+    /** The first PSN of this request not yet acknowledged or answered. */
+    long firstUnacked(long ackedThrough) {
+        if (isRead()) {
+            return psnFirst + responses.nextClearBit(0);
+        }
+        if (isAtomic()) {
+            return psnFirst;
+        }
+        return Math.max(psnFirst, ackedThrough + 1);
+    }
+}

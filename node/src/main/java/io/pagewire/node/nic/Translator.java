@@ -1,0 +1,24 @@
+package io.pagewire.node.nic;
+
+/**
+ * How one registration mode turns a region's virtual page into a frame for the DMA engine: a
+ * strategy chosen per memory region by its {@link RegistrationMode}.
+ *
+ * <p>{@link #lookup} is the per-page hot path and never calls the kernel. {@link #resolve} runs after
+ * a miss and may call the kernel, so the caller holds no DMA lock when it calls it.
+ */
+interface Translator {
+    /** {@link #lookup} found nothing cached. */
+    long MISS = -1L;
+    /** {@link #resolve}: the page is not resident and this mode will not bring it in synchronously. */
+    long NOT_RESIDENT = -2L;
+
+    /** The cached translation of a page, packed by {@link Tlb#pack}, or {@link #MISS}. */
+    long lookup(MemoryRegion region, long vpn);
+
+    /** The translation of a page after a miss, or {@link #NOT_RESIDENT}. */
+    long resolve(MemoryRegion region, long vpn, boolean write, Side side);
+
+    /** Forgets a translation whose frame was reclaimed after it was cached. */
+    void dropStale(MemoryRegion region, long vpn, long translation);
+}

@@ -1,0 +1,72 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelContext;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class NicPairTest {
+    private final DirectLink link = new DirectLink();
+    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20).swapBytes(16 << 20));
+    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(4 << 20).swapBytes(16 << 20));
+    private final Nic a = new Nic("a", kernelA, new NicContext().ackTimeoutNs(20_000_000), NicTimers.threaded("a"), link.transportFor("a"));
+    private final Nic b = new Nic("b", kernelB, new NicContext().ackTimeoutNs(20_000_000), NicTimers.threaded("b"), link.transportFor("b"));
+
+    NicPairTest() {
+        link.add("a", a);
+        link.add("b", b);
+    }
+
+    @AfterEach
+    void close() {
+        a.close();
+        b.close();
+        link.close();
+        kernelA.close();
+        kernelB.close();
+    }
+
+    @Test
+    void writeThenReadBackInEveryMode() throws Exception {
+        for (RegistrationMode mode : RegistrationMode.values()) {
+            Endpoint ea = a.openEndpoint("a");
+            Endpoint eb = b.openEndpoint("b");
+            CompletionQueue cqa = a.createCompletionQueue();
+            QueuePair qa = a.createQueuePair(ea, cqa);
+            QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
+            qa.connect(qb.address());
+            qb.connect(qa.address());
+            int len = 300_000;
+            long src = ea.space().allocate(len);
+            long back = ea.space().allocate(len);
+            long dst = eb.space().allocate(len + 10);
+            byte[] data = new byte[len];
+            new Random(mode.ordinal()).nextBytes(data);
+            ea.space().store(src, data, 0, len);
+            MemoryRegion ra = ea.register(src, len, mode, Access.all());
+            MemoryRegion rback = ea.register(back, len, mode, Access.all());
+            MemoryRegion rb = eb.register(dst, len + 10, mode, Access.all());
+            qa.post(WorkRequest.write(1, ra.lkey(), src, len, dst + 7, rb.rkey()));
+            Completion c = cqa.take(10, TimeUnit.SECONDS);
+            assertThat(c).as(mode + " write").isNotNull();
+            assertThat(c.status()).as(mode + ": " + c.error() + "\n" + qa.describe() + "\n" + qb.describe() + "\nA:\n" + a.counters() + kernelA.counters() + "B:\n" + b.counters() + kernelB.counters()).isEqualTo(CompletionStatus.SUCCESS);
+            byte[] out = new byte[len];
+            eb.space().load(dst + 7, out, 0, len);
+            assertThat(out).as(mode + " data at responder").isEqualTo(data);
+            qa.post(WorkRequest.read(2, rback.lkey(), back, len, dst + 7, rb.rkey()));
+            c = cqa.take(10, TimeUnit.SECONDS);
+            assertThat(c).as(mode + " read").isNotNull();
+            assertThat(c.status()).as(mode + ": " + c.error()).isEqualTo(CompletionStatus.SUCCESS);
+            ea.space().load(back, out, 0, len);
+            assertThat(out).as(mode + " data read back").isEqualTo(data);
+            ea.close();
+            eb.close();
+        }
+        assertThat(kernelA.stats().pinnedPages()).isZero();
+        assertThat(kernelB.stats().pinnedPages()).isZero();
+    }
+}
