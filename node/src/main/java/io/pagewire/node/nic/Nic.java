@@ -38,6 +38,10 @@ public final class Nic implements AutoCloseable {
     private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
     private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
     private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
+    /** Pages the NIC has a fault raised for (responder side), so a page faults once however many packets hit it. */
+    private final Set<Long> faultsInFlight = ConcurrentHashMap.newKeySet();
+    /** Pages whose last fault the kernel could not serve, with its reason. */
+    private final Map<Long, String> failedFaults = new ConcurrentHashMap<>();
     private final AtomicInteger nextQpn = new AtomicInteger(1);
     private final AtomicInteger nextCqId = new AtomicInteger(1);
     private final SecureRandom keys = new SecureRandom();
@@ -242,7 +246,9 @@ public final class Nic implements AutoCloseable {
     }
 
     void waitForWritable(String peer, QueuePair qp) {
-        waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp);
+        if (waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp)) {
+            counters.increment(NicCounter.LINK_WAITS);
+        }
         // The link may have turned writable between the check and the registration.
         if (isWritable(peer, qp.qpn())) {
             timers.schedule(1_000, () -> onPeerWritable(peer));
@@ -288,9 +294,27 @@ public final class Nic implements AutoCloseable {
         raiseFault(region, vpn, false, Side.SEND);
     }
 
+    /**
+     * Why the last receive fault on a page failed, if it did, forgetting it: the responder then
+     * refuses the request instead of answering RNR NAK for ever.
+     */
+    String takeFailedFault(AddressSpace space, long vpn) {
+        return failedFaults.remove(Tlb.key(space.id(), vpn));
+    }
+
     private void raiseFault(MemoryRegion region, long vpn, boolean write, Side side) {
         AddressSpace space = region.endpoint().space();
+        long key = Tlb.key(space.id(), vpn);
+        if (!faultsInFlight.add(key)) {
+            return; // one fault per page at a time; retransmissions find it served
+        }
         kernel.faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
+            faultsInFlight.remove(key);
+            if (error != null) {
+                Throwable cause = error.getCause() != null ? error.getCause() : error;
+                counters.increment(NicCounter.RECEIVE_FAULTS_FAILED);
+                failedFaults.put(Tlb.key(space.id(), vpn), cause.getMessage());
+            }
             if (fault != null) {
                 countFault(side, fault.kind(), region.mode());
                 if (region.mode() == RegistrationMode.ON_DEMAND) {

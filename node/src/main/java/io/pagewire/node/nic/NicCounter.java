@@ -32,7 +32,9 @@ public enum NicCounter {
     COMPLETION_ERRORS(27, "work requests completed with an error"),
     REMOTE_ACCESS_NAKS_SENT(28, "requests refused for a bad key, address or right"),
     INVALID_REQUEST_NAKS_SENT(29, "malformed requests refused"),
-    PREFETCHED_PAGES(30, "pages brought in or translated by advise");
+    PREFETCHED_PAGES(30, "pages brought in or translated by advise"),
+    LINK_WAITS(31, "times a queue pair waited for its lane to take more data (gRPC flow control)"),
+    RECEIVE_FAULTS_FAILED(32, "receive-side page faults the kernel could not serve");
 
     private final int id;
     private final String label;

@@ -174,7 +174,12 @@ final class Responder {
                     } else if (region.mode() == RegistrationMode.SHADOW) {
                         park(space, at, src, psn);
                     } else {
-                        // ON_DEMAND: a receive page fault. Fault it in and tell the requester to come back.
+                        // ON_DEMAND: a receive page fault. Fault it in and tell the requester to come back,
+                        // unless the last fault on this page already failed for good.
+                        String failed = nic.takeFailedFault(space, vpn);
+                        if (failed != null) {
+                            return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the destination failed: " + failed, out);
+                        }
                         nic.raiseReceiveFault(region, vpn);
                         return receiverNotReady(psn, out);
                     }

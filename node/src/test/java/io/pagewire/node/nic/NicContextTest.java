@@ -1,0 +1,72 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelContext;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class NicContextTest {
+    static Stream<Arguments> badValues() {
+        return Stream.of(
+                Arguments.of("pagewire.nic.tlbEntries", (Consumer<NicContext>) c -> c.tlbEntries(0)),
+                Arguments.of("pagewire.nic.tlbWays", (Consumer<NicContext>) c -> c.tlbEntries(64).tlbWays(5)),
+                Arguments.of("pagewire.nic.mtuBytes", (Consumer<NicContext>) c -> c.mtuBytes(10)),
+                Arguments.of("pagewire.nic.sendWindowPackets", (Consumer<NicContext>) c -> c.sendWindowPackets(0)),
+                Arguments.of("pagewire.nic.readRequestPackets", (Consumer<NicContext>) c -> c.sendWindowPackets(8).readRequestPackets(9)),
+                Arguments.of("pagewire.nic.ackTimeoutNs", (Consumer<NicContext>) c -> c.ackTimeoutNs(10)),
+                Arguments.of("pagewire.nic.rnrRetryCount", (Consumer<NicContext>) c -> c.rnrRetryCount(8)),
+                Arguments.of("pagewire.nic.rnrDelayNs", (Consumer<NicContext>) c -> c.rnrDelayNs(0)),
+                Arguments.of("pagewire.nic.creditsPerQp", (Consumer<NicContext>) c -> c.creditsPerQp(0)),
+                Arguments.of("pagewire.nic.cqCapacity", (Consumer<NicContext>) c -> c.cqCapacity(1)));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badValues")
+    void aBadValueIsRejectedNamingItsKnob(String knob, Consumer<NicContext> change) {
+        NicContext context = new NicContext();
+        change.accept(context);
+        assertThatThrownBy(context::conclude).isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(knob + " must be");
+    }
+
+    @Test
+    void modesAndPoliciesParseWithTheChoicesNamed() {
+        assertThat(RegistrationMode.parse("pin-on-miss")).isEqualTo(RegistrationMode.PIN_ON_MISS);
+        assertThatThrownBy(() -> RegistrationMode.parse("lazy")).hasMessageContaining("[PINNED, PIN_ON_MISS, SHADOW, ON_DEMAND]");
+        assertThatThrownBy(() -> TlbReplacement.parse("pagewire.nic.tlbReplacement", "clock"))
+                .hasMessage("pagewire.nic.tlbReplacement must be one of [LRU, FIFO, RANDOM], was 'clock'");
+    }
+
+    @Test
+    void creditsPerQpMustCoverOnePacket() {
+        try (KernelAgent kernel = KernelAgent.start(new KernelContext().physicalMemoryBytes(1 << 20).swapBytes(0))) {
+            assertThatThrownBy(() -> new Nic("n", kernel, new NicContext().creditsPerQp(1), NicTimers.threaded("n"), null))
+                    .hasMessage("pagewire.nic.creditsPerQp must be at least 2 (the page-sized parts one MTU-sized packet can touch), was 1");
+        }
+    }
+
+    @Test
+    void queuePairsBeyondTheSystemBufferAreRefusedWithTheFix() {
+        KernelContext kernelContext = new KernelContext().physicalMemoryBytes(1 << 20).swapBytes(0).systemBufferBytes(64 * 4096);
+        try (KernelAgent kernel = KernelAgent.start(kernelContext);
+                Nic nic = new Nic("n", kernel, new NicContext().creditsPerQp(32), NicTimers.threaded("n"), null)) {
+            Endpoint endpoint = nic.openEndpoint("e");
+            CompletionQueue cq = nic.createCompletionQueue();
+            nic.createQueuePair(endpoint, cq);
+            QueuePair second = nic.createQueuePair(endpoint, cq);
+            assertThatThrownBy(() -> nic.createQueuePair(endpoint, cq))
+                    .isInstanceOf(NicException.class)
+                    .hasMessageContaining("64 of 64 system-buffer slots are granted to 2 queue pairs")
+                    .hasMessageContaining("raise pagewire.kernel.systemBufferBytes or lower pagewire.nic.creditsPerQp");
+            second.close();
+            assertThat(nic.creditsGranted()).isEqualTo(32);
+            nic.createQueuePair(endpoint, cq);
+        }
+    }
+}
