@@ -9,17 +9,23 @@ public final class ByteSizes {
     private ByteSizes() {
     }
 
-    /** Exact when the count is a whole number of the unit, else with one decimal. */
+    /**
+     * In the largest unit that states the count exactly (1025 MiB rather than 1.0 GiB), so that
+     * numbers in an error message add up; with one decimal only when no unit is exact.
+     */
     public static String format(long bytes) {
         long magnitude = Math.abs(bytes);
-        if (magnitude >= GIB) {
-            return scaled(bytes, GIB, "GiB");
+        long[] units = {GIB, MIB, KIB};
+        String[] names = {"GiB", "MiB", "KiB"};
+        for (int i = 0; i < units.length; i++) {
+            if (magnitude >= units[i] && bytes % units[i] == 0) {
+                return (bytes / units[i]) + " " + names[i];
+            }
         }
-        if (magnitude >= MIB) {
-            return scaled(bytes, MIB, "MiB");
-        }
-        if (magnitude >= KIB) {
-            return scaled(bytes, KIB, "KiB");
+        for (int i = 0; i < units.length; i++) {
+            if (magnitude >= units[i]) {
+                return scaled(bytes, units[i], names[i]);
+            }
         }
         return bytes + " bytes";
     }

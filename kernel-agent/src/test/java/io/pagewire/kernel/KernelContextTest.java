@@ -61,7 +61,9 @@ class KernelContextTest {
     void sizesAreFormattedForPeople() {
         assertThat(ByteSizes.format(64L << 20)).isEqualTo("64 MiB");
         assertThat(ByteSizes.format(12 * 1024)).isEqualTo("12 KiB");
-        assertThat(ByteSizes.format(1536 * 1024)).isEqualTo("1.5 MiB");
+        assertThat(ByteSizes.format(1536 * 1024)).isEqualTo("1536 KiB");
+        assertThat(ByteSizes.format((1L << 30) + (1L << 20))).isEqualTo("1025 MiB");
+        assertThat(ByteSizes.format(1536 * 1024 + 1)).isEqualTo("1.5 MiB");
         assertThat(ByteSizes.format(100)).isEqualTo("100 bytes");
         assertThat(ByteSizes.format(3L << 30)).isEqualTo("3 GiB");
     }

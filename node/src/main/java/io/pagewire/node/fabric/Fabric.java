@@ -49,6 +49,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private final ScheduledExecutorService scheduler;
     private volatile Nic nic;
     private volatile boolean closed;
+    private final List<java.util.function.Consumer<String>> peerListeners = new CopyOnWriteArrayList<>();
 
     public Fabric(FabricContext context, ChannelFactory channels) {
         this.context = context.conclude();
@@ -86,7 +87,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         if (peer.equals(context.nodeId())) {
             return;
         }
-        PeerLink link = peers.computeIfAbsent(peer, PeerLink::new);
+        PeerLink link = link(peer);
         synchronized (link) {
             if (link.channel != null) {
                 return;
@@ -97,6 +98,17 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         for (int i = 0; i < context.lanesPerPeer(); i++) {
             dial(link, i);
         }
+    }
+
+    /** Whether this node has a link (up or not) to the peer. */
+    public boolean knowsPeer(String peer) {
+        return peers.containsKey(peer);
+    }
+
+    /** Calls {@code listener} with every peer known now and every peer added later (metrics bind per peer). */
+    public void onPeerAdded(java.util.function.Consumer<String> listener) {
+        peerListeners.add(listener);
+        peers.keySet().forEach(listener);
     }
 
     /** Peers with at least one lane up. */
@@ -149,6 +161,22 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 }
             }
         }
+    }
+
+    private PeerLink link(String peer) {
+        PeerLink existing = peers.get(peer);
+        if (existing != null) {
+            return existing;
+        }
+        PeerLink created = new PeerLink(peer);
+        existing = peers.putIfAbsent(peer, created);
+        if (existing != null) {
+            return existing;
+        }
+        for (java.util.function.Consumer<String> listener : peerListeners) {
+            listener.accept(peer);
+        }
+        return created;
     }
 
     // ---- PacketTransport ---------------------------------------------------------------------------
@@ -476,7 +504,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                                     + peer + (faults.isCut(peer) ? ": link cut" : "")).asRuntimeException());
                             return;
                         }
-                        PeerLink link = peers.computeIfAbsent(peer, PeerLink::new);
+                        PeerLink link = link(peer);
                         lane = new Lane(peer, frame.getHello().getLaneIndex(), Lane.Direction.INBOUND, out);
                         laneRef.set(lane);
                         linkRef.set(link);

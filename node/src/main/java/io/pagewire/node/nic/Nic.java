@@ -47,6 +47,7 @@ public final class Nic implements AutoCloseable {
     private final SecureRandom keys = new SecureRandom();
     private final long sweepIntervalNs;
     private volatile PacketTransport transport;
+    private volatile CompletionObserver completionObserver = (opcode, status, bytes, latencyNs) -> { };
     private volatile boolean closed;
 
     /**
@@ -75,6 +76,15 @@ public final class Nic implements AutoCloseable {
         this.credits = new CreditPool(kernel.systemBuffer().slotCount());
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
         timers.schedule(sweepIntervalNs, this::sweep);
+    }
+
+    /** Receives the latency of every finished work request from now on (the metrics layer). */
+    public void observeCompletions(CompletionObserver observer) {
+        completionObserver = observer;
+    }
+
+    void observeCompletion(Completion.Opcode opcode, CompletionStatus status, long bytes, long latencyNs) {
+        completionObserver.completed(opcode, status, bytes, latencyNs);
     }
 
     /** Sets the transport packets leave through, when it could only be built after the NIC. */

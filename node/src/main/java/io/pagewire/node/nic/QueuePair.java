@@ -136,6 +136,34 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /**
+     * Posts several work requests, reporting each one the queue pair refuses instead of stopping at
+     * it; the accepted ones go out together.
+     */
+    public void postEach(List<WorkRequest> requests, java.util.function.BiConsumer<WorkRequest, NicException> refused) {
+        lock.lock();
+        try {
+            if (state == State.INIT) {
+                throw new NicException("queue pair " + qpn + " is not connected yet");
+            }
+            for (WorkRequest request : requests) {
+                if (state != State.READY) {
+                    complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
+                            + (failure == null ? "" : " after an earlier failure: " + failure), 0);
+                    continue;
+                }
+                try {
+                    requester.post(request);
+                } catch (NicException e) {
+                    refused.accept(request, e);
+                }
+            }
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
     /** Requests posted and not yet completed. */
     public int outstanding() {
         lock.lock();
@@ -296,6 +324,7 @@ public final class QueuePair implements AutoCloseable {
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {
         complete(wqe.wr, status, error, wqe.atomicResult);
+        nic.observeCompletion(wqe.wr.opcode(), status, wqe.wr.length(), nic.clock().nanoTime() - wqe.postedNs);
     }
 
     private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {

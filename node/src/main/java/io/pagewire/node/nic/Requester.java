@@ -82,7 +82,7 @@ final class Requester {
             }
             packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
         }
-        wqes.add(new SendWqe(wr, local, nextPsn, packets));
+        wqes.add(new SendWqe(wr, local, nextPsn, packets, nic.clock().nanoTime()));
         nextPsn += packets;
     }
 

@@ -11,6 +11,8 @@ final class SendWqe {
     /** The local region (WRITE source, READ destination); null for FETCH_ADD. */
     final MemoryRegion local;
     final long psnFirst;
+    /** When the request was posted, for its latency. */
+    final long postedNs;
     /** PSNs the request occupies: one per packet of a WRITE, one per response of a READ, one for FETCH_ADD. */
     final int packets;
     /** READ: responses received, by index. */
@@ -19,8 +21,9 @@ final class SendWqe {
     boolean atomicDone;
     long atomicResult;
 
-    SendWqe(WorkRequest wr, MemoryRegion local, long psnFirst, int packets) {
+    SendWqe(WorkRequest wr, MemoryRegion local, long psnFirst, int packets, long postedNs) {
         this.wr = wr;
+        this.postedNs = postedNs;
         this.local = local;
         this.psnFirst = psnFirst;
         this.packets = packets;

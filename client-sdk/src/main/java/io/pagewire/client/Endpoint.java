@@ -1,0 +1,55 @@
+package io.pagewire.client;
+
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * An application's process on a node: its virtual memory, the regions it registered with the NIC,
+ * its queue pairs and its event counters. Closing it (or the application going away) closes its
+ * queue pairs, releases its pins and frees its memory.
+ */
+public interface Endpoint extends AutoCloseable {
+    int id();
+
+    String nodeId();
+
+    int pageSize();
+
+    /** Reserves virtual memory; pages get frames when first touched. Returns where it starts. */
+    long allocate(long length);
+
+    CompletableFuture<Long> allocateAsync(long length);
+
+    /** Frees an allocation; regions registered on it stop working. */
+    void free(long address);
+
+    /** Copies bytes into memory, as a CPU store would (faulting pages in). */
+    void store(long address, byte[] data);
+
+    CompletableFuture<Void> storeAsync(long address, byte[] data);
+
+    /** Copies bytes out of memory. */
+    byte[] load(long address, int length);
+
+    CompletableFuture<byte[]> loadAsync(long address, int length);
+
+    /** Registers [address, address + length) with the NIC in a mode, with rights. */
+    MemoryRegion register(long address, long length, RegistrationMode mode, Set<Access> access);
+
+    CompletableFuture<MemoryRegion> registerAsync(long address, long length, RegistrationMode mode, Set<Access> access);
+
+    /** Registers the whole address space for on-demand paging (address 0, any length), as {@code IBV_ACCESS_ON_DEMAND} allows. */
+    MemoryRegion registerImplicit(Set<Access> access);
+
+    /** Creates a queue pair, to be connected to one on a peer with {@link QueuePair#connect}. */
+    QueuePair createQueuePair();
+
+    /** Creates a queue pair here and one on {@code remote}'s endpoint, and connects them both ways. */
+    QueuePair connect(Endpoint remote);
+
+    /** Creates an event counter peers may notify (REMOTE_WRITE) and/or FETCH_ADD (REMOTE_ATOMIC). */
+    EventCounter createEventCounter(Set<Access> access);
+
+    @Override
+    void close();
+}

@@ -1,0 +1,25 @@
+package io.pagewire.client;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.LongConsumer;
+
+/**
+ * A NetVM event counter on an endpoint: peers add to it (WRITE_WITH_NOTIFY adds one once the data is
+ * visible; FETCH_ADD adds any value). Wait for it by polling, blocking, or a handler.
+ */
+public interface EventCounter {
+    int id();
+
+    /** The value now (polls the node). */
+    long value();
+
+    /** Blocks until the counter reaches {@code target} or the timeout passes; returns the value then. */
+    long await(long target, Duration timeout);
+
+    /** Completes with the counter's value once it reaches {@code target}. */
+    CompletableFuture<Long> awaitAsync(long target, Duration timeout);
+
+    /** Calls the handler with each new value, in order, until the returned handle is closed. */
+    AutoCloseable onChange(LongConsumer handler);
+}

@@ -1,0 +1,71 @@
+package io.pagewire.client.impl;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.pagewire.client.PagewireException;
+import io.pagewire.proto.verbs.CompletionEvent;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+
+/** Turns gRPC statuses and failed completions into the SDK's typed exceptions, keeping the node's message. */
+final class Errors {
+    private Errors() {
+    }
+
+    static PagewireException fromStatus(Throwable t, String target) {
+        Throwable cause = unwrap(t);
+        if (cause instanceof PagewireException p) {
+            return p;
+        }
+        if (!(cause instanceof StatusRuntimeException sre)) {
+            return new PagewireException(cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
+        }
+        Status status = sre.getStatus();
+        String message = status.getDescription() == null ? status.getCode().toString() : status.getDescription();
+        return switch (status.getCode()) {
+            case INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE -> new PagewireException.InvalidRequestException(message);
+            case NOT_FOUND -> new PagewireException.NotFoundException(message);
+            case RESOURCE_EXHAUSTED -> new PagewireException.ResourceExhaustedException(message);
+            case PERMISSION_DENIED -> new PagewireException.PermissionDeniedException(message);
+            case UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED -> new PagewireException.UnavailableException(
+                    "node at " + target + " did not answer: " + message, sre);
+            default -> new PagewireException(status.getCode() + ": " + message, sre);
+        };
+    }
+
+    static PagewireException fromCompletion(CompletionEvent c) {
+        String message = c.getOpcode() + " (wr " + c.getWrId() + " on queue pair " + c.getQpn() + ") " + c.getStatus() + ": " + c.getError();
+        return switch (c.getStatus()) {
+            case LOCAL_PROTECTION_ERROR -> new PagewireException.LocalProtectionException(message);
+            case LOCAL_MEMORY_ERROR -> new PagewireException.LocalProtectionException(message);
+            case REMOTE_ACCESS_ERROR -> new PagewireException.RemoteAccessException(message);
+            case REMOTE_INVALID_REQUEST_ERROR, REMOTE_OPERATIONAL_ERROR -> new PagewireException.RemoteOperationException(message);
+            case RETRY_EXCEEDED -> new PagewireException.RetryExceededException(message);
+            case RNR_RETRY_EXCEEDED -> new PagewireException.ReceiverNotReadyException(message);
+            case FLUSHED -> new PagewireException.FlushedException(message);
+            default -> new PagewireException(message);
+        };
+    }
+
+    static Throwable unwrap(Throwable t) {
+        Throwable cause = t;
+        while ((cause instanceof CompletionException || cause instanceof ExecutionException) && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        return cause;
+    }
+
+    /** Waits for a future and rethrows its failure as the SDK's exception. */
+    static <T> T join(java.util.concurrent.CompletableFuture<T> future, boolean spin, String target) {
+        if (spin) {
+            while (!future.isDone()) {
+                Thread.onSpinWait();
+            }
+        }
+        try {
+            return future.join();
+        } catch (CompletionException | java.util.concurrent.CancellationException e) {
+            throw fromStatus(e, target);
+        }
+    }
+}

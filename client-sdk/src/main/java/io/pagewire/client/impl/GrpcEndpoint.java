@@ -1,0 +1,350 @@
+package io.pagewire.client.impl;
+
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.pagewire.client.Access;
+import io.pagewire.client.Completion;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Opcode;
+import io.pagewire.client.PagewireException;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.proto.verbs.AllocateRequest;
+import io.pagewire.proto.verbs.CompletionEvent;
+import io.pagewire.proto.verbs.CreateEventCounterRequest;
+import io.pagewire.proto.verbs.CreateQueuePairRequest;
+import io.pagewire.proto.verbs.EndpointRef;
+import io.pagewire.proto.verbs.FreeRequest;
+import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.OpenSession;
+import io.pagewire.proto.verbs.PostRequest;
+import io.pagewire.proto.verbs.RegisterRegionRequest;
+import io.pagewire.proto.verbs.SessionEvent;
+import io.pagewire.proto.verbs.SessionRequest;
+import io.pagewire.proto.verbs.StoreRequest;
+import io.pagewire.proto.verbs.WatchCounter;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
+
+/**
+ * {@link Endpoint} over gRPC. Its session stream is the endpoint's life: it carries posts out and
+ * completions, refusals and counter changes back. Each posted request gets a fresh work request id
+ * and a future that the matching completion settles.
+ */
+final class GrpcEndpoint implements Endpoint {
+    private final GrpcPagewire connection;
+    private final CompletableFuture<GrpcEndpoint> opened = new CompletableFuture<>();
+    /** Settles when the node ends the session stream, which it does after closing the endpoint. */
+    private final CompletableFuture<Void> streamEnded = new CompletableFuture<>();
+    private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
+    private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
+    private final AtomicLong nextWrId = new AtomicLong(1);
+    private final List<GrpcQueuePair> queuePairs = new CopyOnWriteArrayList<>();
+    private ClientCallStreamObserver<SessionRequest> session;
+    private volatile EndpointRef ref;
+    private volatile String nodeId;
+    private volatile int pageSize;
+    private volatile boolean closed;
+
+    GrpcEndpoint(GrpcPagewire connection, String name) {
+        this.connection = connection;
+        connection.sessionStub().session(new ClientResponseObserver<SessionRequest, SessionEvent>() {
+            @Override
+            public void beforeStart(ClientCallStreamObserver<SessionRequest> requestStream) {
+                session = requestStream;
+            }
+
+            @Override
+            public void onNext(SessionEvent event) {
+                handle(event);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                ended(Errors.fromStatus(t, connection.target()));
+            }
+
+            @Override
+            public void onCompleted() {
+                ended(new PagewireException.UnavailableException("the session with " + connection.target() + " ended", null));
+            }
+        });
+        send(SessionRequest.newBuilder().setOpen(OpenSession.newBuilder().setName(name == null ? "" : name)).build());
+    }
+
+    CompletableFuture<GrpcEndpoint> opened() {
+        return opened;
+    }
+
+    GrpcPagewire connection() {
+        return connection;
+    }
+
+    EndpointRef ref() {
+        return ref;
+    }
+
+    private void handle(SessionEvent event) {
+        switch (event.getEventCase()) {
+            case OPENED -> {
+                ref = EndpointRef.newBuilder().setEndpointId(event.getOpened().getEndpointId())
+                        .setSessionKey(event.getOpened().getSessionKey()).build();
+                nodeId = event.getOpened().getNodeId();
+                pageSize = event.getOpened().getPageSize();
+                opened.complete(this);
+            }
+            case COMPLETION -> {
+                CompletionEvent c = event.getCompletion();
+                CompletableFuture<Completion> future = pending.remove(c.getWrId());
+                if (future == null) {
+                    return;
+                }
+                if (c.getStatus() == io.pagewire.proto.verbs.CompletionStatus.SUCCESS) {
+                    future.complete(new Completion(c.getWrId(), c.getQpn(), Opcode.valueOf(c.getOpcode().name()), c.getBytes(), c.getValue()));
+                } else {
+                    future.completeExceptionally(Errors.fromCompletion(c));
+                }
+            }
+            case REFUSED -> {
+                CompletableFuture<Completion> future = pending.remove(event.getRefused().getWrId());
+                if (future != null) {
+                    future.completeExceptionally(new PagewireException.InvalidRequestException(event.getRefused().getError()));
+                }
+            }
+            case COUNTER -> {
+                List<LongConsumer> handlers = watchers.get(event.getCounter().getCounterId());
+                if (handlers != null) {
+                    for (LongConsumer handler : handlers) {
+                        handler.accept(event.getCounter().getValue());
+                    }
+                }
+            }
+            default -> {
+            }
+        }
+    }
+
+    private void ended(PagewireException error) {
+        closed = true;
+        streamEnded.complete(null);
+        opened.completeExceptionally(error);
+        for (Long wrId : List.copyOf(pending.keySet())) {
+            CompletableFuture<Completion> future = pending.remove(wrId);
+            if (future != null) {
+                future.completeExceptionally(new PagewireException.UnavailableException(
+                        "the session ended before the request completed: " + error.getMessage(), error));
+            }
+        }
+        connection.forget(this);
+    }
+
+    private synchronized void send(SessionRequest request) {
+        if (closed) {
+            throw new PagewireException.UnavailableException("endpoint " + (ref == null ? "" : ref.getEndpointId() + " ")
+                    + "on " + connection.target() + " is closed", null);
+        }
+        session.onNext(request);
+    }
+
+    /** Posts work requests of one queue pair; returns one future per request. */
+    List<CompletableFuture<Completion>> post(int qpn, List<io.pagewire.client.WorkRequest> requests) {
+        PostRequest.Builder post = PostRequest.newBuilder().setQpn(qpn);
+        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(requests.size());
+        for (io.pagewire.client.WorkRequest wr : requests) {
+            long wrId = nextWrId.getAndIncrement();
+            CompletableFuture<Completion> future = new CompletableFuture<>();
+            pending.put(wrId, future);
+            futures.add(future);
+            post.addRequests(io.pagewire.proto.verbs.WorkRequest.newBuilder()
+                    .setWrId(wrId)
+                    .setOpcode(io.pagewire.proto.verbs.WorkRequest.Opcode.valueOf(wr.opcode().name()))
+                    .setLkey(wr.local() == null ? 0 : wr.local().lkey())
+                    .setLocalAddress(wr.localAddress())
+                    .setLength(wr.length())
+                    .setRemoteAddress(wr.remoteAddress())
+                    .setRkey(wr.rkey())
+                    .setCounterId(wr.counterId())
+                    .setAdd(wr.add()));
+        }
+        try {
+            send(SessionRequest.newBuilder().setPost(post).build());
+        } catch (RuntimeException e) {
+            for (int i = 0; i < futures.size(); i++) {
+                pending.remove(post.getRequests(i).getWrId());
+                futures.get(i).completeExceptionally(e);
+            }
+        }
+        return futures;
+    }
+
+    AutoCloseable watch(int counterId, LongConsumer handler) {
+        boolean first = watchers.computeIfAbsent(counterId, id -> new CopyOnWriteArrayList<>()).isEmpty();
+        watchers.get(counterId).add(handler);
+        if (first) {
+            send(SessionRequest.newBuilder().setWatch(WatchCounter.newBuilder().setCounterId(counterId)).build());
+        }
+        return () -> {
+            List<LongConsumer> handlers = watchers.get(counterId);
+            if (handlers != null && handlers.remove(handler) && handlers.isEmpty() && !closed) {
+                send(SessionRequest.newBuilder().setWatch(WatchCounter.newBuilder().setCounterId(counterId).setStop(true)).build());
+            }
+        };
+    }
+
+    <T> T join(CompletableFuture<T> future) {
+        return connection.join(future);
+    }
+
+    // ---- Endpoint ------------------------------------------------------------------------------------
+
+    @Override
+    public int id() {
+        return ref.getEndpointId();
+    }
+
+    @Override
+    public String nodeId() {
+        return nodeId;
+    }
+
+    @Override
+    public int pageSize() {
+        return pageSize;
+    }
+
+    @Override
+    public long allocate(long length) {
+        return join(allocateAsync(length));
+    }
+
+    @Override
+    public CompletableFuture<Long> allocateAsync(long length) {
+        return Calls.<io.pagewire.proto.verbs.AllocateResponse>unary(o -> connection.stub().allocate(
+                AllocateRequest.newBuilder().setEndpoint(ref).setLength(length).build(), o)).thenApply(r -> r.getAddress());
+    }
+
+    @Override
+    public void free(long address) {
+        join(Calls.<io.pagewire.proto.verbs.FreeResponse>unary(o -> connection.stub().free(
+                FreeRequest.newBuilder().setEndpoint(ref).setAddress(address).build(), o)));
+    }
+
+    @Override
+    public void store(long address, byte[] data) {
+        join(storeAsync(address, data));
+    }
+
+    @Override
+    public CompletableFuture<Void> storeAsync(long address, byte[] data) {
+        return Calls.<io.pagewire.proto.verbs.StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
+                .setEndpoint(ref).setAddress(address).setData(UnsafeByteOperations.unsafeWrap(data)).build(), o)).thenApply(r -> null);
+    }
+
+    @Override
+    public byte[] load(long address, int length) {
+        return join(loadAsync(address, length));
+    }
+
+    @Override
+    public CompletableFuture<byte[]> loadAsync(long address, int length) {
+        return Calls.<io.pagewire.proto.verbs.LoadResponse>unary(o -> connection.stub().load(
+                LoadRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o))
+                .thenApply(r -> r.getData().toByteArray());
+    }
+
+    @Override
+    public MemoryRegion register(long address, long length, RegistrationMode mode, Set<Access> access) {
+        return join(registerAsync(address, length, mode, access));
+    }
+
+    @Override
+    public CompletableFuture<MemoryRegion> registerAsync(long address, long length, RegistrationMode mode, Set<Access> access) {
+        RegisterRegionRequest.Builder request = RegisterRegionRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length)
+                .setMode(io.pagewire.proto.verbs.RegistrationMode.valueOf(mode.name()));
+        access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
+        return Calls.<io.pagewire.proto.verbs.RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o))
+                .thenApply(r -> new GrpcMemoryRegion(this, r.getAddress(), r.getLength(), mode, EnumSet.copyOf(withNone(access)),
+                        r.getLkey(), r.getRkey()));
+    }
+
+    @Override
+    public MemoryRegion registerImplicit(Set<Access> access) {
+        RegisterRegionRequest.Builder request = RegisterRegionRequest.newBuilder().setEndpoint(ref).setImplicit(true)
+                .setMode(io.pagewire.proto.verbs.RegistrationMode.ON_DEMAND);
+        access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
+        var r = join(Calls.<io.pagewire.proto.verbs.RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o)));
+        return new GrpcMemoryRegion(this, r.getAddress(), r.getLength(), RegistrationMode.ON_DEMAND, EnumSet.copyOf(withNone(access)),
+                r.getLkey(), r.getRkey());
+    }
+
+    private static Set<Access> withNone(Set<Access> access) {
+        return access.isEmpty() ? EnumSet.noneOf(Access.class) : access;
+    }
+
+    @Override
+    public QueuePair createQueuePair() {
+        var r = join(Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
+                CreateQueuePairRequest.newBuilder().setEndpoint(ref).build(), o)));
+        GrpcQueuePair qp = new GrpcQueuePair(this, r.getAddress());
+        queuePairs.add(qp);
+        return qp;
+    }
+
+    @Override
+    public QueuePair connect(Endpoint remote) {
+        QueuePair local = createQueuePair();
+        QueuePair far = remote.createQueuePair();
+        local.connect(far.address());
+        far.connect(local.address());
+        return local;
+    }
+
+    @Override
+    public EventCounter createEventCounter(Set<Access> access) {
+        CreateEventCounterRequest.Builder request = CreateEventCounterRequest.newBuilder().setEndpoint(ref);
+        access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
+        var r = join(Calls.<io.pagewire.proto.verbs.CreateEventCounterResponse>unary(o -> connection.stub().createEventCounter(request.build(), o)));
+        return new GrpcEventCounter(this, r.getCounterId());
+    }
+
+    /**
+     * Ends the session and waits (up to ten seconds) until the node has closed the endpoint, so that
+     * its pins and memory are released when this returns.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (!closed) {
+                closed = true;
+                try {
+                    session.onCompleted();
+                } catch (RuntimeException ignored) {
+                    // Already gone.
+                }
+            }
+        }
+        try {
+            streamEnded.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            session.cancel("closing endpoint", null);
+        }
+        ended(new PagewireException.UnavailableException("endpoint closed", null));
+    }
+
+    @Override
+    public String toString() {
+        return "endpoint " + (ref == null ? "?" : ref.getEndpointId()) + " on " + nodeId;
+    }
+}

@@ -1,0 +1,55 @@
+package io.pagewire.client.impl;
+
+import io.pagewire.client.EventCounter;
+import io.pagewire.proto.verbs.AwaitEventCounterRequest;
+import io.pagewire.proto.verbs.ReadEventCounterRequest;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
+
+/** {@link EventCounter} over gRPC: polls and waits are calls; handlers ride the session stream. */
+final class GrpcEventCounter implements EventCounter {
+    private final GrpcEndpoint endpoint;
+    private final int id;
+
+    GrpcEventCounter(GrpcEndpoint endpoint, int id) {
+        this.endpoint = endpoint;
+        this.id = id;
+    }
+
+    @Override
+    public int id() {
+        return id;
+    }
+
+    @Override
+    public long value() {
+        return endpoint.join(Calls.<io.pagewire.proto.verbs.ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
+                .readEventCounter(ReadEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o))).getValue();
+    }
+
+    @Override
+    public long await(long target, Duration timeout) {
+        return endpoint.join(awaitAsync(target, timeout));
+    }
+
+    @Override
+    public CompletableFuture<Long> awaitAsync(long target, Duration timeout) {
+        AwaitEventCounterRequest request = AwaitEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id)
+                .setTarget(target).setTimeoutMs(timeout.toMillis()).build();
+        return Calls.<io.pagewire.proto.verbs.AwaitEventCounterResponse>unary(o -> endpoint.connection().stub()
+                        .withDeadlineAfter(timeout.toMillis() + 30_000, TimeUnit.MILLISECONDS).awaitEventCounter(request, o))
+                .thenApply(r -> r.getValue());
+    }
+
+    @Override
+    public AutoCloseable onChange(LongConsumer handler) {
+        return endpoint.watch(id, handler);
+    }
+
+    @Override
+    public String toString() {
+        return "event counter " + id + " of " + endpoint;
+    }
+}

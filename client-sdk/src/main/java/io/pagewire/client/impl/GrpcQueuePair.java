@@ -1,0 +1,87 @@
+package io.pagewire.client.impl;
+
+import io.pagewire.client.Completion;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.QpAddress;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.WorkRequest;
+import io.pagewire.proto.verbs.ConnectQueuePairRequest;
+import io.pagewire.proto.verbs.DestroyQueuePairRequest;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/** {@link QueuePair} over gRPC: posts travel on the endpoint's session stream, completions come back on it. */
+final class GrpcQueuePair implements QueuePair {
+    private final GrpcEndpoint endpoint;
+    private final QpAddress address;
+    private boolean closed;
+
+    GrpcQueuePair(GrpcEndpoint endpoint, io.pagewire.proto.verbs.QpAddress address) {
+        this.endpoint = endpoint;
+        this.address = new QpAddress(address.getNodeId(), address.getQpn(), address.getInitialCredits(), address.getPageSize());
+    }
+
+    @Override
+    public int qpn() {
+        return address.qpn();
+    }
+
+    @Override
+    public QpAddress address() {
+        return address;
+    }
+
+    @Override
+    public void connect(QpAddress peer) {
+        io.pagewire.proto.verbs.QpAddress wire = io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(peer.nodeId()).setQpn(peer.qpn())
+                .setInitialCredits(peer.initialCredits()).setPageSize(peer.pageSize()).build();
+        endpoint.join(Calls.<io.pagewire.proto.verbs.ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
+                ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire).build(), o)));
+    }
+
+    @Override
+    public CompletableFuture<Completion> write(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey) {
+        return post(List.of(WorkRequest.write(local, localAddress, length, remoteAddress, rkey))).get(0);
+    }
+
+    @Override
+    public CompletableFuture<Completion> writeWithNotify(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
+            int counterId) {
+        return post(List.of(WorkRequest.writeWithNotify(local, localAddress, length, remoteAddress, rkey, counterId))).get(0);
+    }
+
+    @Override
+    public CompletableFuture<Completion> read(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey) {
+        return post(List.of(WorkRequest.read(local, localAddress, length, remoteAddress, rkey))).get(0);
+    }
+
+    @Override
+    public CompletableFuture<Completion> fetchAdd(int counterId, long add) {
+        return post(List.of(WorkRequest.fetchAdd(counterId, add))).get(0);
+    }
+
+    @Override
+    public List<CompletableFuture<Completion>> post(List<WorkRequest> requests) {
+        return endpoint.post(qpn(), requests);
+    }
+
+    @Override
+    public Completion await(CompletableFuture<Completion> completion) {
+        return Errors.join(completion, endpoint.connection().options().busyPoll(), endpoint.connection().target());
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyQueuePairResponse>unary(o -> endpoint.connection().stub().destroyQueuePair(
+                DestroyQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).build(), o)));
+    }
+
+    @Override
+    public String toString() {
+        return "queue pair " + address;
+    }
+}

@@ -1,0 +1,124 @@
+package io.pagewire.node.metrics;
+
+/**
+ * Every Pagewire meter, defined once: its Micrometer name, base unit and help text. Prometheus sees
+ * the name with dots as underscores, the unit appended and {@code _total} on counters
+ * ({@link #prometheusName()}); the Grafana dashboards query exactly those names. Every meter also
+ * carries a {@code node} tag; the tags listed are the others it is split by.
+ */
+public enum Metric {
+    // ---- NIC translation ------------------------------------------------------------------------------
+    TLB_HITS("pagewire.tlb.hits", null, Type.COUNTER, "Translations found in the NIC's TLB", "mode"),
+    TLB_MISSES("pagewire.tlb.misses", null, Type.COUNTER, "Translations not in the NIC's TLB", "mode"),
+    TLB_EVICTIONS("pagewire.tlb.evictions", null, Type.COUNTER, "TLB entries replaced to make room", "mode"),
+    TLB_ENTRIES("pagewire.tlb.entries", null, Type.GAUGE, "TLB entries in use, by state (valid, pinned) and capacity", "state"),
+    SHADOW_ENTRIES("pagewire.shadow.entries", null, Type.GAUGE, "Translations in the shadow page table"),
+    NIC_PAGE_FAULTS("pagewire.nic.page.faults", null, Type.COUNTER, "Page faults the NIC raised, by side (send, receive) and kind (minor, major)",
+            "mode", "side", "kind"),
+    INVALIDATED_TRANSLATIONS("pagewire.nic.invalidated.translations", null, Type.COUNTER,
+            "NIC translations dropped because the kernel reclaimed or unmapped their pages"),
+    PREFETCHED_PAGES("pagewire.prefetched.pages", null, Type.COUNTER, "Pages brought in or translated by advise"),
+
+    // ---- reliable transport -------------------------------------------------------------------------------
+    RNR_NAKS_SENT("pagewire.rnr.naks.sent", null, Type.COUNTER, "RNR NAKs sent for receive page faults"),
+    RNR_NAKS_RECEIVED("pagewire.rnr.naks.received", null, Type.COUNTER, "RNR NAKs received from responders"),
+    RETRANSMITTED_PACKETS("pagewire.retransmitted.packets", null, Type.COUNTER, "Packets sent again"),
+    ACK_TIMEOUTS("pagewire.ack.timeouts", null, Type.COUNTER, "Acknowledgement timeouts"),
+    SEQUENCE_NAKS_SENT("pagewire.sequence.naks.sent", null, Type.COUNTER, "NAKs sent for a packet sequence gap"),
+    SEQUENCE_NAKS_RECEIVED("pagewire.sequence.naks.received", null, Type.COUNTER, "NAKs received for a packet sequence gap"),
+    DUPLICATE_PACKETS("pagewire.duplicate.packets", null, Type.COUNTER, "Packets received that were already executed"),
+    OUT_OF_ORDER_PACKETS("pagewire.out.of.order.packets", null, Type.COUNTER, "Packets received ahead of a gap and held"),
+    DROPPED_PACKETS("pagewire.dropped.packets", null, Type.COUNTER, "Packets dropped: beyond the reorder window or for an unknown queue pair"),
+    CREDIT_WAITS("pagewire.credit.waits", null, Type.COUNTER, "Times a queue pair waited for receive credits"),
+    LINK_WAITS("pagewire.link.waits", null, Type.COUNTER, "Times a queue pair waited for its lane (gRPC flow control)"),
+    PARKED_PARTS("pagewire.parked.parts", null, Type.COUNTER, "Received page-sized parts parked in the system buffer", "mode"),
+    NOTIFICATIONS("pagewire.notifications", null, Type.COUNTER, "Event counter notifications delivered"),
+    COMPLETIONS("pagewire.completions", null, Type.COUNTER, "Work requests completed, by status", "status"),
+    OPERATION_LATENCY("pagewire.operation.latency", "seconds", Type.TIMER, "Time from post to completion of successful work requests",
+            "op"),
+    QUEUE_PAIRS("pagewire.queue.pairs", null, Type.GAUGE, "Queue pairs open"),
+    ENDPOINTS("pagewire.endpoints", null, Type.GAUGE, "Endpoints open"),
+    RECEIVE_CREDITS("pagewire.receive.credits", null, Type.GAUGE, "Receive credits, granted to queue pairs and in all", "state"),
+
+    // ---- kernel agent -------------------------------------------------------------------------------------
+    KERNEL_PAGE_FAULTS("pagewire.kernel.page.faults", null, Type.COUNTER, "Page faults the kernel served, by origin (cpu, nic) and kind",
+            "origin", "kind"),
+    SWAP_INS("pagewire.swap.ins", "pages", Type.COUNTER, "Pages read from swap"),
+    SWAP_OUTS("pagewire.swap.outs", "pages", Type.COUNTER, "Dirty pages written to swap"),
+    EVICTIONS("pagewire.evictions", "pages", Type.COUNTER, "Frames taken from their pages by page replacement"),
+    KERNEL_INVALIDATIONS("pagewire.kernel.invalidations", "pages", Type.COUNTER, "Pages whose translations NICs were told to drop"),
+    PINS("pagewire.pins", null, Type.COUNTER, "Pin operations"),
+    UNPINS("pagewire.unpins", null, Type.COUNTER, "Unpin operations"),
+    PIN_LIMIT_REJECTIONS("pagewire.pin.limit.rejections", null, Type.COUNTER, "Pins refused by the memlock or node pin limit"),
+    OUT_OF_MEMORY("pagewire.out.of.memory", null, Type.COUNTER, "Page faults that found no frame"),
+    STALE_TRANSLATIONS("pagewire.stale.translations", null, Type.COUNTER, "DMA locks refused because a translation raced with reclaim"),
+    MEMORY_PAGES("pagewire.memory.pages", "pages", Type.GAUGE, "Pages by state: resident, free (frames), swapped, pinned", "state"),
+    PINNED_MEMORY("pagewire.pinned.memory", "bytes", Type.GAUGE, "Memory pinned on the node"),
+    MEMLOCK_LIMIT("pagewire.memlock.limit", "bytes", Type.GAUGE, "Pinned memory one endpoint may hold"),
+    NODE_PIN_LIMIT("pagewire.node.pin.limit", "bytes", Type.GAUGE, "Pinned memory the node may hold"),
+    PHYSICAL_MEMORY("pagewire.physical.memory", "bytes", Type.GAUGE, "Physical memory of the node"),
+    SYSTEM_BUFFER_USED("pagewire.system.buffer.used", "bytes", Type.GAUGE, "System buffer holding parked data"),
+    SYSTEM_BUFFER_CAPACITY("pagewire.system.buffer.capacity", "bytes", Type.GAUGE, "System buffer size"),
+    SYSTEM_BUFFER_PARKED("pagewire.system.buffer.parked", "bytes", Type.COUNTER, "Bytes parked in the system buffer"),
+    FAULT_QUEUE_DEPTH("pagewire.fault.queue.depth", null, Type.GAUGE, "NIC page faults queued or being served"),
+
+    // ---- fabric -------------------------------------------------------------------------------------------
+    LINK_SENT("pagewire.link.sent", "bytes", Type.COUNTER, "Payload bytes sent to a peer", "peer"),
+    LINK_RECEIVED("pagewire.link.received", "bytes", Type.COUNTER, "Payload bytes received from a peer", "peer"),
+    LINK_SENT_PACKETS("pagewire.link.sent.packets", null, Type.COUNTER, "Packets sent to a peer", "peer"),
+    LINK_RECEIVED_PACKETS("pagewire.link.received.packets", null, Type.COUNTER, "Packets received from a peer", "peer"),
+    LINK_LANES_UP("pagewire.link.lanes.up", null, Type.GAUGE, "Lanes up to a peer", "peer"),
+    LINK_LANES_LOST("pagewire.link.lanes.lost", null, Type.COUNTER, "Lanes to a peer that broke", "peer"),
+    INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind");
+
+    /** How a meter behaves. */
+    public enum Type {
+        COUNTER,
+        GAUGE,
+        TIMER
+    }
+
+    private final String meterName;
+    private final String baseUnit;
+    private final Type type;
+    private final String help;
+    private final String[] tags;
+
+    Metric(String meterName, String baseUnit, Type type, String help, String... tags) {
+        this.meterName = meterName;
+        this.baseUnit = baseUnit;
+        this.type = type;
+        this.help = help;
+        this.tags = tags;
+    }
+
+    public String meterName() {
+        return meterName;
+    }
+
+    public String baseUnit() {
+        return baseUnit;
+    }
+
+    public Type type() {
+        return type;
+    }
+
+    public String help() {
+        return help;
+    }
+
+    /** The tags besides {@code node} that split this meter. */
+    public java.util.List<String> tags() {
+        return java.util.List.of(tags);
+    }
+
+    /** The name Prometheus exposes (for a timer, the stem of its _count, _sum and _bucket series). */
+    public String prometheusName() {
+        String name = meterName.replace('.', '_');
+        if (baseUnit != null && !name.endsWith("_" + baseUnit)) {
+            name = name + "_" + baseUnit;
+        }
+        return type == Type.COUNTER ? name + "_total" : name;
+    }
+}

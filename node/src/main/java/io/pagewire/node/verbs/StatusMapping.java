@@ -1,0 +1,42 @@
+package io.pagewire.node.verbs;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.pagewire.kernel.BadAddressException;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.MemoryExhaustedException;
+import io.pagewire.kernel.PinLimitExceededException;
+import io.pagewire.kernel.SystemBufferFullException;
+import io.pagewire.node.nic.NicException;
+
+/**
+ * Turns what went wrong in the node into a gRPC status a person can act on: the code says what
+ * kind of problem, the description says what to fix. A stack trace never crosses the wire.
+ */
+final class StatusMapping {
+    private static final System.Logger LOG = System.getLogger(StatusMapping.class.getName());
+
+    private StatusMapping() {
+    }
+
+    static StatusRuntimeException toStatus(Throwable t) {
+        Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        if (cause instanceof StatusRuntimeException status) {
+            return status;
+        }
+        Status status;
+        if (cause instanceof PinLimitExceededException || cause instanceof MemoryExhaustedException
+                || cause instanceof SystemBufferFullException) {
+            status = Status.RESOURCE_EXHAUSTED;
+        } else if (cause instanceof BadAddressException || cause instanceof NicException || cause instanceof IllegalArgumentException) {
+            status = Status.INVALID_ARGUMENT;
+        } else if (cause instanceof KernelException) {
+            status = Status.FAILED_PRECONDITION;
+        } else {
+            LOG.log(System.Logger.Level.ERROR, "verbs call failed unexpectedly", cause);
+            return Status.INTERNAL.withDescription("internal error in the node: " + cause.getClass().getSimpleName() + ": "
+                    + cause.getMessage()).asRuntimeException();
+        }
+        return status.withDescription(cause.getMessage()).asRuntimeException();
+    }
+}

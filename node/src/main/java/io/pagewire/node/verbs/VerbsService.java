@@ -1,0 +1,466 @@
+package io.pagewire.node.verbs;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.nic.Access;
+import io.pagewire.node.nic.Completion;
+import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.EventCounter;
+import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.QpAddress;
+import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.proto.verbs.AdviseRequest;
+import io.pagewire.proto.verbs.AdviseResponse;
+import io.pagewire.proto.verbs.AllocateRequest;
+import io.pagewire.proto.verbs.AllocateResponse;
+import io.pagewire.proto.verbs.AwaitEventCounterRequest;
+import io.pagewire.proto.verbs.AwaitEventCounterResponse;
+import io.pagewire.proto.verbs.ConnectQueuePairRequest;
+import io.pagewire.proto.verbs.ConnectQueuePairResponse;
+import io.pagewire.proto.verbs.CreateEventCounterRequest;
+import io.pagewire.proto.verbs.CreateEventCounterResponse;
+import io.pagewire.proto.verbs.CreateQueuePairRequest;
+import io.pagewire.proto.verbs.CreateQueuePairResponse;
+import io.pagewire.proto.verbs.DeregisterRegionRequest;
+import io.pagewire.proto.verbs.DeregisterRegionResponse;
+import io.pagewire.proto.verbs.DescribeNodeRequest;
+import io.pagewire.proto.verbs.DescribeNodeResponse;
+import io.pagewire.proto.verbs.DestroyQueuePairRequest;
+import io.pagewire.proto.verbs.DestroyQueuePairResponse;
+import io.pagewire.proto.verbs.EndpointRef;
+import io.pagewire.proto.verbs.FreeRequest;
+import io.pagewire.proto.verbs.FreeResponse;
+import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.LoadResponse;
+import io.pagewire.proto.verbs.PostRequest;
+import io.pagewire.proto.verbs.ReadEventCounterRequest;
+import io.pagewire.proto.verbs.ReadEventCounterResponse;
+import io.pagewire.proto.verbs.ReadStatsRequest;
+import io.pagewire.proto.verbs.ReadStatsResponse;
+import io.pagewire.proto.verbs.RegisterRegionRequest;
+import io.pagewire.proto.verbs.RegisterRegionResponse;
+import io.pagewire.proto.verbs.SessionEvent;
+import io.pagewire.proto.verbs.SessionOpened;
+import io.pagewire.proto.verbs.SessionRequest;
+import io.pagewire.proto.verbs.StoreRequest;
+import io.pagewire.proto.verbs.StoreResponse;
+import io.pagewire.proto.verbs.VerbsGrpc;
+import io.pagewire.proto.verbs.WorkRequest;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
+import java.util.function.Supplier;
+
+/**
+ * The service applications use to drive a node: sessions (endpoints), memory, registrations, queue
+ * pairs, posts and event counters. Every call is checked against the session that owns the
+ * endpoint; every failure becomes a status whose description says what to fix. No call blocks a
+ * thread while it waits (counter waits and prefetches answer when they finish).
+ */
+public final class VerbsService extends VerbsGrpc.VerbsImplBase {
+    /** Largest single Load, so that a response fits the message limit. */
+    private static final int MAX_LOAD = 16 << 20;
+
+    private final PagewireNode node;
+    private final ScheduledExecutorService scheduler;
+    private final Map<Integer, Session> sessions = new ConcurrentHashMap<>();
+    private final SecureRandom keys = new SecureRandom();
+
+    public VerbsService(PagewireNode node, ScheduledExecutorService scheduler) {
+        this.node = node;
+        this.scheduler = scheduler;
+    }
+
+    /** Sessions open now. */
+    public int sessionCount() {
+        return sessions.size();
+    }
+
+    /** Ends every session (the node is shutting down): streams complete, endpoints close. */
+    public void closeAll() {
+        for (Session session : List.copyOf(sessions.values())) {
+            session.complete();
+            session.close();
+        }
+        sessions.clear();
+    }
+
+    // ---- the session --------------------------------------------------------------------------------
+
+    @Override
+    public StreamObserver<SessionRequest> session(StreamObserver<SessionEvent> responseObserver) {
+        ServerCallStreamObserver<SessionEvent> events = (ServerCallStreamObserver<SessionEvent>) responseObserver;
+        AtomicReference<Session> current = new AtomicReference<>();
+        events.setOnCancelHandler(() -> end(current.get()));
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(SessionRequest request) {
+                Session session = current.get();
+                try {
+                    if (session == null) {
+                        if (!request.hasOpen()) {
+                            throw Status.FAILED_PRECONDITION.withDescription("a session must start with OpenSession").asRuntimeException();
+                        }
+                        Endpoint endpoint = node.nic().openEndpoint(request.getOpen().getName());
+                        session = new Session(endpoint, keys.nextLong(), events);
+                        sessions.put(endpoint.id(), session);
+                        current.set(session);
+                        session.send(SessionEvent.newBuilder().setOpened(SessionOpened.newBuilder()
+                                .setEndpointId(endpoint.id()).setSessionKey(session.key).setNodeId(node.id())
+                                .setPageSize(node.kernel().memory().pageSize())).build());
+                    } else if (request.hasPost()) {
+                        post(session, request.getPost());
+                    } else if (request.hasWatch()) {
+                        EventCounter counter = counter(session, request.getWatch().getCounterId());
+                        if (request.getWatch().getStop()) {
+                            session.unwatch(counter);
+                        } else {
+                            session.watch(counter);
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    if (session == null) {
+                        events.onError(StatusMapping.toStatus(e));
+                    } else if (request.hasPost()) {
+                        for (WorkRequest wr : request.getPost().getRequestsList()) {
+                            session.refused(request.getPost().getQpn(), wr.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
+                        }
+                    } else {
+                        end(session);
+                        events.onError(StatusMapping.toStatus(e));
+                    }
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                end(current.get());
+            }
+
+            @Override
+            public void onCompleted() {
+                Session session = current.get();
+                end(session);
+                if (session != null) {
+                    session.complete();
+                } else {
+                    events.onCompleted();
+                }
+            }
+        };
+    }
+
+    private void end(Session session) {
+        if (session != null && sessions.remove(session.endpoint.id(), session)) {
+            session.close();
+        }
+    }
+
+    private void post(Session session, PostRequest post) {
+        QueuePair qp = queuePair(session, post.getQpn());
+        List<io.pagewire.node.nic.WorkRequest> requests = new ArrayList<>(post.getRequestsCount());
+        for (WorkRequest wr : post.getRequestsList()) {
+            Completion.Opcode opcode = switch (wr.getOpcode()) {
+                case WRITE -> Completion.Opcode.WRITE;
+                case WRITE_WITH_NOTIFY -> Completion.Opcode.WRITE_WITH_NOTIFY;
+                case READ -> Completion.Opcode.READ;
+                case FETCH_ADD -> Completion.Opcode.FETCH_ADD;
+                default -> null;
+            };
+            if (opcode == null) {
+                session.refused(post.getQpn(), wr.getWrId(), "work request " + wr.getWrId() + " has no opcode");
+                continue;
+            }
+            requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), opcode, wr.getLkey(), wr.getLocalAddress(),
+                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd()));
+        }
+        qp.postEach(requests, (wr, error) -> session.refused(post.getQpn(), wr.wrId(), error.getMessage()));
+    }
+
+    // ---- memory -------------------------------------------------------------------------------------
+
+    @Override
+    public void allocate(AllocateRequest request, StreamObserver<AllocateResponse> response) {
+        answer(response, () -> {
+            long address = session(request.getEndpoint()).endpoint.space().allocate(request.getLength());
+            return AllocateResponse.newBuilder().setAddress(address).build();
+        });
+    }
+
+    @Override
+    public void free(FreeRequest request, StreamObserver<FreeResponse> response) {
+        answer(response, () -> {
+            session(request.getEndpoint()).endpoint.space().free(request.getAddress());
+            return FreeResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void store(StoreRequest request, StreamObserver<StoreResponse> response) {
+        answer(response, () -> {
+            session(request.getEndpoint()).endpoint.space().store(request.getAddress(), request.getData().asReadOnlyByteBuffer());
+            return StoreResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void load(LoadRequest request, StreamObserver<LoadResponse> response) {
+        answer(response, () -> {
+            if (request.getLength() > MAX_LOAD) {
+                throw new IllegalArgumentException("a load takes at most " + MAX_LOAD + " bytes, asked for " + request.getLength());
+            }
+            byte[] data = new byte[request.getLength()];
+            session(request.getEndpoint()).endpoint.space().load(request.getAddress(), data, 0, data.length);
+            return LoadResponse.newBuilder().setData(UnsafeByteOperations.unsafeWrap(data)).build();
+        });
+    }
+
+    // ---- registration ---------------------------------------------------------------------------------
+
+    @Override
+    public void registerRegion(RegisterRegionRequest request, StreamObserver<RegisterRegionResponse> response) {
+        answer(response, () -> {
+            Endpoint endpoint = session(request.getEndpoint()).endpoint;
+            Set<Access> access = access(request.getAccessList());
+            MemoryRegion region;
+            if (request.getImplicit()) {
+                region = endpoint.registerImplicit(access);
+            } else {
+                region = endpoint.register(request.getAddress(), request.getLength(), mode(request.getMode()), access);
+            }
+            return RegisterRegionResponse.newBuilder().setLkey(region.lkey()).setRkey(region.rkey())
+                    .setAddress(region.address()).setLength(region.length()).build();
+        });
+    }
+
+    @Override
+    public void deregisterRegion(DeregisterRegionRequest request, StreamObserver<DeregisterRegionResponse> response) {
+        answer(response, () -> {
+            Endpoint endpoint = session(request.getEndpoint()).endpoint;
+            endpoint.deregister(region(endpoint, request.getLkey()));
+            return DeregisterRegionResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void advise(AdviseRequest request, StreamObserver<AdviseResponse> response) {
+        try {
+            Endpoint endpoint = session(request.getEndpoint()).endpoint;
+            Endpoint.Advice advice = switch (request.getAdvice()) {
+                case PREFETCH -> Endpoint.Advice.PREFETCH;
+                case PREFETCH_WRITE -> Endpoint.Advice.PREFETCH_WRITE;
+                case PREFETCH_NO_FAULT -> Endpoint.Advice.PREFETCH_NO_FAULT;
+                default -> throw new IllegalArgumentException("advice must be PREFETCH, PREFETCH_WRITE or PREFETCH_NO_FAULT");
+            };
+            endpoint.advise(region(endpoint, request.getLkey()), request.getAddress(), request.getLength(), advice)
+                    .whenComplete((done, error) -> {
+                        if (error != null) {
+                            response.onError(StatusMapping.toStatus(error));
+                        } else {
+                            response.onNext(AdviseResponse.getDefaultInstance());
+                            response.onCompleted();
+                        }
+                    });
+        } catch (RuntimeException e) {
+            response.onError(StatusMapping.toStatus(e));
+        }
+    }
+
+    // ---- queue pairs --------------------------------------------------------------------------------
+
+    @Override
+    public void createQueuePair(CreateQueuePairRequest request, StreamObserver<CreateQueuePairResponse> response) {
+        answer(response, () -> {
+            Session session = session(request.getEndpoint());
+            QueuePair qp = node.nic().createQueuePair(session.endpoint, session.completions);
+            return CreateQueuePairResponse.newBuilder().setAddress(address(qp.address())).build();
+        });
+    }
+
+    @Override
+    public void connectQueuePair(ConnectQueuePairRequest request, StreamObserver<ConnectQueuePairResponse> response) {
+        answer(response, () -> {
+            QueuePair qp = queuePair(session(request.getEndpoint()), request.getQpn());
+            var peer = request.getPeer();
+            if (peer.getNodeId().isEmpty() || peer.getQpn() == 0 || peer.getPageSize() == 0 || Integer.bitCount(peer.getPageSize()) != 1) {
+                throw new IllegalArgumentException("peer address " + peer.getNodeId() + "/" + peer.getQpn() + " is incomplete: it needs the node id, "
+                        + "queue pair number, credits and page size that CreateQueuePair returned on the peer");
+            }
+            if (!peer.getNodeId().equals(node.id()) && !node.fabric().knowsPeer(peer.getNodeId())) {
+                throw Status.FAILED_PRECONDITION.withDescription("node " + node.id() + " has no link to node " + peer.getNodeId()
+                        + "; known peers: " + node.fabric().links().keySet()).asRuntimeException();
+            }
+            qp.connect(new QpAddress(peer.getNodeId(), peer.getQpn(), peer.getInitialCredits(), peer.getPageSize()));
+            return ConnectQueuePairResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {
+        answer(response, () -> {
+            queuePair(session(request.getEndpoint()), request.getQpn()).close();
+            return DestroyQueuePairResponse.getDefaultInstance();
+        });
+    }
+
+    // ---- event counters -------------------------------------------------------------------------------
+
+    @Override
+    public void createEventCounter(CreateEventCounterRequest request, StreamObserver<CreateEventCounterResponse> response) {
+        answer(response, () -> {
+            EventCounter counter = session(request.getEndpoint()).endpoint.createEventCounter(access(request.getAccessList()));
+            return CreateEventCounterResponse.newBuilder().setCounterId(counter.id()).build();
+        });
+    }
+
+    @Override
+    public void readEventCounter(ReadEventCounterRequest request, StreamObserver<ReadEventCounterResponse> response) {
+        answer(response, () -> ReadEventCounterResponse.newBuilder()
+                .setValue(counter(session(request.getEndpoint()), request.getCounterId()).value()).build());
+    }
+
+    @Override
+    public void awaitEventCounter(AwaitEventCounterRequest request, StreamObserver<AwaitEventCounterResponse> response) {
+        try {
+            EventCounter counter = counter(session(request.getEndpoint()), request.getCounterId());
+            long target = request.getTarget();
+            AtomicBoolean answered = new AtomicBoolean();
+            AtomicReference<LongConsumer> handler = new AtomicReference<>();
+            Runnable finish = () -> {
+                if (answered.compareAndSet(false, true)) {
+                    counter.removeHandler(handler.get());
+                    long value = counter.value();
+                    response.onNext(AwaitEventCounterResponse.newBuilder().setValue(value).setReached(value >= target).build());
+                    response.onCompleted();
+                }
+            };
+            handler.set(value -> {
+                if (value >= target) {
+                    finish.run();
+                }
+            });
+            counter.addHandler(handler.get());
+            if (counter.value() >= target) {
+                finish.run();
+            } else {
+                scheduler.schedule(finish, Math.max(0, request.getTimeoutMs()), TimeUnit.MILLISECONDS);
+            }
+        } catch (RuntimeException e) {
+            response.onError(StatusMapping.toStatus(e));
+        }
+    }
+
+    // ---- the node ---------------------------------------------------------------------------------------
+
+    @Override
+    public void describeNode(DescribeNodeRequest request, StreamObserver<DescribeNodeResponse> response) {
+        answer(response, () -> DescribeNodeResponse.newBuilder()
+                .setNodeId(node.id())
+                .setPageSize(node.kernel().memory().pageSize())
+                .setMtu(node.nic().context().mtuBytes())
+                .addAllPeers(node.fabric().links().keySet())
+                .setPhysicalMemoryBytes(node.kernel().context().physicalMemoryBytes())
+                .build());
+    }
+
+    @Override
+    public void readStats(ReadStatsRequest request, StreamObserver<ReadStatsResponse> response) {
+        answer(response, () -> ReadStatsResponse.newBuilder().setNodeId(node.id()).addAllStats(node.stats()).build());
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------------
+
+    private Session session(EndpointRef ref) {
+        Session session = sessions.get(ref.getEndpointId());
+        if (session == null) {
+            throw Status.NOT_FOUND.withDescription("endpoint " + ref.getEndpointId() + " is not open on node " + node.id()
+                    + " (an endpoint closes when its session ends)").asRuntimeException();
+        }
+        if (session.key != ref.getSessionKey()) {
+            throw Status.PERMISSION_DENIED.withDescription("endpoint " + ref.getEndpointId() + " on node " + node.id()
+                    + " belongs to another session; use the key its SessionOpened carried").asRuntimeException();
+        }
+        return session;
+    }
+
+    private static QueuePair queuePair(Session session, int qpn) {
+        for (QueuePair qp : session.endpoint.queuePairs()) {
+            if (qp.qpn() == qpn) {
+                return qp;
+            }
+        }
+        throw Status.NOT_FOUND.withDescription("queue pair " + qpn + " does not exist on " + session.endpoint).asRuntimeException();
+    }
+
+    private static MemoryRegion region(Endpoint endpoint, int lkey) {
+        MemoryRegion region = endpoint.region(lkey);
+        if (region == null) {
+            throw Status.NOT_FOUND.withDescription("lkey " + lkey + " is not registered on " + endpoint).asRuntimeException();
+        }
+        return region;
+    }
+
+    private static EventCounter counter(Session session, int id) {
+        EventCounter counter = session.endpoint.eventCounter(id);
+        if (counter == null) {
+            throw Status.NOT_FOUND.withDescription("event counter " + id + " does not exist on " + session.endpoint).asRuntimeException();
+        }
+        return counter;
+    }
+
+    private static RegistrationMode mode(io.pagewire.proto.verbs.RegistrationMode mode) {
+        return switch (mode) {
+            case PINNED -> RegistrationMode.PINNED;
+            case PIN_ON_MISS -> RegistrationMode.PIN_ON_MISS;
+            case SHADOW -> RegistrationMode.SHADOW;
+            case ON_DEMAND -> RegistrationMode.ON_DEMAND;
+            default -> throw new IllegalArgumentException("registration mode must be PINNED, PIN_ON_MISS, SHADOW or ON_DEMAND");
+        };
+    }
+
+    private static Set<Access> access(List<io.pagewire.proto.verbs.Access> rights) {
+        Set<Access> access = EnumSet.noneOf(Access.class);
+        for (io.pagewire.proto.verbs.Access right : rights) {
+            switch (right) {
+                case LOCAL_WRITE -> access.add(Access.LOCAL_WRITE);
+                case REMOTE_WRITE -> access.add(Access.REMOTE_WRITE);
+                case REMOTE_READ -> access.add(Access.REMOTE_READ);
+                case REMOTE_ATOMIC -> access.add(Access.REMOTE_ATOMIC);
+                default -> throw new IllegalArgumentException("unknown access right " + right);
+            }
+        }
+        return access;
+    }
+
+    private static io.pagewire.proto.verbs.QpAddress address(QpAddress address) {
+        return io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(address.node()).setQpn(address.qpn())
+                .setInitialCredits(address.initialCredits()).setPageSize(address.pageSize()).build();
+    }
+
+    private static <T> void answer(StreamObserver<T> response, Supplier<T> work) {
+        T result;
+        try {
+            result = work.get();
+        } catch (RuntimeException e) {
+            response.onError(StatusMapping.toStatus(e));
+            return;
+        }
+        response.onNext(result);
+        response.onCompleted();
+    }
+
+}

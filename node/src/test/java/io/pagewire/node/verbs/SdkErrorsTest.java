@@ -1,0 +1,151 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.StatusRuntimeException;
+import io.pagewire.client.Access;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.PagewireException;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.proto.verbs.AllocateRequest;
+import io.pagewire.proto.verbs.EndpointRef;
+import io.pagewire.proto.verbs.VerbsGrpc;
+import java.util.EnumSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Every error path through the SDK: a typed exception whose message says what to fix, and the node carries on. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class SdkErrorsTest extends SdkFixture {
+    private Endpoint a;
+    private Endpoint b;
+    private MemoryRegion src;
+    private QueuePair qp;
+
+    private void startPair(java.util.function.Consumer<io.pagewire.node.NodeContext> configure) {
+        start(2, configure);
+        a = connect(cluster.node(1)).openEndpoint("a");
+        b = connect(cluster.node(2)).openEndpoint("b");
+        long address = a.allocate(1 << 20);
+        src = a.register(address, 1 << 20, RegistrationMode.PINNED, Access.all());
+        qp = a.connect(b);
+    }
+
+    @Test
+    void anUnknownRkeyIsARemoteAccessError() {
+        startPair(c -> { });
+        long dst = b.allocate(4096);
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, 0x1f2eL)))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("REMOTE_ACCESS_ERROR")
+                .hasMessageContaining("rkey 0x1f2e is not registered on endpoint " + b.id());
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, 0x1f2eL)))
+                .as("an RC queue pair flushes after an error").isInstanceOf(PagewireException.FlushedException.class);
+        QueuePair fresh = a.connect(b);
+        MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        fresh.await(fresh.write(src, src.address(), 8, dst, dstRegion.rkey()));
+    }
+
+    @Test
+    void anAddressOutsideTheRegionIsARemoteAccessError() {
+        startPair(c -> { });
+        long dst = b.allocate(8192);
+        MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.ON_DEMAND, Access.all());
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 100, dst + 4090, dstRegion.rkey())))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining(String.format("range 0x%x+100 is outside", dst + 4090));
+    }
+
+    @Test
+    void aMissingAccessRightIsARemoteAccessError() {
+        startPair(c -> { });
+        long dst = b.allocate(4096);
+        MemoryRegion readOnly = b.register(dst, 4096, RegistrationMode.SHADOW, EnumSet.of(Access.REMOTE_READ));
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, readOnly.rkey())))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("does not allow REMOTE_WRITE");
+    }
+
+    @Test
+    void localMistakesAreRefusedWithTheReason() {
+        startPair(c -> { });
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address() + (1 << 20) - 4, 8, 0, 1)))
+                .isInstanceOf(PagewireException.InvalidRequestException.class)
+                .hasMessageContaining("is outside");
+        assertThatThrownBy(() -> a.load(0x10, 8)).isInstanceOf(PagewireException.InvalidRequestException.class)
+                .hasMessageContaining("is not allocated in endpoint " + a.id());
+        assertThatThrownBy(() -> a.register(0x10, 4096, RegistrationMode.PINNED, Access.all()))
+                .isInstanceOf(PagewireException.InvalidRequestException.class);
+        long huge = a.allocate(1L << 30);
+        assertThatThrownBy(() -> a.register(huge, 1L << 30, RegistrationMode.PINNED, Access.all()))
+                .isInstanceOf(PagewireException.ResourceExhaustedException.class)
+                .hasMessageStartingWith("memlock limit 64 MiB exceeded: 1025 MiB pinned by endpoint " + a.id() + " (1 MiB already pinned, 1 GiB more requested)");
+        assertThat(a.createEventCounter(Access.all()).awaitAsync(1, java.time.Duration.ofMillis(1)).join())
+                .as("a wait that times out is not an error: it returns the value").isZero();
+    }
+
+    @Test
+    void aRegionFreedUnderAPostedRequestFailsItClearly() throws Exception {
+        startPair(c -> {
+            if (c.nodeId().equals("node-2")) {
+                c.nic().rnrDelayNs(300_000_000L);
+            }
+        });
+        long dst = b.allocate(1 << 20); // never touched: the first packet is answered RNR NAK
+        MemoryRegion dstRegion = b.register(dst, 1 << 20, RegistrationMode.ON_DEMAND, Access.all());
+        CompletableFuture<io.pagewire.client.Completion> write = qp.write(src, src.address(), 1 << 20, dst, dstRegion.rkey());
+        awaitTrue(() -> cluster.node(1).nic().counters().get(NicCounter.RNR_NAKS_RECEIVED) > 0, 10_000, "the first RNR NAK");
+        // While the requester waits out the RNR delay, its source memory goes away.
+        a.free(src.address());
+        assertThatThrownBy(() -> qp.await(write))
+                .isInstanceOf(PagewireException.LocalProtectionException.class)
+                .hasMessageContaining("its memory was freed while it was registered");
+    }
+
+    @Test
+    void aDisconnectedApplicationsEndpointIsGoneAndItsPeersTimeOut() throws Exception {
+        startPair(c -> c.nic().ackTimeoutNs(20_000_000L).retryCount(3));
+        Pagewire third = Pagewire.connect(cluster.node(2).target());
+        Endpoint doomed = third.openEndpoint("doomed");
+        long dst = doomed.allocate(4096);
+        MemoryRegion dstRegion = doomed.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        QueuePair toDoomed = a.connect(doomed);
+        toDoomed.await(toDoomed.write(src, src.address(), 8, dst, dstRegion.rkey()));
+        int sessionsBefore = cluster.node(2).sessions();
+        third.close();
+        awaitTrue(() -> cluster.node(2).sessions() == sessionsBefore - 1, 10_000, "the node ended the session");
+        assertThat(cluster.node(2).kernel().stats().pinnedPages()).isZero();
+        assertThatThrownBy(() -> toDoomed.await(toDoomed.write(src, src.address(), 8, dst, dstRegion.rkey())))
+                .isInstanceOf(PagewireException.RetryExceededException.class)
+                .hasMessageContaining("no acknowledgement from queue pair");
+        assertThatThrownBy(() -> doomed.allocate(10)).isInstanceOf(PagewireException.class);
+    }
+
+    @Test
+    void anotherSessionsEndpointCannotBeUsedAndAnUnknownOneIsNotFound() throws Exception {
+        startPair(c -> { });
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(cluster.node(1).target()).usePlaintext().build();
+        try {
+            VerbsGrpc.VerbsBlockingStub raw = VerbsGrpc.newBlockingStub(channel);
+            assertThatThrownBy(() -> raw.allocate(AllocateRequest.newBuilder()
+                    .setEndpoint(EndpointRef.newBuilder().setEndpointId(a.id()).setSessionKey(12345)).setLength(10).build()))
+                    .isInstanceOf(StatusRuntimeException.class)
+                    .hasMessage("PERMISSION_DENIED: endpoint " + a.id() + " on node node-1 belongs to another session; use the key its SessionOpened carried");
+            assertThatThrownBy(() -> raw.allocate(AllocateRequest.newBuilder()
+                    .setEndpoint(EndpointRef.newBuilder().setEndpointId(999)).setLength(10).build()))
+                    .hasMessageStartingWith("NOT_FOUND: endpoint 999 is not open on node node-1");
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+        assertThat(a.allocate(10)).as("the owner still works").isPositive();
+    }
+}

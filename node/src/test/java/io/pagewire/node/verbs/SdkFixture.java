@@ -1,0 +1,82 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.client.Pagewire;
+import io.pagewire.kernel.MemoryStats;
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.NodeContext;
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.Transport;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
+
+/**
+ * A cluster on real loopback gRPC and SDK connections to its nodes, the way applications see it.
+ * Failing tests print the nodes' counters; after each test every node must hold no pin and no frame.
+ */
+abstract class SdkFixture {
+    protected EmbeddedCluster cluster;
+    private final List<Pagewire> connections = new ArrayList<>();
+
+    @RegisterExtension
+    final TestExecutionExceptionHandler printCountersOnFailure = (context, cause) -> {
+        if (cluster != null) {
+            System.err.println("Cluster state after " + context.getDisplayName() + " failed:\n" + cluster.describe());
+        }
+        throw cause;
+    };
+
+    protected EmbeddedCluster start(int nodes, Consumer<NodeContext> configure) {
+        cluster = EmbeddedCluster.start(nodes, Transport.NETTY, context -> {
+            context.kernel().physicalMemoryBytes(32L << 20).swapBytes(64L << 20);
+            context.nic().ackTimeoutNs(50_000_000L);
+            configure.accept(context);
+        });
+        return cluster;
+    }
+
+    protected Pagewire connect(PagewireNode node) {
+        Pagewire connection = Pagewire.connect(node.target());
+        connections.add(connection);
+        return connection;
+    }
+
+    @AfterEach
+    void closeEverything() throws InterruptedException {
+        for (Pagewire connection : connections) {
+            connection.close();
+        }
+        connections.clear();
+        if (cluster == null) {
+            return;
+        }
+        try {
+            for (PagewireNode node : cluster.nodes()) {
+                awaitTrue(() -> node.sessions() == 0 && node.kernel().stats().residentPages() == 0, 10_000,
+                        node.id() + " released every session's memory");
+                MemoryStats stats = node.kernel().stats();
+                assertThat(stats.pinnedPages()).as(node.id() + " pinned pages").isZero();
+                assertThat(stats.residentPages()).as(node.id() + " frames in use").isZero();
+            }
+        } finally {
+            cluster.close();
+            cluster = null;
+        }
+    }
+
+    static void awaitTrue(BooleanSupplier condition, long timeoutMs, String what) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!condition.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("timed out after " + timeoutMs + " ms waiting until " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.client.Access;
+import io.pagewire.client.Advice;
+import io.pagewire.client.Completion;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.NodeInfo;
+import io.pagewire.client.Opcode;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.QpAddress;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.WorkRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Every operation of the public SDK against an embedded cluster on loopback. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class SdkOperationsTest extends SdkFixture {
+    private static byte[] pattern(long seed, int length) {
+        byte[] bytes = new byte[length];
+        new Random(seed).nextBytes(bytes);
+        return bytes;
+    }
+
+    @Test
+    void aNodeDescribesItselfAndItsMeters() {
+        start(2, c -> { });
+        Pagewire node = connect(cluster.node(1));
+        NodeInfo info = node.node();
+        assertThat(info.nodeId()).isEqualTo("node-1");
+        assertThat(info.pageSize()).isEqualTo(4096);
+        assertThat(info.mtu()).isEqualTo(4096);
+        assertThat(info.peers()).containsExactly("node-2");
+        assertThat(info.physicalMemoryBytes()).isEqualTo(32L << 20);
+        assertThat(node.stats()).containsKeys("pagewire_tlb_hits_total", "pagewire_memory_pages", "pagewire_link_sent_bytes_total");
+        assertThat(node.stats().get("pagewire_memory_pages")).containsEntry("state=free", 8192.0);
+    }
+
+    @Test
+    void memoryIsAllocatedStoredLoadedAndFreed() {
+        start(1, c -> { });
+        try (Endpoint endpoint = connect(cluster.node(1)).openEndpoint("memory")) {
+            assertThat(endpoint.nodeId()).isEqualTo("node-1");
+            long address = endpoint.allocate(3 * 4096 + 5);
+            byte[] data = pattern(1, 9000);
+            endpoint.store(address + 100, data);
+            assertThat(endpoint.load(address + 100, 9000)).isEqualTo(data);
+            assertThat(endpoint.loadAsync(address, 4).join()).containsOnly(0);
+            endpoint.free(address);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void writesReadsNotificationsAndAtomicsInEveryMode(RegistrationMode mode) throws Exception {
+        start(2, c -> { });
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        int length = 100_000;
+        long src = a.allocate(length);
+        long back = a.allocate(length);
+        long dst = b.allocate(length);
+        MemoryRegion srcRegion = a.register(src, length, mode, Access.all());
+        MemoryRegion backRegion = a.register(back, length, mode, Access.all());
+        MemoryRegion dstRegion = b.register(dst, length, mode, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.LOCAL_WRITE));
+        assertThat(dstRegion.mode()).isEqualTo(mode);
+        assertThat(dstRegion.remote().rkey()).isEqualTo(dstRegion.rkey());
+        byte[] data = pattern(mode.ordinal(), length);
+        a.store(src, data);
+
+        QueuePair qp = a.connect(b);
+        EventCounter arrivals = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
+        List<Long> seen = new CopyOnWriteArrayList<>();
+        AutoCloseable watch = arrivals.onChange(seen::add);
+
+        Completion written = qp.await(qp.write(srcRegion, src, length, dst, dstRegion.rkey()));
+        assertThat(written.opcode()).isEqualTo(Opcode.WRITE);
+        assertThat(written.bytes()).isEqualTo(length);
+        assertThat(b.load(dst, length)).isEqualTo(data);
+
+        qp.await(qp.writeWithNotify(srcRegion, src, 10, dst, dstRegion.rkey(), arrivals.id()));
+        assertThat(arrivals.await(1, Duration.ofSeconds(10))).isEqualTo(1);
+        assertThat(arrivals.value()).isEqualTo(1);
+
+        qp.await(qp.read(backRegion, back, length, dst, dstRegion.rkey()));
+        assertThat(a.load(back, length)).isEqualTo(data);
+
+        Completion added = qp.await(qp.fetchAdd(arrivals.id(), 41));
+        assertThat(added.value()).as("the value before the add").isEqualTo(1);
+        assertThat(arrivals.awaitAsync(42, Duration.ofSeconds(10)).get(20, TimeUnit.SECONDS)).isEqualTo(42);
+        SdkFixture.awaitTrue(() -> seen.contains(42L), 5_000, "the handler saw 42");
+        assertThat(seen).containsSubsequence(1L, 42L);
+        watch.close();
+
+        List<WorkRequest> batch = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            batch.add(WorkRequest.write(srcRegion, src + i * 1000L, 1000, dst + i * 1000L, dstRegion.rkey()));
+        }
+        for (CompletableFuture<Completion> done : qp.post(batch)) {
+            assertThat(qp.await(done).bytes()).isEqualTo(1000);
+        }
+        assertThat(arrivals.await(1000, Duration.ofMillis(50))).as("a wait that times out returns the value").isEqualTo(42);
+
+        if (mode != RegistrationMode.PINNED) {
+            dstRegion.advise(Advice.PREFETCH, dst, length);
+        }
+        dstRegion.close();
+        srcRegion.close();
+        qp.close();
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void anImplicitRegionAndQueuePairAddressesExchangedAsText() {
+        start(2, c -> { });
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        MemoryRegion everything = b.registerImplicit(Access.all());
+        long dst = b.allocate(8192);
+        long src = a.allocate(4096);
+        MemoryRegion srcRegion = a.register(src, 4096, RegistrationMode.ON_DEMAND, Access.all());
+        a.store(src, pattern(3, 4096));
+        QueuePair qa = a.createQueuePair();
+        QueuePair qb = b.createQueuePair();
+        // As two processes would: each prints its address, the other parses it.
+        qa.connect(QpAddress.parse(qb.address().toString()));
+        qb.connect(QpAddress.parse(qa.address().toString()));
+        qa.await(qa.write(srcRegion, src, 4096, dst + 100, everything.rkey()));
+        assertThat(b.load(dst + 100, 4096)).isEqualTo(pattern(3, 4096));
+    }
+}
