@@ -136,6 +136,8 @@ public final class KernelAgent implements AutoCloseable {
         }
         faultService.close();
         swap.close();
+        systemBuffer.free();
+        memory.free();
     }
 
     // ---- mechanics shared by the address spaces (kernel lock held unless noted) ---------------

@@ -149,6 +149,17 @@ public final class PhysicalMemory {
         return chunkOf(frame).slice(byteOffset(frame, offset), length).asReadOnlyBuffer();
     }
 
+    /**
+     * Returns the frames' off-heap memory to the operating system at once. Only after every address
+     * space closed (so every DMA drained and no frame can be locked again).
+     */
+    void free() {
+        for (int i = 0; i < chunks.length; i++) {
+            DirectBuffers.free(chunks[i]);
+            chunks[i] = null;
+        }
+    }
+
     void zero(int frame) {
         ByteBuffer chunk = chunkOf(frame);
         int base = byteOffset(frame, 0);

@@ -42,6 +42,11 @@ public final class SystemBuffer {
         }
     }
 
+    /** Returns the buffer's off-heap memory at once; the kernel agent is closing. */
+    synchronized void free() {
+        DirectBuffers.free(storage);
+    }
+
     /** Slots in the buffer: the credits a node can grant in all. */
     public int slotCount() {
         return freeSlots.length;

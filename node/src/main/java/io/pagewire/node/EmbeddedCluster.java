@@ -24,7 +24,7 @@ public final class EmbeddedCluster implements AutoCloseable {
         EmbeddedCluster cluster = new EmbeddedCluster();
         try {
             for (int i = 1; i <= size; i++) {
-                NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(0);
+                NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(0).metricsPort(-1);
                 configure.accept(context);
                 cluster.nodes.add(PagewireNode.start(context));
             }

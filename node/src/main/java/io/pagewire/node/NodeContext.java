@@ -15,6 +15,8 @@ public final class NodeContext {
     private Transport transport = Transport.NETTY;
     private String host = "0.0.0.0";
     private int port = 7100;
+    private int metricsPort = 9464;
+    private long shutdownGraceNs = 10_000_000_000L;
     private final Map<String, String> peers = new LinkedHashMap<>();
     private final KernelContext kernel = new KernelContext();
     private final NicContext nic = new NicContext();
@@ -40,6 +42,26 @@ public final class NodeContext {
     public NodeContext port(int value) {
         port = value;
         return this;
+    }
+
+    /** The port of the Prometheus endpoint (/metrics); 0 picks a free one, -1 turns it off. */
+    public NodeContext metricsPort(int value) {
+        metricsPort = value;
+        return this;
+    }
+
+    /** How long a graceful shutdown waits for in-flight work to drain. */
+    public NodeContext shutdownGraceNs(long value) {
+        shutdownGraceNs = value;
+        return this;
+    }
+
+    public int metricsPort() {
+        return metricsPort;
+    }
+
+    public long shutdownGraceNs() {
+        return shutdownGraceNs;
     }
 
     /** A peer to connect to: its node id and its address ("host:port", or its node id for IN_PROCESS). */
@@ -84,6 +106,15 @@ public final class NodeContext {
     public NodeContext conclude() {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("pagewire.node.port must be from 0 to 65535, was " + port);
+        }
+        if (metricsPort < -1 || metricsPort > 65535) {
+            throw new IllegalArgumentException("pagewire.node.metricsPort must be from 0 to 65535, or -1 for none, was " + metricsPort);
+        }
+        if (metricsPort > 0 && metricsPort == port) {
+            throw new IllegalArgumentException("pagewire.node.metricsPort must differ from pagewire.node.port (" + port + ")");
+        }
+        if (shutdownGraceNs < 0) {
+            throw new IllegalArgumentException("pagewire.node.shutdownGraceNs must not be negative, was " + shutdownGraceNs);
         }
         if (transport == null) {
             throw new IllegalArgumentException("pagewire.node.transport must be set");

@@ -3,7 +3,10 @@ package io.pagewire.node;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.ServerCallExecutorSupplier;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheus.PrometheusConfig;
 import io.micrometer.prometheus.PrometheusMeterRegistry;
@@ -45,6 +48,8 @@ public final class PagewireNode implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final NodeMetrics metrics;
     private final VerbsService verbs;
+    private final HealthStatusManager health = new HealthStatusManager();
+    private final MetricsEndpoint metricsEndpoint;
 
     private PagewireNode(NodeContext context) {
         this.context = context;
@@ -86,10 +91,26 @@ public final class PagewireNode implements AutoCloseable {
         try {
             server.start();
         } catch (IOException e) {
+            this.metricsEndpoint = null;
             close();
             throw new UncheckedIOException("node " + context.nodeId() + " cannot listen on " + context.host() + ":" + context.port()
                     + ": " + e.getMessage(), e);
         }
+        MetricsEndpoint endpoint = null;
+        if (context.metricsPort() >= 0) {
+            try {
+                endpoint = MetricsEndpoint.start(context.host(), context.metricsPort(), registry);
+            } catch (UncheckedIOException e) {
+                this.metricsEndpoint = null;
+                close();
+                throw new UncheckedIOException("node " + context.nodeId() + " cannot serve metrics on " + context.host() + ":"
+                        + context.metricsPort() + ": " + e.getCause().getMessage(), e.getCause());
+            }
+        }
+        this.metricsEndpoint = endpoint;
+        health.setStatus("", ServingStatus.SERVING);
+        health.setStatus(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, ServingStatus.SERVING);
+        health.setStatus(FabricGrpc.SERVICE_NAME, ServingStatus.SERVING);
     }
 
     /** Starts a node: validates its configuration, starts its server, and dials its peers. */
@@ -113,18 +134,24 @@ public final class PagewireNode implements AutoCloseable {
                     .keepAliveTime(30, TimeUnit.SECONDS)
                     .keepAliveTimeout(10, TimeUnit.SECONDS);
         }
-        // Lanes run on the transport's threads (no hand-off per message); application calls, which
-        // may wait for the kernel, run on their own pool so they never stall a lane.
+        // Lanes and application sessions (posts, completions) run on the transport's threads: no
+        // hand-off per message on the data path. Other application calls, which may wait for the
+        // kernel (a store, a PINNED registration), run on their own pool so they never stall a lane.
         ServerCallExecutorSupplier executors = new ServerCallExecutorSupplier() {
             @Override
             public <ReqT, RespT> java.util.concurrent.Executor getExecutor(io.grpc.ServerCall<ReqT, RespT> call, io.grpc.Metadata headers) {
-                return FabricGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName()) ? null : verbsExecutor;
+                String method = call.getMethodDescriptor().getFullMethodName();
+                boolean dataPath = FabricGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName())
+                        || io.pagewire.proto.verbs.VerbsGrpc.getSessionMethod().getFullMethodName().equals(method);
+                return dataPath ? null : verbsExecutor;
             }
         };
         return builder.callExecutor(executors)
                 .maxInboundMessageSize(context.fabric().maxMessageBytes())
                 .addService(fabric.service())
                 .addService(verbs)
+                .addService(health.getHealthService())
+                .addService(ProtoReflectionServiceV1.newInstance())
                 .build();
     }
 
@@ -176,6 +203,44 @@ public final class PagewireNode implements AutoCloseable {
         return metrics.snapshot();
     }
 
+    /** Where Prometheus scrapes this node ("http://host:port/metrics"), or null when metrics are off. */
+    public String metricsUrl() {
+        return metricsEndpoint == null ? null : metricsEndpoint.url();
+    }
+
+    /** The gRPC health service's status manager, for a graceful shutdown. */
+    HealthStatusManager health() {
+        return health;
+    }
+
+    /**
+     * Shuts down gracefully, as on SIGTERM: health turns NOT_SERVING so that load balancers and
+     * clients stop sending, no new calls are accepted, in-flight work requests drain (bounded by the
+     * grace period), then sessions end and everything closes.
+     *
+     * @return whether everything drained within the grace period
+     */
+    public boolean shutdownGracefully() {
+        health.enterTerminalState();
+        server.shutdown();
+        long deadline = System.nanoTime() + context.shutdownGraceNs();
+        boolean drained = false;
+        while (System.nanoTime() - deadline < 0) {
+            if (nic.queuePairs().stream().allMatch(qp -> qp.outstanding() == 0 && qp.parkedParts() == 0)) {
+                drained = true;
+                break;
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        close();
+        return drained;
+    }
+
     /** Application sessions open now. */
     public int sessions() {
         return verbs.sessionCount();
@@ -184,6 +249,9 @@ public final class PagewireNode implements AutoCloseable {
     /** Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and the kernel. */
     @Override
     public void close() {
+        if (metricsEndpoint != null) {
+            metricsEndpoint.close();
+        }
         if (server != null) {
             server.shutdownNow();
         }

@@ -103,18 +103,8 @@ final class GrpcEndpoint implements Endpoint {
                 pageSize = event.getOpened().getPageSize();
                 opened.complete(this);
             }
-            case COMPLETION -> {
-                CompletionEvent c = event.getCompletion();
-                CompletableFuture<Completion> future = pending.remove(c.getWrId());
-                if (future == null) {
-                    return;
-                }
-                if (c.getStatus() == io.pagewire.proto.verbs.CompletionStatus.SUCCESS) {
-                    future.complete(new Completion(c.getWrId(), c.getQpn(), Opcode.valueOf(c.getOpcode().name()), c.getBytes(), c.getValue()));
-                } else {
-                    future.completeExceptionally(Errors.fromCompletion(c));
-                }
-            }
+            case COMPLETION -> completed(event.getCompletion());
+            case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
             case REFUSED -> {
                 CompletableFuture<Completion> future = pending.remove(event.getRefused().getWrId());
                 if (future != null) {
@@ -131,6 +121,18 @@ final class GrpcEndpoint implements Endpoint {
             }
             default -> {
             }
+        }
+    }
+
+    private void completed(CompletionEvent c) {
+        CompletableFuture<Completion> future = pending.remove(c.getWrId());
+        if (future == null) {
+            return;
+        }
+        if (c.getStatus() == io.pagewire.proto.verbs.CompletionStatus.SUCCESS) {
+            future.complete(new Completion(c.getWrId(), c.getQpn(), Opcode.valueOf(c.getOpcode().name()), c.getBytes(), c.getValue()));
+        } else {
+            future.completeExceptionally(Errors.fromCompletion(c));
         }
     }
 

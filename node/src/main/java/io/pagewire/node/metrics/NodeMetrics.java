@@ -23,7 +23,6 @@ import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.proto.verbs.Stat;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -36,7 +35,7 @@ import java.util.function.ToDoubleFunction;
  */
 public final class NodeMetrics {
     private final MeterRegistry registry;
-    private final Map<Completion.Opcode, Timer> latency = new EnumMap<>(Completion.Opcode.class);
+    private final Map<String, Timer> latency = new java.util.concurrent.ConcurrentHashMap<>();
 
     private NodeMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -86,18 +85,17 @@ public final class NodeMetrics {
             counter(Metric.COMPLETIONS, c, x -> x.completions(status), Tags.of("status", status.name()));
         }
         for (Completion.Opcode op : Completion.Opcode.values()) {
-            latency.put(op, Timer.builder(Metric.OPERATION_LATENCY.meterName())
-                    .description(Metric.OPERATION_LATENCY.help())
-                    .tags("op", op.name().toLowerCase(Locale.ROOT))
-                    .publishPercentiles(0.5, 0.99)
-                    .publishPercentileHistogram()
-                    .minimumExpectedValue(Duration.ofNanos(10_000))
-                    .maximumExpectedValue(Duration.ofSeconds(30))
-                    .register(registry));
+            if (op == Completion.Opcode.FETCH_ADD) {
+                latency(op, null);
+            } else {
+                for (RegistrationMode mode : RegistrationMode.values()) {
+                    latency(op, mode);
+                }
+            }
         }
-        nic.observeCompletions((opcode, status, bytes, latencyNs) -> {
+        nic.observeCompletions((opcode, mode, status, bytes, latencyNs) -> {
             if (status == CompletionStatus.SUCCESS) {
-                latency.get(opcode).record(latencyNs, java.util.concurrent.TimeUnit.NANOSECONDS);
+                latency(opcode, mode).record(latencyNs, java.util.concurrent.TimeUnit.NANOSECONDS);
             }
         });
         gauge(Metric.TLB_ENTRIES, nic, Nic::tlbValidEntries, Tags.of("state", "valid"));
@@ -171,9 +169,18 @@ public final class NodeMetrics {
                 .tags(tags).strongReference(true).register(registry);
     }
 
-    /** The latency meter of one operation (the demo reads its percentiles). */
-    public Timer latency(Completion.Opcode op) {
-        return latency.get(op);
+    /** The latency meter of one operation in one registration mode (null: none, as for FETCH_ADD); the demo reads its percentiles. */
+    public Timer latency(Completion.Opcode op, RegistrationMode mode) {
+        String opName = op.name().toLowerCase(Locale.ROOT);
+        String modeName = mode == null ? "none" : mode.name();
+        return latency.computeIfAbsent(opName + "/" + modeName, key -> Timer.builder(Metric.OPERATION_LATENCY.meterName())
+                .description(Metric.OPERATION_LATENCY.help())
+                .tags("op", opName, "mode", modeName)
+                .publishPercentiles(0.5, 0.99)
+                .publishPercentileHistogram()
+                .minimumExpectedValue(Duration.ofNanos(10_000))
+                .maximumExpectedValue(Duration.ofSeconds(30))
+                .register(registry));
     }
 
     /** Every meter's current value, named as Prometheus names it, for `pagewire stat`. */

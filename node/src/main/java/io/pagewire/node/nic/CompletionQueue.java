@@ -14,7 +14,8 @@ import java.util.function.Consumer;
 public final class CompletionQueue {
     private final int id;
     private final ArrayBlockingQueue<Completion> queue;
-    private volatile Consumer<Completion> handler;
+    private volatile Handler handler;
+    private boolean pushedSinceFlush;
 
     CompletionQueue(int id, int capacity) {
         this.id = id;
@@ -25,30 +26,60 @@ public final class CompletionQueue {
         return id;
     }
 
+    /**
+     * Receives completions as they happen instead of a queue. {@link #completed} is called for each,
+     * then {@link #flush} once the NIC finished the work that produced them, so a handler can pass a
+     * burst on together. Both run on the NIC's threads and must not block.
+     */
+    public interface Handler {
+        void completed(Completion completion);
+
+        default void flush() {
+        }
+    }
+
     /** Delivers completions to a handler from now on instead of queueing them; queued ones are handed over first. */
     public synchronized void setHandler(Consumer<Completion> value) {
+        setHandler(value == null ? null : (Handler) value::accept);
+    }
+
+    /** Delivers completions to a handler from now on instead of queueing them; queued ones are handed over first. */
+    public synchronized void setHandler(Handler value) {
         if (value != null) {
             Completion queued;
             while ((queued = queue.poll()) != null) {
-                value.accept(queued);
+                value.completed(queued);
             }
+            value.flush();
         }
         handler = value;
     }
 
     /** @return false when the queue is full (the queue pair then fails) */
     boolean push(Completion completion) {
-        Consumer<Completion> h = handler;
-        if (h != null) {
+        if (handler != null) {
             synchronized (this) {
-                h = handler;
+                Handler h = handler;
                 if (h != null) {
-                    h.accept(completion);
+                    h.completed(completion);
+                    pushedSinceFlush = true;
                     return true;
                 }
             }
         }
         return queue.offer(completion);
+    }
+
+    /** The NIC finished a piece of work: the handler may pass on what it collected. */
+    void flush() {
+        if (handler != null) {
+            synchronized (this) {
+                if (pushedSinceFlush && handler != null) {
+                    pushedSinceFlush = false;
+                    handler.flush();
+                }
+            }
+        }
     }
 
     /** The oldest completion, or null. */

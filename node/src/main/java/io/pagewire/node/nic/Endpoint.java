@@ -80,7 +80,7 @@ public final class Endpoint implements AutoCloseable {
         if (mode == RegistrationMode.PINNED) {
             table = pinAll(address, length);
         }
-        MemoryRegion region = new MemoryRegion(this, address, length, mode, access, nextLkey.getAndIncrement(), nic.newRkey(), table);
+        MemoryRegion region = new MemoryRegion(this, address, length, mode, access, nextLkey.getAndIncrement(), nic.newRkey(mode), table);
         if (mode == RegistrationMode.SHADOW) {
             shadowRegions.add(region);
             populateShadow(region);
@@ -94,7 +94,7 @@ public final class Endpoint implements AutoCloseable {
     public MemoryRegion registerImplicit(Set<Access> access) {
         checkOpen();
         MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, RegistrationMode.ON_DEMAND, access,
-                nextLkey.getAndIncrement(), nic.newRkey(), null);
+                nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
         nic.publish(region);
         return region;

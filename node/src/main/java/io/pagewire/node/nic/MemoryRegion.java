@@ -71,7 +71,10 @@ public final class MemoryRegion {
         return lkey;
     }
 
-    /** The unguessable key peers name the region by. */
+    /**
+     * The key peers name the region by: 62 random bits, unguessable, and in the low two bits the
+     * registration mode, which tells a requester whether its writes may park and must spend credits.
+     */
     public long rkey() {
         return rkey;
     }

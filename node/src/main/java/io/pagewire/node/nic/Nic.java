@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class Nic implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Nic.class.getName());
+    private static final long RKEY_MODE_MASK = 3L;
 
     private final String nodeId;
     private final KernelAgent kernel;
@@ -47,7 +48,7 @@ public final class Nic implements AutoCloseable {
     private final SecureRandom keys = new SecureRandom();
     private final long sweepIntervalNs;
     private volatile PacketTransport transport;
-    private volatile CompletionObserver completionObserver = (opcode, status, bytes, latencyNs) -> { };
+    private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
     private volatile boolean closed;
 
     /**
@@ -83,8 +84,8 @@ public final class Nic implements AutoCloseable {
         completionObserver = observer;
     }
 
-    void observeCompletion(Completion.Opcode opcode, CompletionStatus status, long bytes, long latencyNs) {
-        completionObserver.completed(opcode, status, bytes, latencyNs);
+    void observeCompletion(Completion.Opcode opcode, RegistrationMode mode, CompletionStatus status, long bytes, long latencyNs) {
+        completionObserver.completed(opcode, mode, status, bytes, latencyNs);
     }
 
     /** Sets the transport packets leave through, when it could only be built after the NIC. */
@@ -355,13 +356,23 @@ public final class Nic implements AutoCloseable {
         }
     }
 
-    long newRkey() {
+    /**
+     * A fresh rkey: 62 random bits, and in the low two bits the region's registration mode (as a real
+     * NIC's keys carry index bits), so a requester knows which writes may park in the system buffer
+     * and must spend credits.
+     */
+    long newRkey(RegistrationMode mode) {
         while (true) {
-            long rkey = keys.nextLong();
-            if (rkey != 0 && !regionsByRkey.containsKey(rkey)) {
+            long rkey = (keys.nextLong() & ~RKEY_MODE_MASK) | mode.ordinal();
+            if ((rkey & ~RKEY_MODE_MASK) != 0 && !regionsByRkey.containsKey(rkey)) {
                 return rkey;
             }
         }
+    }
+
+    /** Whether writes under this rkey may park in the responder's system buffer (and so spend credits). */
+    static boolean parksUnder(long rkey) {
+        return (rkey & RKEY_MODE_MASK) == RegistrationMode.SHADOW.ordinal();
     }
 
     void publish(MemoryRegion region) {

@@ -324,7 +324,8 @@ public final class QueuePair implements AutoCloseable {
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {
         complete(wqe.wr, status, error, wqe.atomicResult);
-        nic.observeCompletion(wqe.wr.opcode(), status, wqe.wr.length(), nic.clock().nanoTime() - wqe.postedNs);
+        nic.observeCompletion(wqe.wr.opcode(), wqe.local == null ? null : wqe.local.mode(), status, wqe.wr.length(),
+                nic.clock().nanoTime() - wqe.postedNs);
     }
 
     private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {
@@ -377,6 +378,7 @@ public final class QueuePair implements AutoCloseable {
         try {
             if (lock.getHoldCount() == 1) {
                 outbox.flush();
+                cq.flush();
             }
         } finally {
             lock.unlock();

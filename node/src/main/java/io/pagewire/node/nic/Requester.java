@@ -43,6 +43,8 @@ final class Requester {
     private boolean rnrWaiting;
     private boolean faultWaiting;
     private boolean creditWaiting;
+    /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
+    private boolean linkWaiting;
 
     Requester(QueuePair qp) {
         this.qp = qp;
@@ -111,9 +113,15 @@ final class Requester {
                 break;
             }
             if (!nic.isWritable(qp.peer().node(), qp.qpn())) {
+                if (!linkWaiting && highestSent < unacked) {
+                    // Nothing in flight: a peer that stays unreachable must still end in RETRY_EXCEEDED.
+                    lastProgressNs = nic.clock().nanoTime();
+                }
+                linkWaiting = true;
                 nic.waitForWritable(qp.peer().node(), qp);
                 break;
             }
+            linkWaiting = false;
             SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
             boolean sent = switch (wqe.wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY -> sendWriteSegment(wqe, out);
@@ -135,7 +143,8 @@ final class Requester {
         int length = (int) Math.min(mtu, wqe.wr.length() - offset);
         long remote = wqe.wr.remoteAddress() + offset;
         boolean firstTransmission = sendPsn > chargedThrough;
-        int parts = DmaEngine.pagesSpanned(remote, length, remotePageShift);
+        // Only writes that may park in the responder's system buffer spend credits.
+        int parts = Nic.parksUnder(wqe.wr.rkey()) ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && creditLimit - creditsUsed < parts) {
             if (!creditWaiting) {
                 creditWaiting = true;
@@ -431,7 +440,7 @@ final class Requester {
             return false;
         }
         long unacked = unackedPsn();
-        if (highestSent < unacked || now - lastProgressNs < ctx.ackTimeoutNs()) {
+        if ((highestSent < unacked && !linkWaiting) || now - lastProgressNs < ctx.ackTimeoutNs()) {
             return false;
         }
         counters.increment(NicCounter.ACK_TIMEOUTS);
@@ -439,7 +448,7 @@ final class Requester {
         if (retries > ctx.retryCount()) {
             qp.fail(wqes.first(), CompletionStatus.RETRY_EXCEEDED, "no acknowledgement from queue pair " + qp.peer().qpn()
                     + " on node " + qp.peer().node() + " after " + ctx.retryCount() + " retransmissions ("
-                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart)");
+                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart)" + (linkWaiting ? "; no lane to the node could take data" : ""));
             return false;
         }
         sendPsn = unacked;

@@ -196,7 +196,9 @@ final class Responder {
         } catch (KernelException e) {
             return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out);
         }
-        creditLimit += direct;
+        if (region.mode() == RegistrationMode.SHADOW) {
+            creditLimit += direct; // parked parts are credited when they are placed
+        }
         if (notify) {
             notifyWhenVisible(psn, counter);
         }

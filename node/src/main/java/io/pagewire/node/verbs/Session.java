@@ -5,6 +5,7 @@ import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
+import io.pagewire.proto.verbs.CompletionBatch;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
@@ -35,21 +36,46 @@ final class Session {
         this.key = key;
         this.events = events;
         this.completions = endpoint.nic().createCompletionQueue();
-        completions.setHandler(this::completed);
+        completions.setHandler(new CompletionQueue.Handler() {
+            @Override
+            public void completed(Completion c) {
+                collect(c);
+            }
+
+            @Override
+            public void flush() {
+                flushCompletions();
+            }
+        });
     }
 
-    private void completed(Completion c) {
-        send(SessionEvent.newBuilder().setCompletion(CompletionEvent.newBuilder()
+    /** Completions collected since the NIC last finished a piece of work. Guarded by this. */
+    private CompletionBatch.Builder pending = CompletionBatch.newBuilder();
+
+    private synchronized void collect(Completion c) {
+        pending.addCompletions(CompletionEvent.newBuilder()
                 .setWrId(c.wrId())
                 .setQpn(c.qpn())
                 .setOpcode(opcode(c.opcode()))
                 .setStatus(CompletionStatus.valueOf(c.status().name()))
                 .setBytes(c.bytes())
                 .setValue(c.value())
-                .setError(c.error() == null ? "" : c.error())).build());
+                .setError(c.error() == null ? "" : c.error()));
     }
 
-    void refused(int qpn, long wrId, String error) {
+    /** Sends the collected completions as one message. */
+    private synchronized void flushCompletions() {
+        if (pending.getCompletionsCount() == 0) {
+            return;
+        }
+        CompletionBatch batch = pending.build();
+        pending = CompletionBatch.newBuilder();
+        send(SessionEvent.newBuilder().setCompletions(batch).build());
+    }
+
+    synchronized void refused(int qpn, long wrId, String error) {
+        flushCompletions(); // keep the order the application sees
+
         send(SessionEvent.newBuilder().setRefused(PostRefused.newBuilder().setQpn(qpn).setWrId(wrId).setError(error)).build());
     }
 

@@ -57,6 +57,22 @@ abstract class LinkFailureSuite extends ClusterFixture {
     }
 
     @Test
+    void workPostedWhileTheLinkIsCutEndsInRetryExceeded() throws Exception {
+        start(2, context -> context.nic().ackTimeoutNs(10_000_000L).retryCount(2));
+        Connection c = connect(cluster.node(1), cluster.node(2));
+        long src = c.local().space().allocate(SLOT);
+        long dst = c.remote().space().allocate(SLOT);
+        MemoryRegion srcRegion = c.local().register(src, SLOT, RegistrationMode.PINNED, Access.all());
+        MemoryRegion dstRegion = c.remote().register(dst, SLOT, RegistrationMode.PINNED, Access.all());
+        cluster.node(1).fabric().cut("node-2");
+        c.qp().post(WorkRequest.write(1, srcRegion.lkey(), src, SLOT, dst, dstRegion.rkey()));
+        Completion done = await(c.cq(), 30);
+        assertThat(done.status()).isEqualTo(CompletionStatus.RETRY_EXCEEDED);
+        assertThat(done.error()).contains("no lane to the node could take data");
+        cluster.node(1).fabric().heal("node-2");
+    }
+
+    @Test
     void aLinkThatStaysCutEndsInRetryExceeded() throws Exception {
         start(2, context -> context.nic().ackTimeoutNs(10_000_000L).retryCount(2));
         Connection c = connect(cluster.node(1), cluster.node(2));

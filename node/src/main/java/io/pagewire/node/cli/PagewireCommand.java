@@ -1,0 +1,43 @@
+package io.pagewire.node.cli;
+
+import java.util.Map;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code pagewire} command: run a node, the demo, the perftest, or watch a node's counters. */
+@Command(name = "pagewire",
+        mixinStandardHelpOptions = true,
+        versionProvider = PagewireCommand.Version.class,
+        description = "Pagewire: a testbed for user-level networking with virtual memory.",
+        subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, StatCommand.class, CommandLine.HelpCommand.class})
+public final class PagewireCommand {
+    public static void main(String[] args) {
+        System.exit(run(System.getenv(), args));
+    }
+
+    /** Runs the command line with a given environment; returns the exit code. */
+    public static int run(Map<String, String> environment, String... args) {
+        CommandLine commandLine = new CommandLine(new PagewireCommand(), new Factory(environment));
+        return commandLine.execute(args);
+    }
+
+    /** Gives subcommands the environment they read settings from (tests pass their own). */
+    private record Factory(Map<String, String> environment) implements CommandLine.IFactory {
+        @Override
+        public <K> K create(Class<K> type) throws Exception {
+            if (type == NodeCommand.class) {
+                return type.cast(new NodeCommand(environment));
+            }
+            return CommandLine.defaultFactory().create(type);
+        }
+    }
+
+    /** The version from the jar's manifest. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String version = PagewireCommand.class.getPackage().getImplementationVersion();
+            return new String[] {"pagewire " + (version == null ? "development build" : version)};
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package io.pagewire.node.cli;
+
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.Transport;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.function.LongConsumer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code pagewire perf}: the perftest of Pagewire, with perftest's columns. */
+@Command(name = "perf", mixinStandardHelpOptions = true,
+        description = {"Measures bandwidth or latency between two nodes, like perftest's ib_write_bw, ib_write_lat,",
+            "ib_read_bw and ib_read_lat. With no addresses it starts an embedded pair in this JVM (loopback gRPC).",
+            "MB is 2^20 bytes. write_lat is half a ping-pong round trip; read_lat is a full READ round trip."})
+final class PerfCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "TEST", description = "write_bw, write_lat, read_bw or read_lat")
+    String test;
+
+    @Parameters(index = "1", arity = "0..2", paramLabel = "HOST:PORT", description = "The requester's node, then the responder's.")
+    List<String> targets = new ArrayList<>();
+
+    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Message size (default 65536 for bandwidth, 2 for latency).")
+    Integer size;
+
+    @Option(names = {"-a", "--all"}, description = "Every size from 2 bytes to 8 MiB, in powers of two.")
+    boolean all;
+
+    @Option(names = {"-n", "--iterations"}, description = "Iterations per size (default 5000 for bandwidth, 1000 for latency).")
+    Long iterations;
+
+    @Option(names = {"-D", "--duration"}, paramLabel = "SECONDS", description = "Run each size this long instead of -n (bandwidth).")
+    Integer duration;
+
+    @Option(names = {"-q", "--qp"}, description = "Queue pairs (bandwidth).", defaultValue = "1")
+    int queuePairs;
+
+    @Option(names = {"-t", "--tx-depth"}, description = "Requests in flight per queue pair (bandwidth).", defaultValue = "128")
+    int txDepth;
+
+    @Option(names = "--mode", description = "Registration mode of both buffers: ${COMPLETION-CANDIDATES}.", defaultValue = "PINNED")
+    RegistrationMode mode;
+
+    @Option(names = "--busy-poll", description = "Spin on completions instead of sleeping (lower latency, one core busy).")
+    boolean busyPoll;
+
+    @Option(names = "--max-bytes", paramLabel = "BYTES", description = "With -a, cap the bytes moved per size (default 256 MiB).",
+            defaultValue = "268435456")
+    long maxBytesPerSize;
+
+    @Option(names = "--json", description = "Print the results as JSON instead of a table.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        Perftest.Test which;
+        try {
+            which = Perftest.Test.parse(test);
+            if (targets.size() == 1) {
+                throw new IllegalArgumentException("give two node addresses (requester, responder), or none for an embedded pair");
+            }
+            if (queuePairs < 1 || txDepth < 1) {
+                throw new IllegalArgumentException("--qp and --tx-depth must be at least 1");
+            }
+        } catch (IllegalArgumentException e) {
+            err.println("pagewire perf: " + e.getMessage());
+            err.flush();
+            return 2;
+        }
+        List<Integer> sizes = new ArrayList<>();
+        if (all) {
+            for (int s = 2; s <= 8 << 20; s <<= 1) {
+                sizes.add(s);
+            }
+        } else {
+            sizes.add(size != null ? size : which.bandwidth() ? 65536 : 2);
+        }
+        long n = iterations != null ? iterations : which.bandwidth() ? 5000 : 1000;
+        EmbeddedCluster pair = null;
+        Pagewire requester;
+        Pagewire responder;
+        if (targets.isEmpty()) {
+            // Each side holds one buffer of the largest size per queue pair (two for latency), with room to spare.
+            long largest = sizes.get(sizes.size() - 1);
+            long memory = Math.max(64L << 20, Long.highestOneBit(4 * largest * queuePairs + (16L << 20)) * 2);
+            pair = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(memory).memlockLimitBytes(memory / 2)
+                    .systemBufferBytes(8L << 20));
+            requester = Pagewire.connect(pair.node(1).target());
+            responder = Pagewire.connect(pair.node(2).target());
+        } else {
+            requester = Pagewire.connect(targets.get(0));
+            responder = Pagewire.connect(targets.get(1));
+        }
+        try (Perftest perftest = new Perftest(requester, responder, mode, busyPoll)) {
+            String where = pair == null ? targets.get(0) + " -> " + targets.get(1) : "embedded pair over loopback";
+            if (!json) {
+                out.printf("# %s, %s, mode %s, %s%n", which.name().toLowerCase(Locale.ROOT), where, mode,
+                        which.bandwidth() ? queuePairs + " queue pair(s), tx depth " + txDepth : "one request at a time");
+                out.println(which.bandwidth() ? bandwidthHeader() : latencyHeader());
+                out.flush();
+            }
+            List<String> rows = new ArrayList<>();
+            Progress progress = new Progress(err);
+            for (int s : sizes) {
+                long count = all ? Math.max(2, Math.min(n, maxBytesPerSize / s)) : n;
+                LongConsumer tick = progress.forSize(which.name().toLowerCase(Locale.ROOT), s, duration == null ? count : 0);
+                String row;
+                if (which.bandwidth()) {
+                    Perftest.BandwidthRow r = perftest.bandwidth(which, s, count, duration == null ? 0 : duration * 1_000_000_000L,
+                            queuePairs, txDepth, tick);
+                    row = json ? json(r) : String.format(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %.6f", r.bytes(), r.iterations(),
+                            r.peakMbPerSec(), r.averageMbPerSec(), r.messageRateMpps());
+                } else {
+                    Perftest.LatencyRow r = perftest.latency(which, s, count, (int) Math.min(100, count), tick);
+                    row = json ? json(r) : String.format(Locale.ROOT, " %-7d %-13d %-14.2f %-14.2f %-16.2f %-14.2f %-16.2f %-22.2f %.2f",
+                            r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999());
+                }
+                progress.done();
+                rows.add(row);
+                if (!json) {
+                    out.println(row);
+                    out.flush();
+                }
+            }
+            if (json) {
+                out.println("[" + String.join(",\n ", rows) + "]");
+                out.flush();
+            }
+        } finally {
+            requester.close();
+            responder.close();
+            if (pair != null) {
+                pair.close();
+            }
+        }
+        return 0;
+    }
+
+    static String bandwidthHeader() {
+        return String.format(" %-10s %-14s %-18s %-20s %s", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]", "MsgRate[Mpps]");
+    }
+
+    static String latencyHeader() {
+        return String.format(" %-7s %-13s %-14s %-14s %-16s %-14s %-16s %-22s %s", "#bytes", "#iterations", "t_min[usec]", "t_max[usec]",
+                "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]");
+    }
+
+    private String json(Perftest.BandwidthRow r) {
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"iterations\":%d,\"bw_peak_mb_per_sec\":%.2f,"
+                + "\"bw_average_mb_per_sec\":%.2f,\"msg_rate_mpps\":%.6f}", test, mode, r.bytes(), r.iterations(), r.peakMbPerSec(),
+                r.averageMbPerSec(), r.messageRateMpps());
+    }
+
+    private String json(Perftest.LatencyRow r) {
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"iterations\":%d,\"t_min_usec\":%.2f,\"t_max_usec\":%.2f,"
+                + "\"t_typical_usec\":%.2f,\"t_avg_usec\":%.2f,\"t_stdev_usec\":%.2f,\"p99_usec\":%.2f,\"p999_usec\":%.2f}", test, mode,
+                r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999());
+    }
+
+    /** A progress bar on the terminal for long runs; silent when output is not a terminal. */
+    static final class Progress {
+        private final PrintWriter err;
+        private final boolean terminal = System.console() != null;
+        private long lastDrawNs;
+        private boolean drawn;
+
+        Progress(PrintWriter err) {
+            this.err = err;
+        }
+
+        LongConsumer forSize(String test, int size, long total) {
+            if (!terminal) {
+                return done -> { };
+            }
+            long startNs = System.nanoTime();
+            return done -> {
+                long now = System.nanoTime();
+                if (now - lastDrawNs < 200_000_000L || now - startNs < 500_000_000L) {
+                    return;
+                }
+                lastDrawNs = now;
+                drawn = true;
+                int width = 30;
+                int filled = total > 0 ? (int) Math.min(width, done * width / total) : (int) ((now - startNs) / 500_000_000L % (width + 1));
+                String bar = "=".repeat(filled) + " ".repeat(width - filled);
+                String share = total > 0 ? (done * 100 / total) + "%" : done + " done";
+                err.printf("\r[%s] %s %s %d B ", bar, share, test, size);
+                err.flush();
+            };
+        }
+
+        void done() {
+            if (drawn) {
+                err.print("\r" + " ".repeat(70) + "\r");
+                err.flush();
+                drawn = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+package io.pagewire.node.cli;
+
+import io.pagewire.client.Access;
+import io.pagewire.client.Completion;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.WorkRequest;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
+import org.HdrHistogram.Histogram;
+
+/**
+ * The measurements of {@code pagewire perf}, after perftest's {@code ib_write_bw}, {@code ib_write_lat},
+ * {@code ib_read_bw} and {@code ib_read_lat}, run through the public SDK between an endpoint on each
+ * of two nodes. Bandwidth keeps {@code txDepth} requests in flight per queue pair against one buffer
+ * per side, as perftest does; write latency is a ping-pong of notified writes (reported one way, half
+ * the round trip, as ib_write_lat does); read latency is one READ at a time (a full round trip).
+ */
+final class Perftest implements AutoCloseable {
+    /** Work requests posted in one message when the window has room for them. */
+    static final int POST_LIST = 16;
+
+    /** Which measurement. */
+    enum Test {
+        WRITE_BW, WRITE_LAT, READ_BW, READ_LAT;
+
+        static Test parse(String value) {
+            try {
+                return valueOf(value.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("the test must be write_bw, write_lat, read_bw or read_lat, was '" + value + "'");
+            }
+        }
+
+        boolean bandwidth() {
+            return this == WRITE_BW || this == READ_BW;
+        }
+
+        boolean write() {
+            return this == WRITE_BW || this == WRITE_LAT;
+        }
+    }
+
+    /** One row of a bandwidth table (MB = 2^20 bytes, as perftest counts). */
+    record BandwidthRow(int bytes, long iterations, double peakMbPerSec, double averageMbPerSec, double messageRateMpps) {
+    }
+
+    /** One row of a latency table, in microseconds. */
+    record LatencyRow(int bytes, long iterations, double min, double max, double typical, double average, double stdev,
+            double p99, double p999) {
+    }
+
+    private final Endpoint local;
+    private final Endpoint remote;
+    private final RegistrationMode mode;
+    private final boolean busyPoll;
+
+    Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
+        this.local = localNode.openEndpoint("perf-local");
+        this.remote = remoteNode.openEndpoint("perf-remote");
+        this.mode = mode;
+        this.busyPoll = busyPoll;
+    }
+
+    /** A buffer on an endpoint, written so that its pages are resident, then registered. */
+    private MemoryRegion buffer(Endpoint endpoint, int size) {
+        long address = endpoint.allocate(size);
+        byte[] fill = new byte[Math.min(size, 1 << 20)];
+        for (long at = 0; at < size; at += fill.length) {
+            endpoint.store(address + at, at + fill.length <= size ? fill : java.util.Arrays.copyOf(fill, (int) (size - at)));
+        }
+        return endpoint.register(address, size, mode, Access.all());
+    }
+
+    /**
+     * Keeps {@code txDepth} requests in flight on each of {@code queuePairs} queue pairs until
+     * {@code iterations} completed (or {@code durationNs} passed, when positive).
+     */
+    BandwidthRow bandwidth(Test test, int size, long iterations, long durationNs, int queuePairs, int txDepth, LongConsumer progress) {
+        List<QueuePair> qps = new ArrayList<>();
+        List<MemoryRegion> regions = new ArrayList<>();
+        try {
+            List<MemoryRegion> sources = new ArrayList<>();
+            List<MemoryRegion> targets = new ArrayList<>();
+            for (int q = 0; q < queuePairs; q++) {
+                qps.add(local.connect(remote));
+                sources.add(buffer(local, size));
+                targets.add(buffer(remote, size));
+            }
+            regions.addAll(sources);
+            regions.addAll(targets);
+            List<ArrayDeque<CompletableFuture<Completion>>> inFlight = new ArrayList<>();
+            for (int q = 0; q < queuePairs; q++) {
+                inFlight.add(new ArrayDeque<>());
+            }
+            long posted = 0;
+            long completed = 0;
+            long start = System.nanoTime();
+            long windowStart = start;
+            long windowCompleted = 0;
+            long window = Math.max(1, iterations / 20);
+            double peak = 0;
+            boolean byTime = durationNs > 0;
+            int q = 0;
+            while (true) {
+                long now = System.nanoTime();
+                boolean morePosts = byTime ? now - start < durationNs : posted < iterations;
+                ArrayDeque<CompletableFuture<Completion>> queue = inFlight.get(q);
+                int room = txDepth - queue.size();
+                if (morePosts && room >= Math.min(txDepth, POST_LIST)) {
+                    // Post a list at a time, as perftest's --post_list does: one message per list.
+                    long count = Math.min(room, byTime ? POST_LIST : Math.min(POST_LIST, iterations - posted));
+                    MemoryRegion src = sources.get(q);
+                    MemoryRegion dst = targets.get(q);
+                    List<WorkRequest> list = new ArrayList<>();
+                    for (long i = 0; i < count; i++) {
+                        list.add(test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
+                                : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey()));
+                    }
+                    queue.addAll(qps.get(q).post(list));
+                    posted += count;
+                    q = (q + 1) % queuePairs;
+                    continue;
+                }
+                CompletableFuture<Completion> oldest = oldest(inFlight, morePosts ? q : -1);
+                // With posts still to make, free a whole list's room on this queue pair.
+                if (oldest == null) {
+                    break;
+                }
+                qps.get(0).await(oldest);
+                completed++;
+                progress.accept(completed);
+                if (completed - windowCompleted >= window) {
+                    long t = System.nanoTime();
+                    peak = Math.max(peak, mbPerSec((completed - windowCompleted) * size, t - windowStart));
+                    windowStart = t;
+                    windowCompleted = completed;
+                }
+            }
+            long elapsed = System.nanoTime() - start;
+            double average = mbPerSec(completed * size, elapsed);
+            return new BandwidthRow(size, completed, Math.max(peak, average), average, completed / (elapsed / 1e9) / 1e6);
+        } finally {
+            for (QueuePair qp : qps) {
+                qp.close();
+            }
+            for (MemoryRegion region : regions) {
+                region.close();
+            }
+        }
+    }
+
+    private static CompletableFuture<Completion> oldest(List<ArrayDeque<CompletableFuture<Completion>>> inFlight, int preferred) {
+        if (preferred >= 0 && !inFlight.get(preferred).isEmpty()) {
+            return inFlight.get(preferred).poll();
+        }
+        for (ArrayDeque<CompletableFuture<Completion>> queue : inFlight) {
+            if (!queue.isEmpty()) {
+                return queue.poll();
+            }
+        }
+        return null;
+    }
+
+    /** Write latency by ping-pong, or read latency one READ at a time; {@code warmup} rounds are not counted. */
+    LatencyRow latency(Test test, int size, long iterations, int warmup, LongConsumer progress) throws Exception {
+        MemoryRegion mine = buffer(local, size);
+        MemoryRegion theirs = buffer(remote, size);
+        QueuePair qp = test == Test.READ_LAT ? local.connect(remote) : null;
+        Histogram histogram = new Histogram(3_600_000_000_000L, 3);
+        try {
+            if (qp != null) {
+                for (long i = 0; i < iterations + warmup; i++) {
+                    long start = System.nanoTime();
+                    qp.await(qp.read(mine, mine.address(), size, theirs.address(), theirs.rkey()));
+                    if (i >= warmup) {
+                        histogram.recordValue(System.nanoTime() - start);
+                        progress.accept(i - warmup + 1);
+                    }
+                }
+            } else {
+                pingPong(mine, theirs, size, iterations, warmup, histogram, progress);
+            }
+        } finally {
+            if (qp != null) {
+                qp.close();
+            }
+            mine.close();
+            theirs.close();
+        }
+        double scale = test == Test.WRITE_LAT ? 2000.0 : 1000.0; // ns to us, halved for a ping-pong
+        return new LatencyRow(size, histogram.getTotalCount(), histogram.getMinValue() / scale, histogram.getMaxValue() / scale,
+                histogram.getValueAtPercentile(50) / scale, histogram.getMean() / scale, histogram.getStdDeviation() / scale,
+                histogram.getValueAtPercentile(99) / scale, histogram.getValueAtPercentile(99.9) / scale);
+    }
+
+    private void pingPong(MemoryRegion mine, MemoryRegion theirs, int size, long iterations, int warmup, Histogram histogram,
+            LongConsumer progress) throws Exception {
+        // The far side answers every notification with one of its own, from its counter handler.
+        EventCounter arrivedThere = remote.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        EventCounter arrivedHere = local.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        QueuePair back = remote.createQueuePair();
+        QueuePair forth = local.createQueuePair();
+        back.connect(forth.address());
+        forth.connect(back.address());
+        AtomicLong here = new AtomicLong();
+        try (AutoCloseable answer = arrivedThere.onChange(value -> back.writeWithNotify(theirs, theirs.address(), size, mine.address(),
+                mine.rkey(), arrivedHere.id()));
+                AutoCloseable seen = arrivedHere.onChange(here::set)) {
+            for (long i = 1; i <= iterations + warmup; i++) {
+                long start = System.nanoTime();
+                forth.writeWithNotify(mine, mine.address(), size, theirs.address(), theirs.rkey(), arrivedThere.id());
+                long deadline = start + Duration.ofSeconds(30).toNanos();
+                while (here.get() < i) {
+                    if (busyPoll) {
+                        Thread.onSpinWait();
+                    } else {
+                        java.util.concurrent.locks.LockSupport.parkNanos(1_000);
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("no answer to ping " + i + " within 30 s");
+                    }
+                }
+                if (i > warmup) {
+                    histogram.recordValue(System.nanoTime() - start);
+                    progress.accept(i - warmup);
+                }
+            }
+        } finally {
+            back.close();
+            forth.close();
+        }
+    }
+
+    private static double mbPerSec(long bytes, long ns) {
+        return ns <= 0 ? 0 : bytes / (double) (1 << 20) / (ns / 1e9);
+    }
+
+    @Override
+    public void close() {
+        local.close();
+        remote.close();
+    }
+}

@@ -1,0 +1,71 @@
+package io.pagewire.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class NodeSettingsTest {
+    @Test
+    void sizesAndTimesTakeUnits() {
+        assertThat(NodeSettings.bytes("k", "4096")).isEqualTo(4096);
+        assertThat(NodeSettings.bytes("k", "64KiB")).isEqualTo(65536);
+        assertThat(NodeSettings.bytes("k", "256 MiB")).isEqualTo(256L << 20);
+        assertThat(NodeSettings.bytes("k", "2g")).isEqualTo(2L << 30);
+        assertThat(NodeSettings.nanos("k", "200ms")).isEqualTo(200_000_000L);
+        assertThat(NodeSettings.nanos("k", "50us")).isEqualTo(50_000L);
+        assertThat(NodeSettings.nanos("k", "7")).isEqualTo(7);
+        assertThatThrownBy(() -> NodeSettings.bytes("pagewire.kernel.swapBytes", "lots"))
+                .hasMessage("pagewire.kernel.swapBytes must be a size such as 4096, 64KiB or 256MiB, was 'lots'");
+    }
+
+    @Test
+    void environmentNamesFollowTheProperties() {
+        assertThat(NodeSettings.environmentName("pagewire.kernel.physicalMemoryBytes")).isEqualTo("PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES");
+        assertThat(NodeSettings.environmentName("pagewire.node.id")).isEqualTo("PAGEWIRE_NODE_ID");
+        Map<String, String> settings = NodeSettings.fromEnvironment(Map.of("PAGEWIRE_NIC_TLB_ENTRIES", "64", "HOME", "/root",
+                "PAGEWIRE_JAVA_OPTS", "-Xmx1g"));
+        assertThat(settings).containsExactly(Map.entry("pagewire.nic.tlbEntries", "64"));
+        assertThatThrownBy(() -> NodeSettings.fromEnvironment(Map.of("PAGEWIRE_NIC_TLB_ENTRYS", "64")))
+                .hasMessageStartingWith("unknown setting in the environment: PAGEWIRE_NIC_TLB_ENTRYS");
+    }
+
+    @Test
+    void settingsLandInTheContextAndLaterSourcesWin(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("node.properties");
+        Files.writeString(file, "pagewire.node.id=from-file\npagewire.kernel.physicalMemoryBytes=64MiB\npagewire.nic.tlbEntries=32\n");
+        NodeContext context = new NodeContext();
+        NodeSettings.apply(context, NodeSettings.fromFile(file), "file");
+        NodeSettings.apply(context, Map.of("pagewire.nic.tlbEntries", "128", "pagewire.node.peers", "node-2=h2:7100,node-3=h3:7100"), "env");
+        context.conclude();
+        assertThat(context.nodeId()).isEqualTo("from-file");
+        assertThat(context.kernel().physicalMemoryBytes()).isEqualTo(64L << 20);
+        assertThat(context.nic().tlbEntries()).isEqualTo(128);
+        assertThat(context.peers()).containsExactly(Map.entry("node-2", "h2:7100"), Map.entry("node-3", "h3:7100"));
+        assertThatThrownBy(() -> NodeSettings.apply(new NodeContext(), Map.of("pagewire.kernel.nope", "1"), "--set"))
+                .hasMessageStartingWith("unknown setting pagewire.kernel.nope (from --set); known settings:");
+        assertThatThrownBy(() -> NodeSettings.parsePeers("node-2"))
+                .hasMessageStartingWith("pagewire.node.peers must be id=host:port");
+    }
+
+    @Test
+    void everyKnobOfEveryConfigurationCanBeSet() {
+        for (Class<?> configuration : new Class<?>[] {io.pagewire.kernel.KernelConfiguration.class,
+            io.pagewire.node.nic.NicConfiguration.class, io.pagewire.node.fabric.FabricConfiguration.class}) {
+            for (java.lang.reflect.Field field : configuration.getFields()) {
+                if (field.getName().endsWith("_PROP_NAME")) {
+                    try {
+                        assertThat(NodeSettings.names()).as(configuration.getSimpleName() + "." + field.getName())
+                                .contains((String) field.get(null));
+                    } catch (IllegalAccessException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+package io.pagewire.node.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.Transport;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The pagewire command, run in-process as a user would run it, with its output captured. */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class CommandLineTest {
+    /** Output and exit code of one run. */
+    private record Run(int exitCode, String out, String err) {
+    }
+
+    private static Run run(Map<String, String> environment, String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = PagewireCommand.run(environment, args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void writeBandwidthOverEverySizePrintsPerftestsTable() {
+        Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "20", "--max-bytes", "16777216", "-t", "4");
+        assertThat(run.exitCode()).as(run.err()).isZero();
+        List<String> lines = run.out().lines().toList();
+        assertThat(lines).anyMatch(l -> l.contains("#bytes") && l.contains("#iterations") && l.contains("BW peak[MB/sec]")
+                && l.contains("BW average[MB/sec]") && l.contains("MsgRate[Mpps]"));
+        List<String> rows = lines.stream().filter(l -> l.matches("\\s*\\d+\\s+\\d+\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+")).toList();
+        assertThat(rows).hasSize(23);
+        assertThat(rows.get(0).trim()).startsWith("2 ");
+        assertThat(rows.get(22).trim()).startsWith("8388608 ");
+        for (String row : rows) {
+            String[] columns = row.trim().split("\\s+");
+            assertThat(Double.parseDouble(columns[4])).as("message rate: " + row).isPositive();
+            if (Integer.parseInt(columns[0]) >= 4096) {
+                assertThat(Double.parseDouble(columns[3])).as("average bandwidth: " + row).isPositive();
+            }
+        }
+    }
+
+    @Test
+    void writeLatencyOverEverySizePrintsPerftestsTable() {
+        Run run = run(Map.of(), "perf", "write_lat", "-a", "-n", "20", "--max-bytes", "16777216");
+        assertThat(run.exitCode()).as(run.err()).isZero();
+        assertThat(run.out()).contains("t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]",
+                "99% percentile[usec]", "99.9% percentile[usec]");
+        List<String> rows = run.out().lines().filter(l -> l.matches("\\s*\\d+\\s+\\d+(\\s+[\\d.]+){7}")).toList();
+        assertThat(rows).hasSize(23);
+    }
+
+    @Test
+    void readTestsAndJsonWork() {
+        Run bw = run(Map.of(), "perf", "read_bw", "-s", "65536", "-n", "200", "--json", "--mode", "ON_DEMAND");
+        assertThat(bw.exitCode()).as(bw.err()).isZero();
+        assertThat(bw.out().trim()).startsWith("[{\"test\":\"read_bw\",\"mode\":\"ON_DEMAND\",\"bytes\":65536,\"iterations\":200,");
+        Run lat = run(Map.of(), "perf", "read_lat", "-n", "50");
+        assertThat(lat.exitCode()).as(lat.err()).isZero();
+        assertThat(lat.out()).contains("t_typical[usec]");
+    }
+
+    @Test
+    void badArgumentsAreRefusedWithTheReason() {
+        Run run = run(Map.of(), "perf", "write_fast");
+        assertThat(run.exitCode()).isEqualTo(2);
+        assertThat(run.err()).contains("the test must be write_bw, write_lat, read_bw or read_lat, was 'write_fast'");
+        assertThat(run(Map.of(), "perf", "write_bw", "localhost:1").err()).contains("give two node addresses");
+    }
+
+    @Test
+    void anInvalidNodeConfigurationIsRefusedNamingTheKnob() {
+        Run flag = run(Map.of(), "node", "--memory", "1000", "--metrics-port", "-1");
+        assertThat(flag.exitCode()).isEqualTo(2);
+        assertThat(flag.err()).contains("pagewire node: invalid configuration: pagewire.kernel.physicalMemoryBytes must be");
+        Run env = run(Map.of("PAGEWIRE_NIC_TLB_WAYS", "3"), "node");
+        assertThat(env.exitCode()).isEqualTo(2);
+        assertThat(env.err()).contains("pagewire.nic.tlbWays must be");
+        Run unknown = run(Map.of("PAGEWIRE_NIC_TLBS", "3"), "node");
+        assertThat(unknown.err()).contains("unknown setting in the environment: PAGEWIRE_NIC_TLBS");
+        Run set = run(Map.of(), "node", "--set", "pagewire.fabric.lossRate=2");
+        assertThat(set.err()).contains("pagewire.fabric.lossRate must be a probability from 0 to below 1, was 2.0");
+        Run list = run(Map.of(), "node", "--list-settings");
+        assertThat(list.exitCode()).isZero();
+        assertThat(list.out()).contains("pagewire.kernel.physicalMemoryBytes", "PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES");
+    }
+
+    @Test
+    void statPrintsANodesMeters() {
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {
+            Run run = run(Map.of(), "stat", "--once", cluster.node(1).target());
+            assertThat(run.exitCode()).as(run.err()).isZero();
+            assertThat(run.out()).contains("== " + cluster.node(1).target(), "pagewire_memory_pages", "state=free", "2048",
+                    "pagewire_tlb_entries", "pagewire_link_lanes_up", "peer=node-2");
+            Run filtered = run(Map.of(), "stat", "--once", "--zeros", "--filter", "^pagewire_rnr", cluster.node(1).target());
+            assertThat(filtered.out()).contains("pagewire_rnr_naks_sent_total").doesNotContain("pagewire_memory_pages");
+        }
+    }
+
+    @Test
+    void theDemoComparesTheModesAndPinnedShowsItsMemlockError() {
+        Run run = run(Map.of(), "demo", "--memory", "2MiB", "--overcommit", "3", "--message", "16KiB", "--memlock", "1MiB",
+                "--modes", "PINNED,PIN_ON_MISS,SHADOW,ON_DEMAND", "--tlb-entries", "64");
+        assertThat(run.exitCode()).as(run.err()).isZero();
+        assertThat(run.out()).contains("http://127.0.0.1:", "/metrics", "mode", "MB/s", "p50 us", "p99 us", "TLB hit", "RNR NAKs",
+                "parked MiB", "peak pinned");
+        assertThat(run.out()).containsPattern("PINNED\\s+registration refused: memlock limit 1 MiB exceeded: 6 MiB pinned by endpoint");
+        for (String mode : List.of("PIN_ON_MISS", "SHADOW", "ON_DEMAND")) {
+            assertThat(run.out()).containsPattern("(?m)^" + mode + "\\s+\\d+\\.\\d");
+        }
+    }
+}
