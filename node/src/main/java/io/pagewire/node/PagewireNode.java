@@ -8,6 +8,7 @@ import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import io.micrometer.prometheus.PrometheusConfig;
 import io.micrometer.prometheus.PrometheusMeterRegistry;
 import io.pagewire.kernel.KernelAgent;
@@ -147,6 +148,7 @@ public final class PagewireNode implements AutoCloseable {
             }
         };
         return builder.callExecutor(executors)
+                .intercept(new MetricCollectingServerInterceptor(registry))
                 .maxInboundMessageSize(context.fabric().maxMessageBytes())
                 .addService(fabric.service())
                 .addService(verbs)
