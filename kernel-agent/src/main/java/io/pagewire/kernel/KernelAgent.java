@@ -1,7 +1,6 @@
 package io.pagewire.kernel;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -70,10 +69,6 @@ public final class KernelAgent implements AutoCloseable {
     /** The open address space of an endpoint, or null. */
     public AddressSpace addressSpace(int id) {
         return spaces.get(id);
-    }
-
-    public Collection<AddressSpace> addressSpaces() {
-        return List.copyOf(spaces.values());
     }
 
     public KernelContext context() {

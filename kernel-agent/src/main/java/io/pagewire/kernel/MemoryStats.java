@@ -19,8 +19,4 @@ public record MemoryStats(
     public long pinnedBytes() {
         return (long) pinnedPages * pageSize;
     }
-
-    public long systemBufferBytesUsed() {
-        return (long) systemBufferSlotsUsed * pageSize;
-    }
 }

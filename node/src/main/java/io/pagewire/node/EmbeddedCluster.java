@@ -86,8 +86,10 @@ public final class EmbeddedCluster implements AutoCloseable {
             out.append(" memory: ").append(node.kernel().stats()).append('\n');
             out.append(" nic:\n").append(node.nic().counters());
             out.append(" kernel:\n").append(node.kernel().counters());
-            node.fabric().links().forEach((peer, link) -> out.append(String.format(" link to %s: sent %d packets, received %d, lanes opened %d, lost %d%n",
-                    peer, link.packetsSent(), link.packetsReceived(), link.lanesOpened(), link.lanesLost())));
+            node.fabric().links().forEach((peer, link) -> out.append(String.format(
+                    " link to %s: sent %d packets in %d batches, received %d, dropped %d while no lane was up, lanes opened %d, lost %d%n",
+                    peer, link.packetsSent(), link.batchesSent(), link.packetsReceived(), link.unsentWhileDown(), link.lanesOpened(),
+                    link.lanesLost())));
             node.nic().queuePairs().forEach(qp -> out.append(' ').append(qp.describe()).append('\n'));
         }
         return out.toString();

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
 
 /** The node's Prometheus endpoint: GET /metrics returns the registry in the text exposition format. */
+@SuppressWarnings("deprecation") // the simpleclient registry, as PagewireNode explains
 final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer server;
     private final String host;

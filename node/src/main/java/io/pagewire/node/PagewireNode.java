@@ -37,6 +37,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * to its peers and the verbs service applications use, all behind one gRPC server, with its meters
  * in a Prometheus registry.
  */
+// The simpleclient flavour of Micrometer's Prometheus registry is the one chosen for the project;
+// Micrometer marks it deprecated in favour of the client_java 1.x flavour.
+@SuppressWarnings("deprecation")
 public final class PagewireNode implements AutoCloseable {
     private final NodeContext context;
     private final KernelAgent kernel;
@@ -196,10 +199,6 @@ public final class PagewireNode implements AutoCloseable {
         return registry;
     }
 
-    public NodeMetrics metrics() {
-        return metrics;
-    }
-
     /** Every meter's value now, as `pagewire stat` shows them. */
     public List<Stat> stats() {
         return metrics.snapshot();
@@ -208,11 +207,6 @@ public final class PagewireNode implements AutoCloseable {
     /** Where Prometheus scrapes this node ("http://host:port/metrics"), or null when metrics are off. */
     public String metricsUrl() {
         return metricsEndpoint == null ? null : metricsEndpoint.url();
-    }
-
-    /** The gRPC health service's status manager, for a graceful shutdown. */
-    HealthStatusManager health() {
-        return health;
     }
 
     /**

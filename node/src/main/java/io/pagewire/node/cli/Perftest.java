@@ -215,9 +215,10 @@ final class Perftest implements AutoCloseable {
         back.connect(forth.address());
         forth.connect(back.address());
         AtomicLong here = new AtomicLong();
-        try (AutoCloseable answer = arrivedThere.onChange(value -> back.writeWithNotify(theirs, theirs.address(), size, mine.address(),
+        AutoCloseable answer = arrivedThere.onChange(value -> back.writeWithNotify(theirs, theirs.address(), size, mine.address(),
                 mine.rkey(), arrivedHere.id()));
-                AutoCloseable seen = arrivedHere.onChange(here::set)) {
+        AutoCloseable seen = arrivedHere.onChange(here::set);
+        try {
             for (long i = 1; i <= iterations + warmup; i++) {
                 long start = System.nanoTime();
                 forth.writeWithNotify(mine, mine.address(), size, theirs.address(), theirs.rkey(), arrivedThere.id());
@@ -238,6 +239,8 @@ final class Perftest implements AutoCloseable {
                 }
             }
         } finally {
+            seen.close();
+            answer.close();
             back.close();
             forth.close();
         }

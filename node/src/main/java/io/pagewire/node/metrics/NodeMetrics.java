@@ -169,8 +169,8 @@ public final class NodeMetrics {
                 .tags(tags).strongReference(true).register(registry);
     }
 
-    /** The latency meter of one operation in one registration mode (null: none, as for FETCH_ADD); the demo reads its percentiles. */
-    public Timer latency(Completion.Opcode op, RegistrationMode mode) {
+    /** The latency meter of one operation in one registration mode (null: none, as for FETCH_ADD). */
+    private Timer latency(Completion.Opcode op, RegistrationMode mode) {
         String opName = op.name().toLowerCase(Locale.ROOT);
         String modeName = mode == null ? "none" : mode.name();
         return latency.computeIfAbsent(opName + "/" + modeName, key -> Timer.builder(Metric.OPERATION_LATENCY.meterName())

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 
 /**
  * Where queue pairs report finished work requests, in order per queue pair. A consumer polls, waits,
@@ -36,11 +35,6 @@ public final class CompletionQueue {
 
         default void flush() {
         }
-    }
-
-    /** Delivers completions to a handler from now on instead of queueing them; queued ones are handed over first. */
-    public synchronized void setHandler(Consumer<Completion> value) {
-        setHandler(value == null ? null : (Handler) value::accept);
     }
 
     /** Delivers completions to a handler from now on instead of queueing them; queued ones are handed over first. */

@@ -112,10 +112,6 @@ public final class Endpoint implements AutoCloseable {
         return regions.get(lkey);
     }
 
-    public List<MemoryRegion> regions() {
-        return List.copyOf(regions.values());
-    }
-
     private long[] pinAll(long address, long length) {
         space.pinRange(address, length);
         int shift = space.pageShift();

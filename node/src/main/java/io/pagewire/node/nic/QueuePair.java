@@ -63,10 +63,6 @@ public final class QueuePair implements AutoCloseable {
         return endpoint;
     }
 
-    public CompletionQueue completionQueue() {
-        return cq;
-    }
-
     public State state() {
         return state;
     }
@@ -74,16 +70,6 @@ public final class QueuePair implements AutoCloseable {
     /** The peer this queue pair is connected to, or null. */
     public QpAddress peer() {
         return peer;
-    }
-
-    /** Why the queue pair failed, or null. */
-    public String failure() {
-        lock.lock();
-        try {
-            return failure;
-        } finally {
-            lock.unlock();
-        }
     }
 
     /** What a peer needs to connect to this queue pair. */

@@ -88,10 +88,6 @@ final class Requester {
         nextPsn += packets;
     }
 
-    boolean idle() {
-        return wqes.isEmpty();
-    }
-
     int outstanding() {
         return wqes.size();
     }

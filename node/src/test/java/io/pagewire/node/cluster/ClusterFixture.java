@@ -16,8 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
+import io.pagewire.node.PrintClusterOnFailure;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
 
 /**
  * What every cluster suite shares: a cluster per test on the suite's transport, helpers to connect
@@ -30,14 +30,8 @@ abstract class ClusterFixture {
     /** The transport the concrete suite runs on. */
     protected abstract Transport transport();
 
-    /** Prints every node's counters when a test fails, before {@code @AfterEach} closes the cluster. */
     @RegisterExtension
-    final TestExecutionExceptionHandler printCountersOnFailure = (context, cause) -> {
-        if (cluster != null) {
-            System.err.println("Cluster state after " + context.getDisplayName() + " failed:\n" + cluster.describe());
-        }
-        throw cause;
-    };
+    final PrintClusterOnFailure printCountersOnFailure = new PrintClusterOnFailure(() -> cluster);
 
     /** Starts a cluster; small nodes unless {@code configure} says otherwise. */
     protected EmbeddedCluster start(int nodes, Consumer<NodeContext> configure) {

@@ -30,8 +30,8 @@ abstract class DataMovementSuite extends ClusterFixture {
         MemoryRegion dstRegion = c.remote().register(dst, largest + 8192, mode, Access.all());
         long id = 0;
         for (int size : SIZES) {
-            int srcOffset = (int) (size % 4093) + 1;
-            int dstOffset = (int) (size % 2039) + 3;
+            int srcOffset = size % 4093 + 1;
+            int dstOffset = size % 2039 + 3;
             byte[] data = pattern(size, size);
             c.local().space().store(src + srcOffset, data, 0, size);
 

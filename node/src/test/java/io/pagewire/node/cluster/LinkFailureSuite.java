@@ -56,16 +56,27 @@ abstract class LinkFailureSuite extends ClusterFixture {
         assertThat(link.lanesOpened()).as("lanes came back after the heal").isGreaterThan(link.lanesLost());
     }
 
-    @Test
-    void workPostedWhileTheLinkIsCutEndsInRetryExceeded() throws Exception {
+    /** A pair that gives up quickly, with one slot registered on each side. */
+    private record OneSlot(Connection c, MemoryRegion src, MemoryRegion dst) {
+        WorkRequest write(long wrId) {
+            return WorkRequest.write(wrId, src.lkey(), src.address(), SLOT, dst.address(), dst.rkey());
+        }
+    }
+
+    private OneSlot quickToGiveUp() {
         start(2, context -> context.nic().ackTimeoutNs(10_000_000L).retryCount(2));
         Connection c = connect(cluster.node(1), cluster.node(2));
-        long src = c.local().space().allocate(SLOT);
-        long dst = c.remote().space().allocate(SLOT);
-        MemoryRegion srcRegion = c.local().register(src, SLOT, RegistrationMode.PINNED, Access.all());
-        MemoryRegion dstRegion = c.remote().register(dst, SLOT, RegistrationMode.PINNED, Access.all());
+        MemoryRegion src = c.local().register(c.local().space().allocate(SLOT), SLOT, RegistrationMode.PINNED, Access.all());
+        MemoryRegion dst = c.remote().register(c.remote().space().allocate(SLOT), SLOT, RegistrationMode.PINNED, Access.all());
+        return new OneSlot(c, src, dst);
+    }
+
+    @Test
+    void workPostedWhileTheLinkIsCutEndsInRetryExceeded() throws Exception {
+        OneSlot pair = quickToGiveUp();
+        Connection c = pair.c();
         cluster.node(1).fabric().cut("node-2");
-        c.qp().post(WorkRequest.write(1, srcRegion.lkey(), src, SLOT, dst, dstRegion.rkey()));
+        c.qp().post(pair.write(1));
         Completion done = await(c.cq(), 30);
         assertThat(done.status()).isEqualTo(CompletionStatus.RETRY_EXCEEDED);
         assertThat(done.error()).contains("no lane to the node could take data");
@@ -74,17 +85,13 @@ abstract class LinkFailureSuite extends ClusterFixture {
 
     @Test
     void aLinkThatStaysCutEndsInRetryExceeded() throws Exception {
-        start(2, context -> context.nic().ackTimeoutNs(10_000_000L).retryCount(2));
-        Connection c = connect(cluster.node(1), cluster.node(2));
-        long src = c.local().space().allocate(SLOT);
-        long dst = c.remote().space().allocate(SLOT);
-        MemoryRegion srcRegion = c.local().register(src, SLOT, RegistrationMode.PINNED, Access.all());
-        MemoryRegion dstRegion = c.remote().register(dst, SLOT, RegistrationMode.PINNED, Access.all());
-        c.qp().post(WorkRequest.write(1, srcRegion.lkey(), src, SLOT, dst, dstRegion.rkey()));
+        OneSlot pair = quickToGiveUp();
+        Connection c = pair.c();
+        c.qp().post(pair.write(1));
         awaitSuccess(c.cq());
         // Delay every batch past the acknowledgement timeout so that this write is in flight, then cut.
         cluster.node(1).fabric().faults().delay(50_000_000L, 0);
-        c.qp().post(WorkRequest.write(2, srcRegion.lkey(), src, SLOT, dst, dstRegion.rkey()));
+        c.qp().post(pair.write(2));
         cluster.node(1).fabric().cut("node-2");
         Completion done = await(c.cq(), 30);
         assertThat(done.status()).isEqualTo(CompletionStatus.RETRY_EXCEEDED);

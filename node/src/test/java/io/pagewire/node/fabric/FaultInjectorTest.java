@@ -25,6 +25,10 @@ class FaultInjectorTest {
         FaultInjector faults = new FaultInjector(new FabricContext().nodeId("n").conclude());
         assertThat(faults.shapes()).isFalse();
         assertThat(faults.delays()).isFalse();
+        faults.rates(0.5, 0, 0);
+        faults.delay(1_000, 0);
+        assertThat(faults.shapes()).as("knobs change while the node runs").isTrue();
+        assertThat(faults.delays()).isTrue();
     }
 
     @Test

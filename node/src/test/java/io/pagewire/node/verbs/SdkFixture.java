@@ -13,8 +13,8 @@ import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
+import io.pagewire.node.PrintClusterOnFailure;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
 
 /**
  * A cluster on real loopback gRPC and SDK connections to its nodes, the way applications see it.
@@ -25,12 +25,7 @@ abstract class SdkFixture {
     private final List<Pagewire> connections = new ArrayList<>();
 
     @RegisterExtension
-    final TestExecutionExceptionHandler printCountersOnFailure = (context, cause) -> {
-        if (cluster != null) {
-            System.err.println("Cluster state after " + context.getDisplayName() + " failed:\n" + cluster.describe());
-        }
-        throw cause;
-    };
+    final PrintClusterOnFailure printCountersOnFailure = new PrintClusterOnFailure(() -> cluster);
 
     protected EmbeddedCluster start(int nodes, Consumer<NodeContext> configure) {
         cluster = EmbeddedCluster.start(nodes, Transport.NETTY, context -> {
