@@ -23,6 +23,8 @@ public interface Endpoint extends AutoCloseable {
     /** Frees an allocation; regions registered on it stop working. */
     void free(long address);
 
+    CompletableFuture<Void> freeAsync(long address);
+
     /** Copies bytes into memory, as a CPU store would (faulting pages in). */
     void store(long address, byte[] data);
 
@@ -44,11 +46,15 @@ public interface Endpoint extends AutoCloseable {
     /** Creates a queue pair, to be connected to one on a peer with {@link QueuePair#connect}. */
     QueuePair createQueuePair();
 
+    CompletableFuture<QueuePair> createQueuePairAsync();
+
     /** Creates a queue pair here and one on {@code remote}'s endpoint, and connects them both ways. */
     QueuePair connect(Endpoint remote);
 
     /** Creates an event counter peers may notify (REMOTE_WRITE) and/or FETCH_ADD (REMOTE_ATOMIC). */
     EventCounter createEventCounter(Set<Access> access);
+
+    CompletableFuture<EventCounter> createEventCounterAsync(Set<Access> access);
 
     @Override
     void close();

@@ -8,11 +8,13 @@ import java.util.function.LongConsumer;
  * A NetVM event counter on an endpoint: peers add to it (WRITE_WITH_NOTIFY adds one once the data is
  * visible; FETCH_ADD adds any value). Wait for it by polling, blocking, or a handler.
  */
-public interface EventCounter {
+public interface EventCounter extends AutoCloseable {
     int id();
 
     /** The value now (polls the node). */
     long value();
+
+    CompletableFuture<Long> valueAsync();
 
     /** Blocks until the counter reaches {@code target} or the timeout passes; returns the value then. */
     long await(long target, Duration timeout);
@@ -22,4 +24,8 @@ public interface EventCounter {
 
     /** Calls the handler with each new value, in order, until the returned handle is closed. */
     AutoCloseable onChange(LongConsumer handler);
+
+    /** Removes the counter: peers' notifications and FETCH_ADDs naming it fail from now on. */
+    @Override
+    void close();
 }

@@ -18,6 +18,8 @@ public interface QueuePair extends AutoCloseable {
     /** Connects to a queue pair on a peer node. */
     void connect(QpAddress peer);
 
+    CompletableFuture<Void> connectAsync(QpAddress peer);
+
     CompletableFuture<Completion> write(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey);
 
     CompletableFuture<Completion> writeWithNotify(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,

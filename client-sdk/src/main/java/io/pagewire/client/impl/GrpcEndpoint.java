@@ -49,7 +49,6 @@ final class GrpcEndpoint implements Endpoint {
     private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     private final AtomicLong nextWrId = new AtomicLong(1);
-    private final List<GrpcQueuePair> queuePairs = new CopyOnWriteArrayList<>();
     private ClientCallStreamObserver<SessionRequest> session;
     private volatile EndpointRef ref;
     private volatile String nodeId;
@@ -237,8 +236,13 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public void free(long address) {
-        join(Calls.<io.pagewire.proto.verbs.FreeResponse>unary(o -> connection.stub().free(
-                FreeRequest.newBuilder().setEndpoint(ref).setAddress(address).build(), o)));
+        join(freeAsync(address));
+    }
+
+    @Override
+    public CompletableFuture<Void> freeAsync(long address) {
+        return Calls.<io.pagewire.proto.verbs.FreeResponse>unary(o -> connection.stub().free(
+                FreeRequest.newBuilder().setEndpoint(ref).setAddress(address).build(), o)).thenApply(r -> null);
     }
 
     @Override
@@ -295,11 +299,13 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public QueuePair createQueuePair() {
-        var r = join(Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
-                CreateQueuePairRequest.newBuilder().setEndpoint(ref).build(), o)));
-        GrpcQueuePair qp = new GrpcQueuePair(this, r.getAddress());
-        queuePairs.add(qp);
-        return qp;
+        return join(createQueuePairAsync());
+    }
+
+    @Override
+    public CompletableFuture<QueuePair> createQueuePairAsync() {
+        return Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
+                CreateQueuePairRequest.newBuilder().setEndpoint(ref).build(), o)).thenApply(r -> new GrpcQueuePair(this, r.getAddress()));
     }
 
     @Override
@@ -313,10 +319,15 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public EventCounter createEventCounter(Set<Access> access) {
+        return join(createEventCounterAsync(access));
+    }
+
+    @Override
+    public CompletableFuture<EventCounter> createEventCounterAsync(Set<Access> access) {
         CreateEventCounterRequest.Builder request = CreateEventCounterRequest.newBuilder().setEndpoint(ref);
         access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
-        var r = join(Calls.<io.pagewire.proto.verbs.CreateEventCounterResponse>unary(o -> connection.stub().createEventCounter(request.build(), o)));
-        return new GrpcEventCounter(this, r.getCounterId());
+        return Calls.<io.pagewire.proto.verbs.CreateEventCounterResponse>unary(o -> connection.stub().createEventCounter(request.build(), o))
+                .thenApply(r -> new GrpcEventCounter(this, r.getCounterId()));
     }
 
     /**

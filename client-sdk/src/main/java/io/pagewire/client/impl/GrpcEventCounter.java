@@ -2,6 +2,7 @@ package io.pagewire.client.impl;
 
 import io.pagewire.client.EventCounter;
 import io.pagewire.proto.verbs.AwaitEventCounterRequest;
+import io.pagewire.proto.verbs.DestroyEventCounterRequest;
 import io.pagewire.proto.verbs.ReadEventCounterRequest;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -12,6 +13,7 @@ import java.util.function.LongConsumer;
 final class GrpcEventCounter implements EventCounter {
     private final GrpcEndpoint endpoint;
     private final int id;
+    private boolean closed;
 
     GrpcEventCounter(GrpcEndpoint endpoint, int id) {
         this.endpoint = endpoint;
@@ -25,8 +27,24 @@ final class GrpcEventCounter implements EventCounter {
 
     @Override
     public long value() {
-        return endpoint.join(Calls.<io.pagewire.proto.verbs.ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
-                .readEventCounter(ReadEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o))).getValue();
+        return endpoint.join(valueAsync());
+    }
+
+    @Override
+    public CompletableFuture<Long> valueAsync() {
+        return Calls.<io.pagewire.proto.verbs.ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
+                .readEventCounter(ReadEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o))
+                .thenApply(r -> r.getValue());
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyEventCounterResponse>unary(o -> endpoint.connection().stub()
+                .destroyEventCounter(DestroyEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o)));
     }
 
     @Override

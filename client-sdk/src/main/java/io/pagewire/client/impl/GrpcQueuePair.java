@@ -33,10 +33,15 @@ final class GrpcQueuePair implements QueuePair {
 
     @Override
     public void connect(QpAddress peer) {
+        endpoint.join(connectAsync(peer));
+    }
+
+    @Override
+    public CompletableFuture<Void> connectAsync(QpAddress peer) {
         io.pagewire.proto.verbs.QpAddress wire = io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(peer.nodeId()).setQpn(peer.qpn())
                 .setInitialCredits(peer.initialCredits()).setPageSize(peer.pageSize()).build();
-        endpoint.join(Calls.<io.pagewire.proto.verbs.ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
-                ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire).build(), o)));
+        return Calls.<io.pagewire.proto.verbs.ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
+                ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire).build(), o)).thenApply(r -> null);
     }
 
     @Override

@@ -174,6 +174,11 @@ public final class Endpoint implements AutoCloseable {
         return counter;
     }
 
+    /** Removes an event counter: notifications and FETCH_ADDs naming it are refused from now on. */
+    public void destroyEventCounter(EventCounter counter) {
+        counters.remove(counter.id(), counter);
+    }
+
     /** The event counter with this id, or null. */
     public EventCounter eventCounter(int id) {
         return counters.get(id);

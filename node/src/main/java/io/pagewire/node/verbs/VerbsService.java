@@ -29,6 +29,8 @@ import io.pagewire.proto.verbs.CreateQueuePairResponse;
 import io.pagewire.proto.verbs.DeregisterRegionRequest;
 import io.pagewire.proto.verbs.DeregisterRegionResponse;
 import io.pagewire.proto.verbs.DescribeNodeRequest;
+import io.pagewire.proto.verbs.DestroyEventCounterRequest;
+import io.pagewire.proto.verbs.DestroyEventCounterResponse;
 import io.pagewire.proto.verbs.DescribeNodeResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
 import io.pagewire.proto.verbs.DestroyQueuePairResponse;
@@ -324,6 +326,17 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         answer(response, () -> {
             EventCounter counter = session(request.getEndpoint()).endpoint.createEventCounter(access(request.getAccessList()));
             return CreateEventCounterResponse.newBuilder().setCounterId(counter.id()).build();
+        });
+    }
+
+    @Override
+    public void destroyEventCounter(DestroyEventCounterRequest request, StreamObserver<DestroyEventCounterResponse> response) {
+        answer(response, () -> {
+            Session session = session(request.getEndpoint());
+            EventCounter counter = counter(session, request.getCounterId());
+            session.unwatch(counter);
+            session.endpoint.destroyEventCounter(counter);
+            return DestroyEventCounterResponse.getDefaultInstance();
         });
     }
 

@@ -136,12 +136,22 @@ class SdkOperationsTest extends SdkFixture {
         long src = a.allocate(4096);
         MemoryRegion srcRegion = a.register(src, 4096, RegistrationMode.ON_DEMAND, Access.all());
         a.store(src, pattern(3, 4096));
-        QueuePair qa = a.createQueuePair();
+        QueuePair qa = a.createQueuePairAsync().join();
         QueuePair qb = b.createQueuePair();
         // As two processes would: each prints its address, the other parses it.
-        qa.connect(QpAddress.parse(qb.address().toString()));
+        qa.connectAsync(QpAddress.parse(qb.address().toString())).join();
         qb.connect(QpAddress.parse(qa.address().toString()));
         qa.await(qa.write(srcRegion, src, 4096, dst + 100, everything.rkey()));
         assertThat(b.load(dst + 100, 4096)).isEqualTo(pattern(3, 4096));
+
+        EventCounter counter = b.createEventCounterAsync(EnumSet.of(Access.REMOTE_WRITE)).join();
+        qa.await(qa.writeWithNotify(srcRegion, src, 8, dst, everything.rkey(), counter.id()));
+        assertThat(counter.valueAsync().join()).isEqualTo(1);
+        counter.close();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qa.await(qa.writeWithNotify(srcRegion, src, 8, dst, everything.rkey(),
+                        counter.id())))
+                .as("a closed counter refuses notifications").isInstanceOf(io.pagewire.client.PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("event counter " + counter.id() + " on endpoint " + b.id() + " (b) does not exist");
+        b.freeAsync(dst).join();
     }
 }
