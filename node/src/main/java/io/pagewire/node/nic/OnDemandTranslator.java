@@ -9,22 +9,9 @@ import io.pagewire.kernel.Translation;
  * non-resident one is left to the caller to fault in asynchronously. Kernel invalidations drop
  * entries.
  */
-final class OnDemandTranslator implements Translator {
-    private final Nic nic;
-    private final Tlb tlb;
-    private final NicCounters counters;
-
+final class OnDemandTranslator extends TlbTranslator {
     OnDemandTranslator(Nic nic) {
-        this.nic = nic;
-        this.tlb = nic.tlb();
-        this.counters = nic.counters();
-    }
-
-    @Override
-    public long lookup(MemoryRegion region, long vpn) {
-        long t = tlb.lookup(Tlb.key(region.endpoint().id(), vpn), false);
-        counters.increment(t == Tlb.MISS ? NicCounter.TLB_MISSES : NicCounter.TLB_HITS, RegistrationMode.ON_DEMAND);
-        return t;
+        super(nic, RegistrationMode.ON_DEMAND, false);
     }
 
     @Override
@@ -40,21 +27,9 @@ final class OnDemandTranslator implements Translator {
 
     /** Puts a translation the kernel gave into the TLB, unless an invalidation overtook it. */
     void cache(AddressSpace space, long vpn, Translation t) {
-        Tlb.Reservation reservation = tlb.reserve(Tlb.key(space.id(), vpn));
-        if (reservation == null) {
-            return;
+        Tlb.Reservation reservation = reserve(Tlb.key(space.id(), vpn));
+        if (reservation != null) {
+            tlb.fill(reservation, t.frame(), t.generation(), false, () -> space.isCurrent(t));
         }
-        if (reservation.evicted()) {
-            counters.increment(NicCounter.TLB_EVICTIONS, RegistrationMode.ON_DEMAND);
-            if (reservation.evictedPinned()) {
-                nic.unpinEvicted(reservation.evictedKey());
-            }
-        }
-        tlb.fill(reservation, t.frame(), t.generation(), false, () -> space.isCurrent(t));
-    }
-
-    @Override
-    public void dropStale(MemoryRegion region, long vpn, long translation) {
-        tlb.dropStale(Tlb.key(region.endpoint().id(), vpn), translation);
     }
 }

@@ -9,24 +9,11 @@ import io.pagewire.kernel.Pinned;
  * (faulting it in synchronously, so a receive stalls its lane meanwhile), and the entry the new one
  * replaces is unpinned first. Only pages in the TLB are pinned.
  */
-final class PinOnMissTranslator implements Translator {
+final class PinOnMissTranslator extends TlbTranslator {
     private static final int ATTEMPTS = 16;
 
-    private final Nic nic;
-    private final Tlb tlb;
-    private final NicCounters counters;
-
     PinOnMissTranslator(Nic nic) {
-        this.nic = nic;
-        this.tlb = nic.tlb();
-        this.counters = nic.counters();
-    }
-
-    @Override
-    public long lookup(MemoryRegion region, long vpn) {
-        long t = tlb.lookup(Tlb.key(region.endpoint().id(), vpn), true);
-        counters.increment(t == Tlb.MISS ? NicCounter.TLB_MISSES : NicCounter.TLB_HITS, RegistrationMode.PIN_ON_MISS);
-        return t;
+        super(nic, RegistrationMode.PIN_ON_MISS, true);
     }
 
     @Override
@@ -34,17 +21,11 @@ final class PinOnMissTranslator implements Translator {
         AddressSpace space = region.endpoint().space();
         long key = Tlb.key(space.id(), vpn);
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            Tlb.Reservation reservation = tlb.reserve(key);
+            Tlb.Reservation reservation = reserve(key);
             if (reservation == null) {
                 // Every way of the set is being filled by other misses; they finish quickly.
                 Thread.onSpinWait();
                 continue;
-            }
-            if (reservation.evicted()) {
-                counters.increment(NicCounter.TLB_EVICTIONS, RegistrationMode.PIN_ON_MISS);
-                if (reservation.evictedPinned()) {
-                    nic.unpinEvicted(reservation.evictedKey());
-                }
             }
             Pinned pinned;
             try {
@@ -70,10 +51,5 @@ final class PinOnMissTranslator implements Translator {
         }
         throw new KernelException("page 0x" + Long.toHexString(vpn << space.pageShift()) + " of endpoint " + space.id()
                 + " kept being invalidated while the NIC pinned it");
-    }
-
-    @Override
-    public void dropStale(MemoryRegion region, long vpn, long translation) {
-        tlb.dropStale(Tlb.key(region.endpoint().id(), vpn), translation);
     }
 }
