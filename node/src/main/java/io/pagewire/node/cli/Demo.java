@@ -123,8 +123,9 @@ final class Demo {
             double p50 = 0;
             double p99 = 0;
             for (Pagewire node : nodes) {
-                p50 += quantile(node, mode, "0.5") / n;
-                p99 = Math.max(p99, quantile(node, mode, "0.99"));
+                List<Pagewire.Stat> stats = node.statList();
+                p50 += quantile(stats, mode, "0.5") / n;
+                p99 = Math.max(p99, quantile(stats, mode, "0.99"));
             }
             return new Row(mode, PASSES * n * workload.workingSetBytes() / (double) (1 << 20) / seconds, p50 * 1e6, p99 * 1e6,
                     hits + misses == 0 ? Double.NaN : hits / (hits + misses),
@@ -203,8 +204,8 @@ final class Demo {
         return node.statList().stream().filter(s -> s.name().equals(name)).mapToDouble(Pagewire.Stat::value).sum();
     }
 
-    private static double quantile(Pagewire node, RegistrationMode mode, String q) {
-        return node.statList().stream()
+    private static double quantile(List<Pagewire.Stat> stats, RegistrationMode mode, String q) {
+        return stats.stream()
                 .filter(s -> s.name().equals("pagewire_operation_latency_seconds") && "write".equals(s.tags().get("op"))
                         && mode.name().equals(s.tags().get("mode")) && q.equals(s.tags().get("quantile")))
                 .mapToDouble(Pagewire.Stat::value).findFirst().orElse(0);

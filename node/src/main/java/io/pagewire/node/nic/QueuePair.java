@@ -382,7 +382,7 @@ public final class QueuePair implements AutoCloseable {
     public String describe() {
         lock.lock();
         try {
-            return this + ": " + requester.describe() + "; " + responder.describe();
+            return this + ": " + requester.describe() + "; " + responder.describe() + " parked parts=" + parkedParts;
         } finally {
             lock.unlock();
         }

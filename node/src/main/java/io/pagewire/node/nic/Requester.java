@@ -108,7 +108,9 @@ final class Requester {
             if (sendPsn - unacked >= ctx.sendWindowPackets()) {
                 break;
             }
-            if (!nic.isWritable(qp.peer().node(), qp.qpn())) {
+            // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
+            // and a batch goes out as one stream message.
+            if (out.size() == 0 && !nic.isWritable(qp.peer().node(), qp.qpn())) {
                 if (!linkWaiting && highestSent < unacked) {
                     // Nothing in flight: a peer that stays unreachable must still end in RETRY_EXCEEDED.
                     lastProgressNs = nic.clock().nanoTime();

@@ -70,14 +70,6 @@ final class Responder {
         java.util.Arrays.fill(atomicPsn, -1);
     }
 
-    int parkedParts() {
-        int n = 0;
-        for (int count : parkedByPsn.values()) {
-            n += count;
-        }
-        return n;
-    }
-
     void onRequest(Packet packet, Outbox out) {
         long psn = packet.getPsn();
         if (psn < expectedPsn) {
@@ -423,8 +415,8 @@ final class Responder {
 
     /** The sequence state, for diagnostics. */
     String describe() {
-        return String.format("responder expected=%d credits=%d ackSent=%d parked=%d notificationsWaiting=%d%s",
-                expectedPsn, creditLimit, ackSentPsn, parkedParts(), notifications.size(), deferred == null ? "" : " deferred=" + deferred.getPsn());
+        return String.format("responder expected=%d credits=%d ackSent=%d parked psns=%d notificationsWaiting=%d%s",
+                expectedPsn, creditLimit, ackSentPsn, parkedByPsn.size(), notifications.size(), deferred == null ? "" : " deferred=" + deferred.getPsn());
     }
 
     private void hold(Packet packet) {
