@@ -75,6 +75,7 @@ public final class NodeSettings {
         knob(FabricConfiguration.LANES_PER_PEER_PROP_NAME, (c, v) -> c.fabric().lanesPerPeer(integer(FabricConfiguration.LANES_PER_PEER_PROP_NAME, v)));
         knob(FabricConfiguration.RECONNECT_MIN_PROP_NAME, (c, v) -> c.fabric().reconnectBackoffMinNs(nanos(FabricConfiguration.RECONNECT_MIN_PROP_NAME, v)));
         knob(FabricConfiguration.RECONNECT_MAX_PROP_NAME, (c, v) -> c.fabric().reconnectBackoffMaxNs(nanos(FabricConfiguration.RECONNECT_MAX_PROP_NAME, v)));
+        knob(FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME, (c, v) -> c.fabric().onReadyThresholdBytes((int) bytes(FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME, v)));
         knob(FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME, (c, v) -> c.fabric().flowControlWindowBytes((int) bytes(FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME, v)));
         knob(FabricConfiguration.MAX_MESSAGE_PROP_NAME, (c, v) -> c.fabric().maxMessageBytes((int) bytes(FabricConfiguration.MAX_MESSAGE_PROP_NAME, v)));
         knob(FabricConfiguration.LOSS_RATE_PROP_NAME, (c, v) -> c.fabric().lossRate(rate(FabricConfiguration.LOSS_RATE_PROP_NAME, v)));

@@ -14,6 +14,8 @@ import io.micrometer.prometheus.PrometheusMeterRegistry;
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.node.fabric.ChannelFactory;
 import io.pagewire.node.fabric.Fabric;
+import io.pagewire.node.fabric.LinkBaseline;
+import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicTimers;
@@ -146,7 +148,9 @@ public final class PagewireNode implements AutoCloseable {
             public <ReqT, RespT> java.util.concurrent.Executor getExecutor(io.grpc.ServerCall<ReqT, RespT> call, io.grpc.Metadata headers) {
                 String method = call.getMethodDescriptor().getFullMethodName();
                 boolean dataPath = FabricGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName())
-                        || io.pagewire.proto.verbs.VerbsGrpc.getSessionMethod().getFullMethodName().equals(method);
+                        || io.pagewire.proto.verbs.VerbsGrpc.getSessionMethod().getFullMethodName().equals(method)
+                        || LinkBaselineGrpc.getSinkMethod().getFullMethodName().equals(method)
+                        || LinkBaselineGrpc.getEchoMethod().getFullMethodName().equals(method);
                 return dataPath ? null : verbsExecutor;
             }
         };
@@ -154,6 +158,7 @@ public final class PagewireNode implements AutoCloseable {
                 .intercept(new MetricCollectingServerInterceptor(registry))
                 .maxInboundMessageSize(context.fabric().maxMessageBytes())
                 .addService(fabric.service())
+                .addService(new LinkBaseline(fabric))
                 .addService(verbs)
                 .addService(health.getHealthService())
                 .addService(ProtoReflectionServiceV1.newInstance())

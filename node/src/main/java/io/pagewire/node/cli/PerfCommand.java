@@ -1,9 +1,13 @@
 package io.pagewire.node.cli;
 
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.ProcessCpu;
 import io.pagewire.node.Transport;
+import io.pagewire.proto.baseline.RunBaselineRequest;
+import io.pagewire.proto.baseline.RunBaselineResponse;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,8 +56,18 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--mode", description = "Registration mode of both buffers: ${COMPLETION-CANDIDATES}.", defaultValue = "PINNED")
     RegistrationMode mode;
 
-    @Option(names = "--busy-poll", description = "Spin on completions instead of sleeping (lower latency, one core busy).")
+    @Option(names = "--busy-poll", description = {"Spin on completions instead of blocking (lower latency, one core busy);",
+        "the SDK's channel then runs its callbacks on the transport thread (direct executor)."})
     boolean busyPoll;
+
+    @Option(names = "--warmup", paramLabel = "SECONDS", description = "Bandwidth: stream this long before measuring, not counted (default ${DEFAULT-VALUE}).",
+            defaultValue = "3")
+    double warmupSeconds;
+
+    @Option(names = "--baseline", paramLabel = "KIND", description = {"Also measure the link under Pagewire: 'grpc' streams raw bytes",
+        "(bandwidth) or ping-pongs (latency) over a plain gRPC stream between the same two nodes, same channel and",
+        "settings as the lanes, and prints it beside each row with the ratio."})
+    String baseline;
 
     @Option(names = "--max-bytes", paramLabel = "BYTES", description = "With -a, cap the bytes moved per size (default 256 MiB).",
             defaultValue = "268435456")
@@ -74,6 +88,12 @@ final class PerfCommand implements Callable<Integer> {
             }
             if (queuePairs < 1 || txDepth < 1) {
                 throw new IllegalArgumentException("--qp and --tx-depth must be at least 1");
+            }
+            if (baseline != null && !baseline.equals("grpc")) {
+                throw new IllegalArgumentException("--baseline takes 'grpc', was '" + baseline + "'");
+            }
+            if (warmupSeconds < 0) {
+                throw new IllegalArgumentException("--warmup must not be negative");
             }
         } catch (IllegalArgumentException e) {
             err.println("pagewire perf: " + e.getMessage());
@@ -98,13 +118,21 @@ final class PerfCommand implements Callable<Integer> {
             long memory = Math.max(64L << 20, Long.highestOneBit(4 * largest * queuePairs + (16L << 20)) * 2);
             pair = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(memory).memlockLimitBytes(memory / 2)
                     .systemBufferBytes(8L << 20));
-            requester = Pagewire.connect(pair.node(1).target());
-            responder = Pagewire.connect(pair.node(2).target());
-        } else {
-            requester = Pagewire.connect(targets.get(0));
-            responder = Pagewire.connect(targets.get(1));
         }
+        String requesterTarget = pair == null ? targets.get(0) : pair.node(1).target();
+        String responderTarget = pair == null ? targets.get(1) : pair.node(2).target();
+        ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busyPoll);
+        requester = Pagewire.connect(requesterTarget, options);
+        responder = Pagewire.connect(responderTarget, options);
+        NodeProbe requesterProbe = new NodeProbe(requesterTarget);
+        NodeProbe responderProbe = new NodeProbe(responderTarget);
         try (Perftest perftest = new Perftest(requester, responder, mode, busyPoll)) {
+            // CPU of everything involved: this process, and the nodes when they are processes of their own.
+            boolean embedded = pair != null;
+            java.util.function.LongSupplier cpu = () -> ProcessCpu.nanos()
+                    + (embedded ? 0 : requesterProbe.cpuNs() + responderProbe.cpuNs());
+            perftest.cpuClock(cpu);
+            String responderId = responderProbe.describe().getNodeId();
             String where = pair == null ? targets.get(0) + " -> " + targets.get(1) : "embedded pair over loopback";
             if (!json) {
                 out.printf("# %s, %s, mode %s, %s%n", which.name().toLowerCase(Locale.ROOT), where, mode,
@@ -115,18 +143,35 @@ final class PerfCommand implements Callable<Integer> {
             List<String> rows = new ArrayList<>();
             Progress progress = new Progress(err);
             for (int s : sizes) {
-                long count = all ? Math.max(2, Math.min(n, maxBytesPerSize / s)) : n;
+                long count = duration != null && which.bandwidth() ? Long.MAX_VALUE : all ? Math.max(2, Math.min(n, maxBytesPerSize / s)) : n;
                 LongConsumer tick = progress.forSize(which.name().toLowerCase(Locale.ROOT), s, duration == null ? count : 0);
                 String row;
                 if (which.bandwidth()) {
-                    Perftest.BandwidthRow r = perftest.bandwidth(which, s, count, duration == null ? 0 : duration * 1_000_000_000L,
-                            queuePairs, txDepth, tick);
-                    row = json ? json(r) : String.format(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %.6f", r.bytes(), r.iterations(),
-                            r.peakMbPerSec(), r.averageMbPerSec(), r.messageRateMpps());
+                    long durationNs = duration == null ? 0 : duration * 1_000_000_000L;
+                    long warmupNs = (long) (warmupSeconds * 1e9);
+                    Perftest.BandwidthRow r = perftest.bandwidth(which, s, count, durationNs, warmupNs, queuePairs, txDepth, tick);
+                    Perftest.BandwidthRow link = null;
+                    if (baseline != null) {
+                        long cpuBefore = cpu.getAsLong();
+                        RunBaselineResponse b = requesterProbe.baseline(RunBaselineRequest.Kind.BANDWIDTH, responderId, s,
+                                durationNs > 0 ? Long.MAX_VALUE : count, 0, warmupNs, durationNs);
+                        double mb = b.getCount() * (double) s / (1 << 20) / (b.getElapsedNs() / 1e9);
+                        link = new Perftest.BandwidthRow(s, b.getCount(), mb, mb, b.getCount() / (b.getElapsedNs() / 1e9) / 1e6,
+                                cpu.getAsLong() - cpuBefore);
+                    }
+                    row = json ? json(r, link) : bandwidthRow(r, link);
                 } else {
-                    Perftest.LatencyRow r = perftest.latency(which, s, count, (int) Math.min(100, count), tick);
-                    row = json ? json(r) : String.format(Locale.ROOT, " %-7d %-13d %-14.2f %-14.2f %-16.2f %-14.2f %-16.2f %-22.2f %.2f",
-                            r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999());
+                    Perftest.LatencyRow r = perftest.latency(which, s, count, (int) Math.min(1000, count), tick);
+                    Perftest.LatencyRow link = null;
+                    if (baseline != null) {
+                        RunBaselineResponse b = requesterProbe.baseline(RunBaselineRequest.Kind.PING_PONG, responderId, s, count,
+                                Math.min(1000, count), 0, 0);
+                        // A READ is a full round trip; write_lat, like ib_write_lat, reports half of one.
+                        double scale = which == Perftest.Test.WRITE_LAT ? 2000.0 : 1000.0;
+                        link = new Perftest.LatencyRow(s, b.getCount(), b.getMinNs() / scale, b.getMaxNs() / scale, b.getP50Ns() / scale,
+                                b.getMeanNs() / scale, 0, b.getP99Ns() / scale, b.getP999Ns() / scale);
+                    }
+                    row = json ? json(r, link) : latencyRow(r, link);
                 }
                 progress.done();
                 rows.add(row);
@@ -142,6 +187,8 @@ final class PerfCommand implements Callable<Integer> {
         } finally {
             requester.close();
             responder.close();
+            requesterProbe.close();
+            responderProbe.close();
             if (pair != null) {
                 pair.close();
             }
@@ -149,8 +196,31 @@ final class PerfCommand implements Callable<Integer> {
         return 0;
     }
 
+    static String bandwidthRow(Perftest.BandwidthRow r, Perftest.BandwidthRow link) {
+        String row = String.format(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %-14.6f %.3f", r.bytes(), r.iterations(),
+                r.peakMbPerSec(), r.averageMbPerSec(), r.messageRateMpps(), r.cpuSecondsPerGb());
+        if (link == null) {
+            return row;
+        }
+        return row + String.format(Locale.ROOT, "%n %-10s %-14d %-18s %-20.2f %-14.6f %.3f%n # pagewire / grpc: bandwidth %.2fx, CPU per GB %.2fx",
+                "grpc", link.iterations(), "-", link.averageMbPerSec(), link.messageRateMpps(), link.cpuSecondsPerGb(),
+                r.averageMbPerSec() / link.averageMbPerSec(), r.cpuSecondsPerGb() / link.cpuSecondsPerGb());
+    }
+
+    static String latencyRow(Perftest.LatencyRow r, Perftest.LatencyRow link) {
+        String row = String.format(Locale.ROOT, " %-7d %-13d %-14.2f %-14.2f %-16.2f %-14.2f %-16.2f %-22.2f %.2f",
+                r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999());
+        if (link == null) {
+            return row;
+        }
+        return row + String.format(Locale.ROOT, "%n %-7s %-13d %-14.2f %-14.2f %-16.2f %-14.2f %-16s %-22.2f %.2f%n"
+                + " # pagewire / grpc: typical %.2fx, p99 %.2fx", "grpc", link.iterations(), link.min(), link.max(), link.typical(),
+                link.average(), "-", link.p99(), link.p999(), r.typical() / link.typical(), r.p99() / link.p99());
+    }
+
     static String bandwidthHeader() {
-        return String.format(" %-10s %-14s %-18s %-20s %s", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]", "MsgRate[Mpps]");
+        return String.format(" %-10s %-14s %-18s %-20s %-14s %s", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]",
+                "MsgRate[Mpps]", "CPU[s/GB]");
     }
 
     static String latencyHeader() {
@@ -158,16 +228,20 @@ final class PerfCommand implements Callable<Integer> {
                 "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]");
     }
 
-    private String json(Perftest.BandwidthRow r) {
+    private String json(Perftest.BandwidthRow r, Perftest.BandwidthRow link) {
+        String base = link == null ? "" : String.format(Locale.ROOT, ",\"grpc_bw_average_mb_per_sec\":%.2f,\"grpc_cpu_s_per_gb\":%.4f",
+                link.averageMbPerSec(), link.cpuSecondsPerGb());
         return String.format(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"iterations\":%d,\"bw_peak_mb_per_sec\":%.2f,"
-                + "\"bw_average_mb_per_sec\":%.2f,\"msg_rate_mpps\":%.6f}", test, mode, r.bytes(), r.iterations(), r.peakMbPerSec(),
-                r.averageMbPerSec(), r.messageRateMpps());
+                + "\"bw_average_mb_per_sec\":%.2f,\"msg_rate_mpps\":%.6f,\"cpu_s_per_gb\":%.4f%s}", test, mode, r.bytes(), r.iterations(),
+                r.peakMbPerSec(), r.averageMbPerSec(), r.messageRateMpps(), r.cpuSecondsPerGb(), base);
     }
 
-    private String json(Perftest.LatencyRow r) {
+    private String json(Perftest.LatencyRow r, Perftest.LatencyRow link) {
+        String base = link == null ? "" : String.format(Locale.ROOT, ",\"grpc_t_typical_usec\":%.2f,\"grpc_p99_usec\":%.2f",
+                link.typical(), link.p99());
         return String.format(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"iterations\":%d,\"t_min_usec\":%.2f,\"t_max_usec\":%.2f,"
-                + "\"t_typical_usec\":%.2f,\"t_avg_usec\":%.2f,\"t_stdev_usec\":%.2f,\"p99_usec\":%.2f,\"p999_usec\":%.2f}", test, mode,
-                r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999());
+                + "\"t_typical_usec\":%.2f,\"t_avg_usec\":%.2f,\"t_stdev_usec\":%.2f,\"p99_usec\":%.2f,\"p999_usec\":%.2f%s}", test, mode,
+                r.bytes(), r.iterations(), r.min(), r.max(), r.typical(), r.average(), r.stdev(), r.p99(), r.p999(), base);
     }
 
     /** A progress bar on the terminal for long runs; silent when output is not a terminal. */

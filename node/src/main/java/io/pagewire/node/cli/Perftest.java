@@ -53,7 +53,12 @@ final class Perftest implements AutoCloseable {
     }
 
     /** One row of a bandwidth table (MB = 2^20 bytes, as perftest counts). */
-    record BandwidthRow(int bytes, long iterations, double peakMbPerSec, double averageMbPerSec, double messageRateMpps) {
+    record BandwidthRow(int bytes, long iterations, double peakMbPerSec, double averageMbPerSec, double messageRateMpps, long cpuNs) {
+        /** CPU seconds (every process involved) per GB (10^9 bytes) moved. */
+        double cpuSecondsPerGb() {
+            long moved = (long) bytes * iterations;
+            return moved == 0 ? 0 : cpuNs / 1e9 / (moved / 1e9);
+        }
     }
 
     /** One row of a latency table, in microseconds. */
@@ -65,12 +70,19 @@ final class Perftest implements AutoCloseable {
     private final Endpoint remote;
     private final RegistrationMode mode;
     private final boolean busyPoll;
+    /** CPU time of every process the measurement involves (the application and both nodes). */
+    private java.util.function.LongSupplier cpuClock = io.pagewire.node.ProcessCpu::nanos;
 
     Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
         this.local = localNode.openEndpoint("perf-local");
         this.remote = remoteNode.openEndpoint("perf-remote");
         this.mode = mode;
         this.busyPoll = busyPoll;
+    }
+
+    /** Counts CPU time with this clock from now on (the sum over the processes involved). */
+    void cpuClock(java.util.function.LongSupplier value) {
+        cpuClock = value;
     }
 
     /** A buffer on an endpoint, written so that its pages are resident, then registered. */
@@ -85,9 +97,12 @@ final class Perftest implements AutoCloseable {
 
     /**
      * Keeps {@code txDepth} requests in flight on each of {@code queuePairs} queue pairs until
-     * {@code iterations} completed (or {@code durationNs} passed, when positive).
+     * {@code iterations} completed (or {@code durationNs} passed, when positive), after a warm-up of
+     * {@code warmupNs} on the same queue pairs and buffers that is not counted (perftest's warm-up
+     * iterations: the JIT and the translations are warm when measuring starts).
      */
-    BandwidthRow bandwidth(Test test, int size, long iterations, long durationNs, int queuePairs, int txDepth, LongConsumer progress) {
+    BandwidthRow bandwidth(Test test, int size, long iterations, long durationNs, long warmupNs, int queuePairs, int txDepth,
+            LongConsumer progress) {
         List<QueuePair> qps = new ArrayList<>();
         List<MemoryRegion> regions = new ArrayList<>();
         try {
@@ -100,57 +115,10 @@ final class Perftest implements AutoCloseable {
             }
             regions.addAll(sources);
             regions.addAll(targets);
-            List<ArrayDeque<CompletableFuture<Completion>>> inFlight = new ArrayList<>();
-            for (int q = 0; q < queuePairs; q++) {
-                inFlight.add(new ArrayDeque<>());
+            if (warmupNs > 0) {
+                stream(test, size, Long.MAX_VALUE, warmupNs, txDepth, qps, sources, targets, done -> { });
             }
-            long posted = 0;
-            long completed = 0;
-            long start = System.nanoTime();
-            long windowStart = start;
-            long windowCompleted = 0;
-            long window = Math.max(1, iterations / 20);
-            double peak = 0;
-            boolean byTime = durationNs > 0;
-            int q = 0;
-            while (true) {
-                long now = System.nanoTime();
-                boolean morePosts = byTime ? now - start < durationNs : posted < iterations;
-                ArrayDeque<CompletableFuture<Completion>> queue = inFlight.get(q);
-                int room = txDepth - queue.size();
-                if (morePosts && room >= Math.min(txDepth, POST_LIST)) {
-                    // Post a list at a time, as perftest's --post_list does: one message per list.
-                    long count = Math.min(room, byTime ? POST_LIST : Math.min(POST_LIST, iterations - posted));
-                    MemoryRegion src = sources.get(q);
-                    MemoryRegion dst = targets.get(q);
-                    List<WorkRequest> list = new ArrayList<>();
-                    for (long i = 0; i < count; i++) {
-                        list.add(test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
-                                : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey()));
-                    }
-                    queue.addAll(qps.get(q).post(list));
-                    posted += count;
-                    q = (q + 1) % queuePairs;
-                    continue;
-                }
-                CompletableFuture<Completion> oldest = oldest(inFlight, morePosts ? q : -1);
-                // With posts still to make, free a whole list's room on this queue pair.
-                if (oldest == null) {
-                    break;
-                }
-                qps.get(0).await(oldest);
-                completed++;
-                progress.accept(completed);
-                if (completed - windowCompleted >= window) {
-                    long t = System.nanoTime();
-                    peak = Math.max(peak, mbPerSec((completed - windowCompleted) * size, t - windowStart));
-                    windowStart = t;
-                    windowCompleted = completed;
-                }
-            }
-            long elapsed = System.nanoTime() - start;
-            double average = mbPerSec(completed * size, elapsed);
-            return new BandwidthRow(size, completed, Math.max(peak, average), average, completed / (elapsed / 1e9) / 1e6);
+            return stream(test, size, iterations, durationNs, txDepth, qps, sources, targets, progress);
         } finally {
             for (QueuePair qp : qps) {
                 qp.close();
@@ -159,6 +127,69 @@ final class Perftest implements AutoCloseable {
                 region.close();
             }
         }
+    }
+
+    private BandwidthRow stream(Test test, int size, long iterations, long durationNs, int txDepth, List<QueuePair> qps,
+            List<MemoryRegion> sources, List<MemoryRegion> targets, LongConsumer progress) {
+        int queuePairs = qps.size();
+        List<ArrayDeque<CompletableFuture<Completion>>> inFlight = new ArrayList<>();
+        for (int q = 0; q < queuePairs; q++) {
+            inFlight.add(new ArrayDeque<>());
+        }
+        long posted = 0;
+        long completed = 0;
+        long cpuStart = cpuClock.getAsLong();
+        long start = System.nanoTime();
+        long windowStart = start;
+        long windowCompleted = 0;
+        // Peak is the best of about 20 windows of at least 100 ms each, so a burst of completions
+        // that arrive together cannot pass for a rate the link never had.
+        long windowNs = Math.max(100_000_000L, durationNs / 20);
+        long window = Math.max(1, iterations / 20);
+        double peak = 0;
+        boolean byTime = durationNs > 0;
+        int q = 0;
+        while (true) {
+            long now = System.nanoTime();
+            boolean morePosts = byTime ? now - start < durationNs && posted < iterations : posted < iterations;
+            ArrayDeque<CompletableFuture<Completion>> queue = inFlight.get(q);
+            int room = txDepth - queue.size();
+            if (morePosts && room >= Math.min(txDepth, POST_LIST)) {
+                // Post a list at a time, as perftest's --post_list does: one message per list.
+                long count = Math.min(room, Math.min(POST_LIST, iterations - posted));
+                MemoryRegion src = sources.get(q);
+                MemoryRegion dst = targets.get(q);
+                List<WorkRequest> list = new ArrayList<>();
+                for (long i = 0; i < count; i++) {
+                    list.add(test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
+                            : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey()));
+                }
+                queue.addAll(qps.get(q).post(list));
+                posted += count;
+                q = (q + 1) % queuePairs;
+                continue;
+            }
+            CompletableFuture<Completion> oldest = oldest(inFlight, morePosts ? q : -1);
+            // With posts still to make, free a whole list's room on this queue pair.
+            if (oldest == null) {
+                break;
+            }
+            qps.get(0).await(oldest);
+            completed++;
+            progress.accept(completed);
+            if (completed - windowCompleted >= window) {
+                long t = System.nanoTime();
+                if (t - windowStart >= windowNs) {
+                    peak = Math.max(peak, mbPerSec((completed - windowCompleted) * size, t - windowStart));
+                    windowStart = t;
+                    windowCompleted = completed;
+                }
+            }
+        }
+        long elapsed = System.nanoTime() - start;
+        long cpu = cpuClock.getAsLong() - cpuStart;
+        double average = mbPerSec(completed * size, elapsed);
+        return new BandwidthRow(size, completed, Math.max(peak, average), average, completed / (elapsed / 1e9) / 1e6, cpu);
     }
 
     private static CompletableFuture<Completion> oldest(List<ArrayDeque<CompletableFuture<Completion>>> inFlight, int preferred) {
@@ -214,23 +245,34 @@ final class Perftest implements AutoCloseable {
         QueuePair forth = local.createQueuePair();
         back.connect(forth.address());
         forth.connect(back.address());
-        AtomicLong here = new AtomicLong();
-        AutoCloseable answer = arrivedThere.onChange(value -> back.writeWithNotify(theirs, theirs.address(), size, mine.address(),
-                mine.rkey(), arrivedHere.id()));
-        AutoCloseable seen = arrivedHere.onChange(here::set);
+        PingPongCounts counts = new PingPongCounts();
+        Thread waiter = Thread.currentThread();
+        // A handler first sees the counter's value when it is installed: only a rise is a ping.
+        AutoCloseable answer = arrivedThere.onChange(value -> {
+            if (counts.ping(value)) {
+                back.writeWithNotify(theirs, theirs.address(), size, mine.address(), mine.rkey(), arrivedHere.id());
+            }
+        });
+        AutoCloseable seen = arrivedHere.onChange(value -> {
+            counts.pong(value);
+            if (!busyPoll) {
+                java.util.concurrent.locks.LockSupport.unpark(waiter);
+            }
+        });
         try {
             for (long i = 1; i <= iterations + warmup; i++) {
                 long start = System.nanoTime();
                 forth.writeWithNotify(mine, mine.address(), size, theirs.address(), theirs.rkey(), arrivedThere.id());
                 long deadline = start + Duration.ofSeconds(30).toNanos();
-                while (here.get() < i) {
+                while (counts.pongs() < i) {
                     if (busyPoll) {
                         Thread.onSpinWait();
                     } else {
-                        java.util.concurrent.locks.LockSupport.parkNanos(1_000);
+                        // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
+                        java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
                     }
                     if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("no answer to ping " + i + " within 30 s");
+                        throw new IllegalStateException("no answer to ping " + i + " within 30 s (" + counts + ")");
                     }
                 }
                 if (i > warmup) {
@@ -244,7 +286,45 @@ final class Perftest implements AutoCloseable {
             back.close();
             forth.close();
         }
+        lastPingPong = counts;
     }
+
+    /** The pings the far side answered and the pongs this side saw, by the counters' values. */
+    static final class PingPongCounts {
+        private long pings;
+        private volatile long pongs;
+
+        /** @return whether {@code value} is a new ping, which must be answered once */
+        synchronized boolean ping(long value) {
+            if (value <= pings) {
+                return false;
+            }
+            pings = value;
+            return true;
+        }
+
+        void pong(long value) {
+            if (value > pongs) {
+                pongs = value;
+            }
+        }
+
+        synchronized long pings() {
+            return pings;
+        }
+
+        long pongs() {
+            return pongs;
+        }
+
+        @Override
+        public synchronized String toString() {
+            return pings + " pings answered, " + pongs + " pongs seen";
+        }
+    }
+
+    /** The counts of the last write_lat run: one pong per ping means one ping was in flight at a time. */
+    PingPongCounts lastPingPong;
 
     private static double mbPerSec(long bytes, long ns) {
         return ns <= 0 ? 0 : bytes / (double) (1 << 20) / (ns / 1e9);

@@ -100,6 +100,16 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         }
     }
 
+    /** The channel lanes to a peer are dialled on, or null for a peer this node does not dial. */
+    io.grpc.Channel channelTo(String peer) {
+        PeerLink link = peers.get(peer);
+        return link == null ? null : link.channel;
+    }
+
+    FabricContext context() {
+        return context;
+    }
+
     /** Whether this node has a link (up or not) to the peer. */
     public boolean knowsPeer(String peer) {
         return peers.containsKey(peer);
@@ -304,7 +314,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 scheduleRedial(link, index);
             }
         };
-        FabricGrpc.newStub(link.channel).lane(responses);
+        FabricGrpc.newStub(link.channel).withOnReadyThreshold(context.onReadyThresholdBytes()).lane(responses);
         laneRef.get().send(hello(index));
     }
 
@@ -480,6 +490,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         public StreamObserver<LaneFrame> lane(StreamObserver<LaneFrame> responseObserver) {
             ServerCallStreamObserver<LaneFrame> out = (ServerCallStreamObserver<LaneFrame>) responseObserver;
             out.disableAutoRequest();
+            out.setOnReadyThreshold(context.onReadyThresholdBytes());
             AtomicReference<Lane> laneRef = new AtomicReference<>();
             AtomicReference<PeerLink> linkRef = new AtomicReference<>();
             out.setOnReadyHandler(() -> {

@@ -21,6 +21,14 @@ public final class FabricConfiguration {
     public static final String FLOW_CONTROL_WINDOW_PROP_NAME = "pagewire.fabric.flowControlWindowBytes";
     public static final int FLOW_CONTROL_WINDOW_DEFAULT = 4 << 20;
 
+    /**
+     * Bytes a lane may have queued in gRPC before it stops reporting ready. gRPC's own default (32 KiB)
+     * is smaller than one batch of MTU-sized packets, which would make every batch wait for the
+     * previous one to drain: no pipelining on the link.
+     */
+    public static final String ON_READY_THRESHOLD_PROP_NAME = "pagewire.fabric.onReadyThresholdBytes";
+    public static final int ON_READY_THRESHOLD_DEFAULT = 1 << 20;
+
     /** Largest stream message (a packet batch) a lane accepts. */
     public static final String MAX_MESSAGE_PROP_NAME = "pagewire.fabric.maxMessageBytes";
     public static final int MAX_MESSAGE_DEFAULT = 64 << 20;

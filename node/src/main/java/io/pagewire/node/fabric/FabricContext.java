@@ -16,6 +16,8 @@ public final class FabricContext {
     private long reconnectBackoffMaxNs = Long.getLong(FabricConfiguration.RECONNECT_MAX_PROP_NAME, FabricConfiguration.RECONNECT_MAX_DEFAULT_NS);
     private int flowControlWindowBytes = Integer.getInteger(FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME,
             FabricConfiguration.FLOW_CONTROL_WINDOW_DEFAULT);
+    private int onReadyThresholdBytes = Integer.getInteger(FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME,
+            FabricConfiguration.ON_READY_THRESHOLD_DEFAULT);
     private int maxMessageBytes = Integer.getInteger(FabricConfiguration.MAX_MESSAGE_PROP_NAME, FabricConfiguration.MAX_MESSAGE_DEFAULT);
     private double lossRate = FabricConfiguration.doubleProperty(FabricConfiguration.LOSS_RATE_PROP_NAME, FabricConfiguration.LOSS_RATE_DEFAULT);
     private double duplicateRate = FabricConfiguration.doubleProperty(FabricConfiguration.DUPLICATE_RATE_PROP_NAME,
@@ -50,6 +52,11 @@ public final class FabricContext {
 
     public FabricContext reconnectBackoffMaxNs(long value) {
         reconnectBackoffMaxNs = value;
+        return this;
+    }
+
+    public FabricContext onReadyThresholdBytes(int value) {
+        onReadyThresholdBytes = value;
         return this;
     }
 
@@ -114,6 +121,10 @@ public final class FabricContext {
         return reconnectBackoffMaxNs;
     }
 
+    public int onReadyThresholdBytes() {
+        return onReadyThresholdBytes;
+    }
+
     public int flowControlWindowBytes() {
         return flowControlWindowBytes;
     }
@@ -165,6 +176,7 @@ public final class FabricContext {
         require(reconnectBackoffMinNs >= 1_000_000, FabricConfiguration.RECONNECT_MIN_PROP_NAME, "at least 1 ms", reconnectBackoffMinNs);
         require(reconnectBackoffMaxNs >= reconnectBackoffMinNs, FabricConfiguration.RECONNECT_MAX_PROP_NAME,
                 "at least the minimum back-off (" + reconnectBackoffMinNs + ")", reconnectBackoffMaxNs);
+        require(onReadyThresholdBytes >= 1, FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME, "at least 1", onReadyThresholdBytes);
         require(flowControlWindowBytes >= 65536, FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME, "at least 65536", flowControlWindowBytes);
         require(maxMessageBytes >= 1 << 20, FabricConfiguration.MAX_MESSAGE_PROP_NAME, "at least 1 MiB", maxMessageBytes);
         requireRate(lossRate, FabricConfiguration.LOSS_RATE_PROP_NAME);

@@ -387,6 +387,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                 .setMtu(node.nic().context().mtuBytes())
                 .addAllPeers(node.fabric().links().keySet())
                 .setPhysicalMemoryBytes(node.kernel().context().physicalMemoryBytes())
+                .setProcessCpuNs(io.pagewire.node.ProcessCpu.nanos())
                 .build());
     }
 
@@ -396,6 +397,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     }
 
     // ---- helpers ------------------------------------------------------------------------------------
+
 
     private Session session(EndpointRef ref) {
         Session session = sessions.get(ref.getEndpointId());

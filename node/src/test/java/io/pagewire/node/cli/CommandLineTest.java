@@ -38,18 +38,19 @@ class CommandLineTest {
 
     @Test
     void writeBandwidthOverEverySizePrintsPerftestsTable() {
-        Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "20", "--max-bytes", "16777216", "-t", "4");
+        Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "20", "--max-bytes", "16777216", "-t", "4", "--warmup", "0");
         assertThat(run.exitCode()).as(run.err()).isZero();
         List<String> lines = run.out().lines().toList();
         assertThat(lines).anyMatch(l -> l.contains("#bytes") && l.contains("#iterations") && l.contains("BW peak[MB/sec]")
-                && l.contains("BW average[MB/sec]") && l.contains("MsgRate[Mpps]"));
-        List<String> rows = lines.stream().filter(l -> l.matches("\\s*\\d+\\s+\\d+\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+")).toList();
+                && l.contains("BW average[MB/sec]") && l.contains("MsgRate[Mpps]") && l.contains("CPU[s/GB]"));
+        List<String> rows = lines.stream().filter(l -> l.matches("\\s*\\d+\\s+\\d+\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+")).toList();
         assertThat(rows).hasSize(23);
         assertThat(rows.get(0).trim()).startsWith("2 ");
         assertThat(rows.get(22).trim()).startsWith("8388608 ");
         for (String row : rows) {
             String[] columns = row.trim().split("\\s+");
             assertThat(Double.parseDouble(columns[4])).as("message rate: " + row).isPositive();
+            assertThat(Double.parseDouble(columns[5])).as("CPU per GB (the clock ticks coarsely: tiny runs may read 0): " + row).isNotNegative();
             if (Integer.parseInt(columns[0]) >= 4096) {
                 assertThat(Double.parseDouble(columns[3])).as("average bandwidth: " + row).isPositive();
             }
@@ -67,8 +68,22 @@ class CommandLineTest {
     }
 
     @Test
+    void baselineGrpcPrintsTheLinkBesideEachRow() {
+        Run bw = run(Map.of(), "perf", "write_bw", "-s", "4096", "-n", "2000", "--warmup", "0", "--baseline", "grpc");
+        assertThat(bw.exitCode()).as(bw.err()).isZero();
+        assertThat(bw.out().lines()).anyMatch(l -> l.trim().matches("grpc\\s+\\d+\\s+-\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+"));
+        assertThat(bw.out()).containsPattern("# pagewire / grpc: bandwidth [\\d.]+x, CPU per GB [\\d.]+x");
+        Run lat = run(Map.of(), "perf", "write_lat", "-s", "64", "-n", "200", "--baseline", "grpc");
+        assertThat(lat.exitCode()).as(lat.err()).isZero();
+        assertThat(lat.out()).containsPattern("# pagewire / grpc: typical [\\d.]+x, p99 [\\d.]+x");
+        Run bad = run(Map.of(), "perf", "write_bw", "--baseline", "ucx");
+        assertThat(bad.exitCode()).isEqualTo(2);
+        assertThat(bad.err()).contains("--baseline takes 'grpc'");
+    }
+
+    @Test
     void readTestsAndJsonWork() {
-        Run bw = run(Map.of(), "perf", "read_bw", "-s", "65536", "-n", "200", "--json", "--mode", "ON_DEMAND");
+        Run bw = run(Map.of(), "perf", "read_bw", "-s", "65536", "-n", "200", "--json", "--mode", "ON_DEMAND", "--warmup", "0.2");
         assertThat(bw.exitCode()).as(bw.err()).isZero();
         assertThat(bw.out().trim()).startsWith("[{\"test\":\"read_bw\",\"mode\":\"ON_DEMAND\",\"bytes\":65536,\"iterations\":200,");
         Run lat = run(Map.of(), "perf", "read_lat", "-n", "50");
