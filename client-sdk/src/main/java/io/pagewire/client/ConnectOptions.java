@@ -3,19 +3,35 @@ package io.pagewire.client;
 import java.time.Duration;
 
 /**
- * How the SDK talks to a node: the deadline of each call, and whether waits for completions spin
- * (busy-poll, for latency runs, like perftest's completion polling) instead of sleeping.
+ * How the SDK talks to a node: the deadline of each call, whether waits for completions spin
+ * (busy-poll, for latency runs, like perftest's completion polling) instead of sleeping, and whether
+ * a co-located node's shared-memory rings are used.
  */
-public record ConnectOptions(Duration deadline, boolean busyPoll) {
+public record ConnectOptions(Duration deadline, boolean busyPoll, boolean sharedMemory) {
+    /** Options with shared-memory rings asked for (used when the node is on this host). */
+    public ConnectOptions(Duration deadline, boolean busyPoll) {
+        this(deadline, busyPoll, true);
+    }
+
     public static ConnectOptions defaults() {
-        return new ConnectOptions(Duration.ofMinutes(2), false);
+        return new ConnectOptions(Duration.ofMinutes(2), false, true);
     }
 
     public ConnectOptions withDeadline(Duration value) {
-        return new ConnectOptions(value, busyPoll);
+        return new ConnectOptions(value, busyPoll, sharedMemory);
     }
 
     public ConnectOptions withBusyPoll(boolean value) {
-        return new ConnectOptions(deadline, value);
+        return new ConnectOptions(deadline, value, sharedMemory);
+    }
+
+    /**
+     * Whether endpoints ask their node for shared-memory rings (user-level access: posts and
+     * completions without a call each). They get them only when the node offers them and this
+     * process can map the node's file, that is on the node's host or a shared directory; otherwise,
+     * or with false, everything travels on the gRPC session stream.
+     */
+    public ConnectOptions withSharedMemory(boolean value) {
+        return new ConnectOptions(deadline, busyPoll, value);
     }
 }

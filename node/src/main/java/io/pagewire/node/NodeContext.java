@@ -17,6 +17,10 @@ public final class NodeContext {
     private int port = 7100;
     private int metricsPort = 9464;
     private long shutdownGraceNs = 10_000_000_000L;
+    private int eventLoopThreads = 2;
+    private long busyPollNs;
+    private String ringDirectory = defaultRingDirectory();
+    private int ringBytes = 1 << 20;
     private final Map<String, String> peers = new LinkedHashMap<>();
     private final KernelContext kernel = new KernelContext();
     private final NicContext nic = new NicContext();
@@ -54,6 +58,60 @@ public final class NodeContext {
     public NodeContext shutdownGraceNs(long value) {
         shutdownGraceNs = value;
         return this;
+    }
+
+    /** Threads of the node's own Netty event loops (its server and its channels to peers). */
+    public NodeContext eventLoopThreads(int value) {
+        eventLoopThreads = value;
+        return this;
+    }
+
+    /**
+     * Latency mode: how long an idle event loop keeps polling its sockets before it blocks. 0 blocks at
+     * once (the default); a few tens of microseconds saves the wake-up of a blocked thread per message.
+     */
+    public NodeContext busyPollNs(long value) {
+        busyPollNs = value;
+        return this;
+    }
+
+    /**
+     * Where the node makes the shared-memory rings of co-located applications (user-level access);
+     * empty turns them off, and every application then uses its gRPC stream. Containers that share
+     * this directory as a volume share the rings too.
+     */
+    public NodeContext ringDirectory(String value) {
+        ringDirectory = value;
+        return this;
+    }
+
+    /** Record space of each of a session's two rings (a power of two). */
+    public NodeContext ringBytes(int value) {
+        ringBytes = value;
+        return this;
+    }
+
+    public String ringDirectory() {
+        return ringDirectory;
+    }
+
+    public int ringBytes() {
+        return ringBytes;
+    }
+
+    /** /dev/shm where the host has it (memory, not disk), else the temporary directory. */
+    static String defaultRingDirectory() {
+        java.nio.file.Path shm = java.nio.file.Path.of("/dev/shm");
+        return java.nio.file.Files.isDirectory(shm) && java.nio.file.Files.isWritable(shm) ? shm.toString()
+                : System.getProperty("java.io.tmpdir");
+    }
+
+    public int eventLoopThreads() {
+        return eventLoopThreads;
+    }
+
+    public long busyPollNs() {
+        return busyPollNs;
     }
 
     public int metricsPort() {
@@ -115,6 +173,18 @@ public final class NodeContext {
         }
         if (shutdownGraceNs < 0) {
             throw new IllegalArgumentException("pagewire.node.shutdownGraceNs must not be negative, was " + shutdownGraceNs);
+        }
+        if (eventLoopThreads < 1 || eventLoopThreads > 64) {
+            throw new IllegalArgumentException("pagewire.node.eventLoopThreads must be from 1 to 64, was " + eventLoopThreads);
+        }
+        if (busyPollNs < 0 || busyPollNs > 1_000_000_000L) {
+            throw new IllegalArgumentException("pagewire.node.busyPollNs must be from 0 to 1 s, was " + busyPollNs);
+        }
+        if (ringBytes < 4096 || Integer.bitCount(ringBytes) != 1) {
+            throw new IllegalArgumentException("pagewire.node.ringBytes must be a power of two of at least 4096, was " + ringBytes);
+        }
+        if (ringDirectory == null) {
+            ringDirectory = "";
         }
         if (transport == null) {
             throw new IllegalArgumentException("pagewire.node.transport must be set");

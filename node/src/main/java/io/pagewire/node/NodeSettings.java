@@ -33,6 +33,10 @@ public final class NodeSettings {
     public static final String NODE_PEERS = "pagewire.node.peers";
     public static final String NODE_METRICS_PORT = "pagewire.node.metricsPort";
     public static final String NODE_SHUTDOWN_GRACE = "pagewire.node.shutdownGraceNs";
+    public static final String NODE_EVENT_LOOP_THREADS = "pagewire.node.eventLoopThreads";
+    public static final String NODE_BUSY_POLL = "pagewire.node.busyPollNs";
+    public static final String NODE_RING_DIRECTORY = "pagewire.node.ringDirectory";
+    public static final String NODE_RING_BYTES = "pagewire.node.ringBytes";
 
     private static final Map<String, BiConsumer<NodeContext, String>> KNOBS = new TreeMap<>();
     private static final Pattern SIZE = Pattern.compile("(?i)\\s*(\\d+)\\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\\s*");
@@ -45,6 +49,10 @@ public final class NodeSettings {
         knob(NODE_PEERS, (c, v) -> parsePeers(v).forEach(c::peer));
         knob(NODE_METRICS_PORT, (c, v) -> c.metricsPort(integer(NODE_METRICS_PORT, v)));
         knob(NODE_SHUTDOWN_GRACE, (c, v) -> c.shutdownGraceNs(nanos(NODE_SHUTDOWN_GRACE, v)));
+        knob(NODE_EVENT_LOOP_THREADS, (c, v) -> c.eventLoopThreads(integer(NODE_EVENT_LOOP_THREADS, v)));
+        knob(NODE_BUSY_POLL, (c, v) -> c.busyPollNs(nanos(NODE_BUSY_POLL, v)));
+        knob(NODE_RING_DIRECTORY, (c, v) -> c.ringDirectory(v.trim()));
+        knob(NODE_RING_BYTES, (c, v) -> c.ringBytes((int) bytes(NODE_RING_BYTES, v)));
 
         knob(KernelConfiguration.PAGE_SIZE_PROP_NAME, (c, v) -> c.kernel().pageSizeBytes((int) bytes(KernelConfiguration.PAGE_SIZE_PROP_NAME, v)));
         knob(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, (c, v) -> c.kernel().physicalMemoryBytes(bytes(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, v)));

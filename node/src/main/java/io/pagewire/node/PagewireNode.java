@@ -49,6 +49,7 @@ public final class PagewireNode implements AutoCloseable {
     private final Fabric fabric;
     private final Server server;
     private final ExecutorService inProcessExecutor;
+    private final NodeEventLoops eventLoops;
     private final ExecutorService verbsExecutor;
     private final ScheduledExecutorService scheduler;
     private final PrometheusMeterRegistry registry;
@@ -69,9 +70,11 @@ public final class PagewireNode implements AutoCloseable {
                 return t;
             });
             channels = ChannelFactory.inProcess(inProcessExecutor, context.fabric().maxMessageBytes());
+            eventLoops = null;
         } else {
             inProcessExecutor = null;
-            channels = ChannelFactory.netty(context.fabric());
+            eventLoops = new NodeEventLoops(context.nodeId(), context.eventLoopThreads(), context.busyPollNs());
+            channels = ChannelFactory.netty(context.fabric(), eventLoops.workers(), eventLoops.channelType());
         }
         this.fabric = new Fabric(context.fabric(), channels);
         this.nic = new Nic(context.nodeId(), kernel, context.nic(), NicTimers.threaded(context.nodeId()), fabric);
@@ -134,6 +137,9 @@ public final class PagewireNode implements AutoCloseable {
             builder = InProcessServerBuilder.forName(context.nodeId()).executor(inProcessExecutor);
         } else {
             builder = NettyServerBuilder.forAddress(new InetSocketAddress(context.host(), context.port()))
+                    .bossEventLoopGroup(eventLoops.boss())
+                    .workerEventLoopGroup(eventLoops.workers())
+                    .channelType(eventLoops.serverChannelType())
                     .directExecutor()
                     .flowControlWindow(context.fabric().flowControlWindowBytes())
                     .permitKeepAliveTime(10, TimeUnit.SECONDS)
@@ -269,6 +275,9 @@ public final class PagewireNode implements AutoCloseable {
             }
         }
         kernel.close();
+        if (eventLoops != null) {
+            eventLoops.close();
+        }
         if (inProcessExecutor != null) {
             inProcessExecutor.shutdownNow();
         }

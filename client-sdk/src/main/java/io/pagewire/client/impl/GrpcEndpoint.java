@@ -20,7 +20,10 @@ import io.pagewire.proto.verbs.EndpointRef;
 import io.pagewire.proto.verbs.FreeRequest;
 import io.pagewire.proto.verbs.LoadRequest;
 import io.pagewire.proto.verbs.OpenSession;
+import io.pagewire.proto.verbs.AttachRings;
 import io.pagewire.proto.verbs.PostRequest;
+import io.pagewire.proto.verbs.RingsAttached;
+import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.RegisterRegionRequest;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.SessionRequest;
@@ -54,6 +57,9 @@ final class GrpcEndpoint implements Endpoint {
     private volatile String nodeId;
     private volatile int pageSize;
     private volatile boolean closed;
+    /** The session's rings once the node switched to them; null while everything uses the stream. */
+    private volatile RingClient rings;
+    private SessionRings offeredRings;
 
     GrpcEndpoint(GrpcPagewire connection, String name) {
         this.connection = connection;
@@ -100,25 +106,94 @@ final class GrpcEndpoint implements Endpoint {
                         .setSessionKey(event.getOpened().getSessionKey()).build();
                 nodeId = event.getOpened().getNodeId();
                 pageSize = event.getOpened().getPageSize();
+                if (connection.options().sharedMemory()) {
+                    send(SessionRequest.newBuilder().setAttachRings(AttachRings.getDefaultInstance()).build());
+                } else {
+                    opened.complete(this);
+                }
+            }
+            case RINGS_OFFERED -> attach(event.getRingsOffered());
+            case RINGS_ACTIVE -> {
+                SessionRings mapped = offeredRings;
+                offeredRings = null;
+                if (mapped != null) {
+                    rings = new RingClient(mapped, ringEvents(), connection.options().busyPoll(),
+                            "pagewire-sdk-rings-" + ref.getEndpointId());
+                }
                 opened.complete(this);
             }
             case COMPLETION -> completed(event.getCompletion());
             case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
-            case REFUSED -> {
-                CompletableFuture<Completion> future = pending.remove(event.getRefused().getWrId());
-                if (future != null) {
-                    future.completeExceptionally(new PagewireException.InvalidRequestException(event.getRefused().getError()));
-                }
-            }
-            case COUNTER -> {
-                List<LongConsumer> handlers = watchers.get(event.getCounter().getCounterId());
-                if (handlers != null) {
-                    for (LongConsumer handler : handlers) {
-                        handler.accept(event.getCounter().getValue());
-                    }
-                }
-            }
+            case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getError());
+            case COUNTER -> counterChanged(event.getCounter().getCounterId(), event.getCounter().getValue());
             default -> {
+            }
+        }
+    }
+
+    /** Maps the offered ring file and proves it with the nonce, or tells the node it cannot. */
+    private void attach(RingsOffered offer) {
+        if (offer.getPath().isEmpty()) {
+            opened.complete(this); // the node offers none; the stream carries everything
+            return;
+        }
+        RingsAttached.Builder answer = RingsAttached.newBuilder();
+        try {
+            offeredRings = SessionRings.open(java.nio.file.Path.of(offer.getPath()));
+            answer.setNonce(offeredRings.nonce());
+        } catch (java.io.IOException | RuntimeException e) {
+            answer.setFailure("cannot map " + offer.getPath() + ": " + e.getMessage());
+        }
+        send(SessionRequest.newBuilder().setRingsAttached(answer).build());
+        if (offeredRings == null) {
+            opened.complete(this);
+        }
+    }
+
+    private RingClient.Events ringEvents() {
+        return new RingClient.Events() {
+            @Override
+            public void completed(CompletionEvent completion) {
+                GrpcEndpoint.this.completed(completion);
+            }
+
+            @Override
+            public void refused(int qpn, long wrId, String error) {
+                GrpcEndpoint.this.refused(wrId, error);
+            }
+
+            @Override
+            public void counterChanged(int counterId, long value) {
+                GrpcEndpoint.this.counterChanged(counterId, value);
+            }
+        };
+    }
+
+    /** Whether posts and completions travel on shared-memory rings. */
+    boolean usesRings() {
+        return rings != null;
+    }
+
+    /** Handles what the node put on the rings now (a busy-polling waiter calls this). */
+    void pollRings() {
+        RingClient r = rings;
+        if (r != null) {
+            r.drain();
+        }
+    }
+
+    private void refused(long wrId, String error) {
+        CompletableFuture<Completion> future = pending.remove(wrId);
+        if (future != null) {
+            future.completeExceptionally(new PagewireException.InvalidRequestException(error));
+        }
+    }
+
+    private void counterChanged(int counterId, long value) {
+        List<LongConsumer> handlers = watchers.get(counterId);
+        if (handlers != null) {
+            for (LongConsumer handler : handlers) {
+                handler.accept(value);
             }
         }
     }
@@ -137,6 +212,10 @@ final class GrpcEndpoint implements Endpoint {
 
     private void ended(PagewireException error) {
         closed = true;
+        RingClient r = rings;
+        if (r != null) {
+            r.close();
+        }
         streamEnded.complete(null);
         opened.completeExceptionally(error);
         for (Long wrId : List.copyOf(pending.keySet())) {
@@ -159,6 +238,10 @@ final class GrpcEndpoint implements Endpoint {
 
     /** Posts work requests of one queue pair; returns one future per request. */
     List<CompletableFuture<Completion>> post(int qpn, List<io.pagewire.client.WorkRequest> requests) {
+        RingClient r = rings;
+        if (r != null) {
+            return postOnRing(r, qpn, requests);
+        }
         PostRequest.Builder post = PostRequest.newBuilder().setQpn(qpn);
         List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(requests.size());
         for (io.pagewire.client.WorkRequest wr : requests) {
@@ -186,6 +269,37 @@ final class GrpcEndpoint implements Endpoint {
             }
         }
         return futures;
+    }
+
+    private List<CompletableFuture<Completion>> postOnRing(RingClient r, int qpn, List<io.pagewire.client.WorkRequest> requests) {
+        int n = requests.size();
+        long[] wrIds = new long[n];
+        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(n);
+        long first = nextWrId.getAndAdd(n);
+        for (int i = 0; i < n; i++) {
+            wrIds[i] = first + i;
+            CompletableFuture<Completion> future = new CompletableFuture<>();
+            pending.put(wrIds[i], future);
+            futures.add(future);
+        }
+        if (closed) {
+            failAll(wrIds, futures, new PagewireException.UnavailableException("endpoint " + ref.getEndpointId() + " on "
+                    + connection.target() + " is closed", null));
+            return futures;
+        }
+        try {
+            r.post(qpn, requests, wrIds, System.nanoTime() + connection.options().deadline().toNanos());
+        } catch (RuntimeException e) {
+            failAll(wrIds, futures, e);
+        }
+        return futures;
+    }
+
+    private void failAll(long[] wrIds, List<CompletableFuture<Completion>> futures, RuntimeException e) {
+        for (int i = 0; i < wrIds.length; i++) {
+            pending.remove(wrIds[i]);
+            futures.get(i).completeExceptionally(e);
+        }
     }
 
     AutoCloseable watch(int counterId, LongConsumer handler) {

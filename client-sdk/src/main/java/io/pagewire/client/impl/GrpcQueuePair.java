@@ -72,7 +72,15 @@ final class GrpcQueuePair implements QueuePair {
 
     @Override
     public Completion await(CompletableFuture<Completion> completion) {
-        return Errors.join(completion, endpoint.connection().options().busyPoll(), endpoint.connection().target());
+        boolean busyPoll = endpoint.connection().options().busyPoll();
+        if (busyPoll && endpoint.usesRings()) {
+            // Drain the event ring on this thread: the completion needs no other thread to reach us.
+            while (!completion.isDone()) {
+                endpoint.pollRings();
+                Thread.onSpinWait();
+            }
+        }
+        return Errors.join(completion, busyPoll, endpoint.connection().target());
     }
 
     @Override

@@ -26,6 +26,9 @@ import picocli.CommandLine.Spec;
             "ib_read_bw and ib_read_lat. With no addresses it starts an embedded pair in this JVM (loopback gRPC).",
             "MB is 2^20 bytes. write_lat is half a ping-pong round trip; read_lat is a full READ round trip."})
 final class PerfCommand implements Callable<Integer> {
+    /** How long an embedded node's idle event loop polls before it blocks, with --busy-poll. */
+    static final long BUSY_POLL_NS = 50_000;
+
     @Spec
     CommandSpec spec;
 
@@ -116,8 +119,9 @@ final class PerfCommand implements Callable<Integer> {
             // Each side holds one buffer of the largest size per queue pair (two for latency), with room to spare.
             long largest = sizes.get(sizes.size() - 1);
             long memory = Math.max(64L << 20, Long.highestOneBit(4 * largest * queuePairs + (16L << 20)) * 2);
-            pair = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(memory).memlockLimitBytes(memory / 2)
-                    .systemBufferBytes(8L << 20));
+            // --busy-poll puts the nodes' event loops in latency mode too: they poll before they block.
+            pair = EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busyPoll ? BUSY_POLL_NS : 0).kernel()
+                    .physicalMemoryBytes(memory).memlockLimitBytes(memory / 2).systemBufferBytes(8L << 20));
         }
         String requesterTarget = pair == null ? targets.get(0) : pair.node(1).target();
         String responderTarget = pair == null ? targets.get(1) : pair.node(2).target();

@@ -3,6 +3,8 @@ package io.pagewire.node.fabric;
 import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
@@ -18,13 +20,15 @@ public interface ChannelFactory {
 
     /**
      * Netty channels with a direct executor: inbound batches are handled on the event loop, without
-     * a thread hand-off per message.
+     * a thread hand-off per message. The loops are the node's own (its server runs on them too).
      */
-    static ChannelFactory netty(FabricContext context) {
+    static ChannelFactory netty(FabricContext context, EventLoopGroup loops, Class<? extends Channel> channelType) {
         return new ChannelFactory() {
             @Override
             public ManagedChannel open(String target) {
                 return NettyChannelBuilder.forTarget(target)
+                        .eventLoopGroup(loops)
+                        .channelType(channelType)
                         .usePlaintext()
                         .directExecutor()
                         .flowControlWindow(context.flowControlWindowBytes())

@@ -9,7 +9,11 @@ import io.pagewire.proto.verbs.CompletionBatch;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
+import io.pagewire.client.impl.SessionRings;
 import io.pagewire.proto.verbs.PostRefused;
+import io.pagewire.proto.verbs.RingsActive;
+import io.pagewire.proto.verbs.RingsAttached;
+import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.WorkRequest;
 import java.util.Map;
@@ -31,7 +35,10 @@ final class Session {
     private boolean streamEnded;
     private boolean endpointClosed;
 
-    Session(Endpoint endpoint, long key, ServerCallStreamObserver<SessionEvent> events) {
+    private final RingPort ringPort;
+
+    Session(Endpoint endpoint, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
+        this.ringPort = ringPort;
         this.endpoint = endpoint;
         this.key = key;
         this.events = events;
@@ -53,6 +60,10 @@ final class Session {
     private CompletionBatch.Builder pending = CompletionBatch.newBuilder();
 
     private synchronized void collect(Completion c) {
+        SessionRings r = activeRings;
+        if (r != null && RingCodec.writeCompletion(r.events(), c)) {
+            return;
+        }
         pending.addCompletions(CompletionEvent.newBuilder()
                 .setWrId(c.wrId())
                 .setQpn(c.qpn())
@@ -74,17 +85,27 @@ final class Session {
     }
 
     synchronized void refused(int qpn, long wrId, String error) {
+        SessionRings r = activeRings;
+        if (r != null && RingCodec.writeRefused(r.events(), qpn, wrId, error)) {
+            return;
+        }
         flushCompletions(); // keep the order the application sees
 
         send(SessionEvent.newBuilder().setRefused(PostRefused.newBuilder().setQpn(qpn).setWrId(wrId).setError(error)).build());
     }
 
     void watch(EventCounter counter) {
-        LongConsumer handler = value -> send(SessionEvent.newBuilder()
-                .setCounter(CounterChanged.newBuilder().setCounterId(counter.id()).setValue(value)).build());
+        LongConsumer handler = value -> counterChanged(counter.id(), value);
         if (watches.putIfAbsent(counter.id(), handler) == null) {
             counter.addHandler(handler);
             handler.accept(counter.value());
+        }
+    }
+
+    private synchronized void counterChanged(int counterId, long value) {
+        SessionRings r = activeRings;
+        if (r == null || !RingCodec.writeCounter(r.events(), counterId, value)) {
+            send(SessionEvent.newBuilder().setCounter(CounterChanged.newBuilder().setCounterId(counterId).setValue(value)).build());
         }
     }
 
@@ -107,13 +128,65 @@ final class Session {
         }
     }
 
+    // ---- user-level access: rings in shared memory -------------------------------------------------
+
+    /** Rings offered and not yet confirmed, then active; null when the session uses only its stream. */
+    private SessionRings offeredRings;
+    private volatile SessionRings activeRings;
+
+    /** Creates the session's ring file and tells the application where it is. */
+    synchronized void offerRings(RingPort port) {
+        if (offeredRings != null || activeRings != null) {
+            send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setRefusal("this session already has rings")).build());
+            return;
+        }
+        try {
+            offeredRings = port.create(endpoint);
+            send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setPath(offeredRings.path().toString())).build());
+        } catch (RuntimeException e) {
+            send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setRefusal(e.getMessage())).build());
+        }
+    }
+
+    /**
+     * The application mapped the rings and read the nonce (or failed): switch to them, or drop them.
+     * Completions collected so far go out on the stream first, so none is overtaken.
+     */
+    synchronized void ringsAttached(RingPort port, RingsAttached attached) {
+        SessionRings rings = offeredRings;
+        offeredRings = null;
+        if (rings == null) {
+            return;
+        }
+        if (!attached.getFailure().isEmpty() || attached.getNonce() != rings.nonce() || endpointClosed) {
+            rings.deleteFile();
+            return;
+        }
+        flushCompletions();
+        activeRings = rings;
+        port.activate(this);
+        send(SessionEvent.newBuilder().setRingsActive(RingsActive.getDefaultInstance()).build());
+    }
+
+    /** The active rings, or null. */
+    SessionRings rings() {
+        return activeRings;
+    }
+
     /** Ends the session: the endpoint closes, releasing its queue pairs, pins and memory. */
     void close() {
+        SessionRings rings;
         synchronized (this) {
             if (endpointClosed) {
                 return;
             }
             endpointClosed = true;
+            rings = activeRings != null ? activeRings : offeredRings;
+            activeRings = null;
+            offeredRings = null;
+        }
+        if (rings != null) {
+            ringPort.release(this, rings);
         }
         for (Map.Entry<Integer, LongConsumer> watch : watches.entrySet()) {
             EventCounter counter = endpoint.eventCounter(watch.getKey());
@@ -134,6 +207,17 @@ final class Session {
                 // The client is already gone.
             }
         }
+    }
+
+    /** The NIC's opcode for a wire opcode, or null for none (unset, unknown). */
+    static Completion.Opcode nicOpcode(WorkRequest.Opcode wire) {
+        return wire == null ? null : switch (wire) {
+            case WRITE -> Completion.Opcode.WRITE;
+            case WRITE_WITH_NOTIFY -> Completion.Opcode.WRITE_WITH_NOTIFY;
+            case READ -> Completion.Opcode.READ;
+            case FETCH_ADD -> Completion.Opcode.FETCH_ADD;
+            default -> null;
+        };
     }
 
     static WorkRequest.Opcode opcode(Completion.Opcode opcode) {

@@ -82,10 +82,28 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     private final Map<Integer, Session> sessions = new ConcurrentHashMap<>();
     private final SecureRandom keys = new SecureRandom();
 
+    private final RingPort rings;
+
     public VerbsService(PagewireNode node, ScheduledExecutorService scheduler) {
         this.node = node;
         this.scheduler = scheduler;
+        String directory = node.context().ringDirectory();
+        this.rings = new RingPort(node.id(), directory == null || directory.isEmpty() ? null : java.nio.file.Path.of(directory),
+                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_PARK_NS,
+                (session, post) -> {
+                    try {
+                        post(session, post.qpn(), post.requests());
+                    } catch (RuntimeException e) {
+                        String error = StatusMapping.toStatus(e).getStatus().getDescription();
+                        for (io.pagewire.node.nic.WorkRequest wr : post.requests()) {
+                            session.refused(post.qpn(), wr.wrId(), error);
+                        }
+                    }
+                });
     }
+
+    /** How long the ring agent of an idle node parks at most between looks, outside latency mode. */
+    private static final long RING_IDLE_PARK_NS = 100_000;
 
     /** Sessions open now. */
     public int sessionCount() {
@@ -99,6 +117,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
             session.close();
         }
         sessions.clear();
+        rings.close();
     }
 
     // ---- the session --------------------------------------------------------------------------------
@@ -118,7 +137,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                             throw Status.FAILED_PRECONDITION.withDescription("a session must start with OpenSession").asRuntimeException();
                         }
                         Endpoint endpoint = node.nic().openEndpoint(request.getOpen().getName());
-                        session = new Session(endpoint, keys.nextLong(), events);
+                        session = new Session(endpoint, keys.nextLong(), events, rings);
                         sessions.put(endpoint.id(), session);
                         current.set(session);
                         session.send(SessionEvent.newBuilder().setOpened(SessionOpened.newBuilder()
@@ -126,6 +145,10 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                                 .setPageSize(node.kernel().memory().pageSize())).build());
                     } else if (request.hasPost()) {
                         post(session, request.getPost());
+                    } else if (request.hasAttachRings()) {
+                        session.offerRings(rings);
+                    } else if (request.hasRingsAttached()) {
+                        session.ringsAttached(rings, request.getRingsAttached());
                     } else if (request.hasWatch()) {
                         EventCounter counter = counter(session, request.getWatch().getCounterId());
                         if (request.getWatch().getStop()) {
@@ -173,24 +196,26 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     }
 
     private void post(Session session, PostRequest post) {
-        QueuePair qp = queuePair(session, post.getQpn());
         List<io.pagewire.node.nic.WorkRequest> requests = new ArrayList<>(post.getRequestsCount());
         for (WorkRequest wr : post.getRequestsList()) {
-            Completion.Opcode opcode = switch (wr.getOpcode()) {
-                case WRITE -> Completion.Opcode.WRITE;
-                case WRITE_WITH_NOTIFY -> Completion.Opcode.WRITE_WITH_NOTIFY;
-                case READ -> Completion.Opcode.READ;
-                case FETCH_ADD -> Completion.Opcode.FETCH_ADD;
-                default -> null;
-            };
-            if (opcode == null) {
-                session.refused(post.getQpn(), wr.getWrId(), "work request " + wr.getWrId() + " has no opcode");
-                continue;
-            }
-            requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), opcode, wr.getLkey(), wr.getLocalAddress(),
+            requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), Session.nicOpcode(wr.getOpcode()), wr.getLkey(), wr.getLocalAddress(),
                     wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd()));
         }
-        qp.postEach(requests, (wr, error) -> session.refused(post.getQpn(), wr.wrId(), error.getMessage()));
+        post(session, post.getQpn(), requests);
+    }
+
+    /** Posts work requests from the stream or from a ring; each one refused is reported on its own. */
+    private void post(Session session, int qpn, List<io.pagewire.node.nic.WorkRequest> requests) {
+        QueuePair qp = queuePair(session, qpn);
+        List<io.pagewire.node.nic.WorkRequest> valid = new ArrayList<>(requests.size());
+        for (io.pagewire.node.nic.WorkRequest wr : requests) {
+            if (wr.opcode() == null) {
+                session.refused(qpn, wr.wrId(), "work request " + wr.wrId() + " has no opcode");
+            } else {
+                valid.add(wr);
+            }
+        }
+        qp.postEach(valid, (wr, error) -> session.refused(qpn, wr.wrId(), error.getMessage()));
     }
 
     // ---- memory -------------------------------------------------------------------------------------

@@ -1,0 +1,148 @@
+package io.pagewire.client.impl;
+
+import io.pagewire.client.PagewireException;
+import io.pagewire.proto.verbs.CompletionEvent;
+import io.pagewire.proto.verbs.WorkRequest;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.ringbuffer.RingBuffer;
+
+/**
+ * The application's half of a session's rings: it writes posts on the request ring and drains the
+ * event ring, handing each completion, refusal and counter change to the endpoint. A background agent
+ * drains it (with a back-off idle strategy); a thread that busy-polls for a completion drains it
+ * itself, so in latency mode no thread hand-off stands between the node and the waiting thread.
+ */
+final class RingClient implements AutoCloseable {
+    /** What the events on the ring become. */
+    interface Events {
+        void completed(CompletionEvent completion);
+
+        void refused(int qpn, long wrId, String error);
+
+        void counterChanged(int counterId, long value);
+    }
+
+    private final SessionRings rings;
+    private final Events events;
+    private final ReentrantLock draining = new ReentrantLock();
+    private final AgentRunner runner;
+    private volatile boolean closed;
+
+    RingClient(SessionRings rings, Events events, boolean busyPoll, String name) {
+        this.rings = rings;
+        this.events = events;
+        // Busy-polling applications wait by draining the ring themselves; the agent is only the
+        // fallback for handlers, so it may park longer there.
+        BackoffIdleStrategy idle = busyPoll ? new BackoffIdleStrategy(100, 100, 1_000, 200_000)
+                : new BackoffIdleStrategy(100, 100, 1_000, 100_000);
+        this.runner = new AgentRunner(idle, error -> { }, null, new Agent() {
+            @Override
+            public int doWork() {
+                return drain();
+            }
+
+            @Override
+            public String roleName() {
+                return name;
+            }
+        });
+        AgentRunner.startOnThread(runner, r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Handles what is on the event ring now; returns how many events (0 when another thread is draining). */
+    int drain() {
+        if (!draining.tryLock()) {
+            return 0;
+        }
+        try {
+            return rings.events().read(this::onEvent, 256);
+        } finally {
+            draining.unlock();
+        }
+    }
+
+    private void onEvent(int type, DirectBuffer b, int at, int length) {
+        switch (type) {
+            case SessionRings.COMPLETION -> {
+                int errorLength = b.getInt(at + 20);
+                CompletionEvent.Builder c = CompletionEvent.newBuilder()
+                        .setWrId(b.getLong(at))
+                        .setQpn(b.getInt(at + 8))
+                        .setOpcodeValue(b.getInt(at + 12))
+                        .setStatusValue(b.getInt(at + 16))
+                        .setBytes(b.getLong(at + 24))
+                        .setValue(b.getLong(at + 32));
+                if (errorLength > 0) {
+                    c.setError(b.getStringWithoutLengthUtf8(at + SessionRings.COMPLETION_FIXED_BYTES, errorLength));
+                }
+                events.completed(c.build());
+            }
+            case SessionRings.REFUSED -> events.refused(b.getInt(at + 8), b.getLong(at),
+                    b.getStringWithoutLengthUtf8(at + SessionRings.REFUSED_FIXED_BYTES, b.getInt(at + 12)));
+            case SessionRings.COUNTER -> events.counterChanged(b.getInt(at), b.getLong(at + 8));
+            default -> {
+                // A record type this version does not know: skip it.
+            }
+        }
+    }
+
+    /**
+     * Writes one POST record; waits (spinning, then yielding) while the ring is full, up to the
+     * deadline. A list too long for one record is split.
+     */
+    void post(int qpn, List<io.pagewire.client.WorkRequest> requests, long[] wrIds, long deadlineNs) {
+        RingBuffer ring = rings.requests();
+        int perRecord = (ring.maxMsgLength() - SessionRings.POST_HEADER_BYTES) / SessionRings.WORK_REQUEST_BYTES;
+        for (int from = 0; from < requests.size(); from += perRecord) {
+            int count = Math.min(perRecord, requests.size() - from);
+            int length = SessionRings.POST_HEADER_BYTES + count * SessionRings.WORK_REQUEST_BYTES;
+            int index;
+            int attempts = 0;
+            while ((index = ring.tryClaim(SessionRings.POST, length)) <= 0) {
+                if (closed) {
+                    throw new PagewireException.UnavailableException("the endpoint's rings are closed", null);
+                }
+                if (System.nanoTime() - deadlineNs > 0) {
+                    throw new PagewireException.UnavailableException("the node did not take posts from its ring within the deadline", null);
+                }
+                if (++attempts < 1000) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            }
+            var b = ring.buffer();
+            b.putInt(index, qpn);
+            b.putInt(index + 4, count);
+            int at = index + SessionRings.POST_HEADER_BYTES;
+            for (int i = from; i < from + count; i++, at += SessionRings.WORK_REQUEST_BYTES) {
+                io.pagewire.client.WorkRequest wr = requests.get(i);
+                b.putLong(at, wrIds[i]);
+                b.putInt(at + 8, WorkRequest.Opcode.valueOf(wr.opcode().name()).getNumber());
+                b.putInt(at + 12, wr.local() == null ? 0 : wr.local().lkey());
+                b.putLong(at + 16, wr.localAddress());
+                b.putInt(at + 24, wr.length());
+                b.putInt(at + 28, wr.counterId());
+                b.putLong(at + 32, wr.remoteAddress());
+                b.putLong(at + 40, wr.rkey());
+                b.putLong(at + 48, wr.add());
+            }
+            ring.commit(index);
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        runner.close();
+    }
+}

@@ -1,0 +1,148 @@
+package io.pagewire.client.impl;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+
+/**
+ * The two rings of a session in shared memory, and their record layouts: the wire between an
+ * application and a node on the same host, as Aeron's client and media driver share their command
+ * and broadcast buffers. The node creates the file and both sides map it; the application posts work
+ * requests on the request ring, the node puts completions, refusals and counter changes on the event
+ * ring. Both are Agrona many-to-one ring buffers (any thread of either side may write).
+ *
+ * <pre>
+ *  file:  0 +---------------------------------------------------------------+
+ *           | magic (8) | nonce (8) | ring capacity (4) | padding to 128      |
+ *       128 +---------------------------------------------------------------+
+ *           | request ring: capacity bytes of records + Agrona trailer       |
+ *           +---------------------------------------------------------------+
+ *           | event ring: capacity bytes of records + Agrona trailer         |
+ *           +---------------------------------------------------------------+
+ *
+ *  POST (request ring, type 1):      qpn (4) | count (4) | count x work request (56 each):
+ *      wr id (8) | opcode (4) | lkey (4) | local address (8) | length (4) | counter id (4)
+ *      | remote address (8) | rkey (8) | add (8)
+ *  COMPLETION (event ring, type 1):  wr id (8) | qpn (4) | opcode (4) | status (4) | error length (4)
+ *      | bytes (8) | value (8) | error (UTF-8)
+ *  REFUSED (event ring, type 2):     wr id (8) | qpn (4) | error length (4) | error (UTF-8)
+ *  COUNTER (event ring, type 3):     counter id (4) | padding (4) | value (8)
+ * </pre>
+ *
+ * Opcodes and statuses are the numbers of verbs.proto's enums.
+ */
+public final class SessionRings {
+    public static final long MAGIC = 0x50_57_52_49_4E_47_30_31L; // "PWRING01"
+    public static final int HEADER_BYTES = 128;
+    private static final int NONCE_OFFSET = 8;
+    private static final int CAPACITY_OFFSET = 16;
+
+    public static final int POST = 1;
+    public static final int COMPLETION = 1;
+    public static final int REFUSED = 2;
+    public static final int COUNTER = 3;
+
+    public static final int POST_HEADER_BYTES = 8;
+    public static final int WORK_REQUEST_BYTES = 56;
+    public static final int COMPLETION_FIXED_BYTES = 40;
+    public static final int REFUSED_FIXED_BYTES = 16;
+    public static final int COUNTER_BYTES = 16;
+
+    private final Path path;
+    private final MappedByteBuffer mapped;
+    private final RingBuffer requests;
+    private final RingBuffer events;
+    private final long nonce;
+
+    private SessionRings(Path path, MappedByteBuffer mapped) {
+        this.path = path;
+        this.mapped = mapped;
+        UnsafeBuffer all = new UnsafeBuffer(mapped);
+        if (all.getLong(0) != MAGIC) {
+            throw new IllegalArgumentException(path + " is not a Pagewire ring file");
+        }
+        this.nonce = all.getLong(NONCE_OFFSET);
+        int capacity = all.getInt(CAPACITY_OFFSET);
+        int ringBytes = capacity + RingBufferDescriptor.TRAILER_LENGTH;
+        if (capacity <= 0 || Integer.bitCount(capacity) != 1 || HEADER_BYTES + 2L * ringBytes > mapped.capacity()) {
+            throw new IllegalArgumentException(path + " has a bad ring capacity " + capacity);
+        }
+        this.requests = new ManyToOneRingBuffer(new UnsafeBuffer(mapped, HEADER_BYTES, ringBytes));
+        this.events = new ManyToOneRingBuffer(new UnsafeBuffer(mapped, HEADER_BYTES + ringBytes, ringBytes));
+    }
+
+    /** The file's size for rings of {@code capacity} bytes each. */
+    public static long fileBytes(int capacity) {
+        return HEADER_BYTES + 2L * (capacity + RingBufferDescriptor.TRAILER_LENGTH);
+    }
+
+    /**
+     * Creates a new ring file (the node's side) with its header written.
+     *
+     * @param capacity each ring's record space in bytes, a power of two
+     */
+    public static SessionRings create(Path path, int capacity, long nonce) {
+        if (capacity < 4096 || Integer.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("ring capacity must be a power of two of at least 4096, was " + capacity);
+        }
+        try (RandomAccessFile file = new RandomAccessFile(path.toFile(), "rw")) {
+            file.setLength(fileBytes(capacity));
+            MappedByteBuffer mapped = file.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(capacity));
+            UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
+            header.putLong(NONCE_OFFSET, nonce);
+            header.putInt(CAPACITY_OFFSET, capacity);
+            header.putLongVolatile(0, MAGIC);
+            return new SessionRings(path, mapped);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create ring file " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Maps an existing ring file (the application's side). */
+    public static SessionRings open(Path path) throws IOException {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            return new SessionRings(path, channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size()));
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** The header's nonce: the application sends it back to prove it maps the node's memory. */
+    public long nonce() {
+        return nonce;
+    }
+
+    /** Work requests, application to node. */
+    public RingBuffer requests() {
+        return requests;
+    }
+
+    /** Completions, refusals and counter changes, node to application. */
+    public RingBuffer events() {
+        return events;
+    }
+
+    /**
+     * Deletes the file (the node's side, when the session ends). The mapping itself is never unmapped
+     * by hand: a thread that still reads or writes a ring would fault on it. It goes with the last
+     * reference, when the garbage collector frees the buffer.
+     */
+    public void deleteFile() {
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            // A leftover file in the ring directory is harmless; names are never reused.
+        }
+    }
+}
