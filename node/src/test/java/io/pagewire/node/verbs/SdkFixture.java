@@ -2,6 +2,7 @@ package io.pagewire.node.verbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.kernel.MemoryStats;
 import io.pagewire.node.EmbeddedCluster;
@@ -36,8 +37,17 @@ abstract class SdkFixture {
         return cluster;
     }
 
+    /**
+     * How the suite's applications reach their nodes: by default over shared-memory rings (they are
+     * on the node's host); a subclass binds the same suite to the gRPC stream alone, as a remote
+     * application would use it.
+     */
+    protected ConnectOptions connectOptions() {
+        return ConnectOptions.defaults();
+    }
+
     protected Pagewire connect(PagewireNode node) {
-        Pagewire connection = Pagewire.connect(node.target());
+        Pagewire connection = Pagewire.connect(node.target(), connectOptions());
         connections.add(connection);
         return connection;
     }

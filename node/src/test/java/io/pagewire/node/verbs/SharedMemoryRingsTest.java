@@ -1,0 +1,128 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.client.Access;
+import io.pagewire.client.Completion;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.WorkRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** User-level access: a co-located application's posts, completions and counter changes on shared-memory rings. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class SharedMemoryRingsTest extends SdkFixture {
+    @TempDir
+    Path rings;
+
+    private List<Path> ringFiles() throws IOException {
+        try (Stream<Path> files = Files.list(rings)) {
+            return files.filter(p -> p.getFileName().toString().endsWith(".rings")).toList();
+        }
+    }
+
+    @Test
+    void aSessionGetsItsRingsAndTheNodeDeletesThemWhenItEnds() throws Exception {
+        start(2, c -> c.ringDirectory(rings.toString()));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        assertThat(ringFiles()).as("one ring file per session").hasSize(2);
+        byte[] data = new byte[3 * 4096 + 17];
+        new Random(7).nextBytes(data);
+        long src = a.allocate(data.length);
+        a.store(src, data);
+        long dst = b.allocate(data.length);
+        MemoryRegion local = a.register(src, data.length, RegistrationMode.ON_DEMAND, Access.all());
+        MemoryRegion remote = b.register(dst, data.length, RegistrationMode.SHADOW, Access.all());
+        EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AutoCloseable watch = arrived.onChange(seen::add);
+        QueuePair qp = a.connect(b);
+        Completion done = qp.await(qp.writeWithNotify(local, src, data.length, dst, remote.rkey(), arrived.id()));
+        assertThat(done.bytes()).isEqualTo(data.length);
+        assertThat(arrived.await(1, Duration.ofSeconds(10))).isEqualTo(1);
+        assertThat(b.load(dst, data.length)).isEqualTo(data);
+        SdkFixture.awaitTrue(() -> seen.contains(1L), 10_000, "the counter change arrived on the event ring");
+        watch.close();
+        qp.close();
+        a.close();
+        b.close();
+        SdkFixture.awaitTrue(() -> {
+            try {
+                return ringFiles().isEmpty();
+            } catch (IOException e) {
+                return false;
+            }
+        }, 10_000, "the node deleted the ring files of ended sessions");
+    }
+
+    @Test
+    void postsWaitForRoomOnAFullRingAndNoneIsLost() throws Exception {
+        // The smallest ring holds about 70 posted work requests: 5,000 in lists of 100 must wait for room.
+        start(2, c -> c.ringDirectory(rings.toString()).ringBytes(4096));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        int slot = 64;
+        int count = 5_000;
+        long src = a.allocate(slot * 100L);
+        long dst = b.allocate((long) slot * count);
+        MemoryRegion local = a.register(src, slot * 100L, RegistrationMode.PINNED, Access.all());
+        MemoryRegion remote = b.register(dst, (long) slot * count, RegistrationMode.PINNED, Access.all());
+        for (int i = 0; i < 100; i++) {
+            a.store(src + (long) i * slot, new byte[] {(byte) i, (byte) (i >> 8)});
+        }
+        QueuePair qp = a.connect(b);
+        List<CompletableFuture<Completion>> futures = new ArrayList<>();
+        for (int list = 0; list < count / 100; list++) {
+            List<WorkRequest> requests = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                requests.add(WorkRequest.write(local, src + (long) i * slot, slot, dst + (long) (list * 100 + i) * slot, remote.rkey()));
+            }
+            futures.addAll(qp.post(requests));
+        }
+        long last = -1;
+        for (CompletableFuture<Completion> future : futures) {
+            Completion c = qp.await(future);
+            assertThat(c.wrId()).as("completions in posting order").isGreaterThan(last);
+            last = c.wrId();
+        }
+        for (int i = 0; i < count; i += 499) {
+            byte[] word = b.load(dst + (long) i * slot, 2);
+            assertThat(word).as("slot " + i).containsExactly((byte) (i % 100), (byte) ((i % 100) >> 8));
+        }
+        qp.close();
+    }
+
+    @Test
+    void withRingsOffTheStreamCarriesEverything() throws Exception {
+        start(2, c -> c.ringDirectory(""));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        long src = a.allocate(4096);
+        long dst = b.allocate(4096);
+        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
+        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        a.store(src, new byte[] {42});
+        QueuePair qp = a.connect(b);
+        qp.await(qp.write(local, src, 1, dst, remote.rkey()));
+        assertThat(b.load(dst, 1)).containsExactly(42);
+        assertThat(ringFiles()).isEmpty();
+        qp.close();
+    }
+}
