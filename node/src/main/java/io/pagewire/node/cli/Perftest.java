@@ -206,8 +206,25 @@ final class Perftest implements AutoCloseable {
 
     /** Write latency by ping-pong, or read latency one READ at a time; {@code warmup} rounds are not counted. */
     LatencyRow latency(Test test, int size, long iterations, int warmup, LongConsumer progress) throws Exception {
+        return latency(test, size, iterations, warmup, false, progress);
+    }
+
+    /**
+     * As {@link #latency(Test, int, long, int, LongConsumer)}; with {@code freshPages}, every ping of
+     * write_lat lands on a page the far side never touched, so each one takes a receive fault (minor:
+     * the page gets its first frame) on the way in.
+     */
+    LatencyRow latency(Test test, int size, long iterations, int warmup, boolean freshPages, LongConsumer progress) throws Exception {
         MemoryRegion mine = buffer(local, size);
-        MemoryRegion theirs = buffer(remote, size);
+        long pageSize = remote.pageSize();
+        MemoryRegion theirs;
+        if (freshPages && test == Test.WRITE_LAT) {
+            long bytes = (iterations + warmup) * pageSize;
+            theirs = remote.register(remote.allocate(bytes), bytes, mode, Access.all());
+        } else {
+            theirs = buffer(remote, size);
+        }
+        long stride = freshPages ? pageSize : 0;
         QueuePair qp = test == Test.READ_LAT ? local.connect(remote) : null;
         Histogram histogram = new Histogram(3_600_000_000_000L, 3);
         try {
@@ -221,7 +238,7 @@ final class Perftest implements AutoCloseable {
                     }
                 }
             } else {
-                pingPong(mine, theirs, size, iterations, warmup, histogram, progress);
+                pingPong(mine, theirs, stride, size, iterations, warmup, histogram, progress);
             }
         } finally {
             if (qp != null) {
@@ -236,7 +253,7 @@ final class Perftest implements AutoCloseable {
                 histogram.getValueAtPercentile(99) / scale, histogram.getValueAtPercentile(99.9) / scale);
     }
 
-    private void pingPong(MemoryRegion mine, MemoryRegion theirs, int size, long iterations, int warmup, Histogram histogram,
+    private void pingPong(MemoryRegion mine, MemoryRegion theirs, long stride, int size, long iterations, int warmup, Histogram histogram,
             LongConsumer progress) throws Exception {
         // The far side answers every notification with one of its own, from its counter handler.
         EventCounter arrivedThere = remote.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
@@ -262,7 +279,7 @@ final class Perftest implements AutoCloseable {
         try {
             for (long i = 1; i <= iterations + warmup; i++) {
                 long start = System.nanoTime();
-                forth.writeWithNotify(mine, mine.address(), size, theirs.address(), theirs.rkey(), arrivedThere.id());
+                forth.writeWithNotify(mine, mine.address(), size, theirs.address() + (i - 1) * stride, theirs.rkey(), arrivedThere.id());
                 long deadline = start + Duration.ofSeconds(30).toNanos();
                 while (counts.pongs() < i) {
                     if (busyPoll) {

@@ -82,6 +82,19 @@ class CommandLineTest {
     }
 
     @Test
+    void benchWritesItsTableRoundsAndPlot(@org.junit.jupiter.api.io.TempDir java.nio.file.Path out) throws Exception {
+        Run run = run(Map.of(), "bench", "--quick", "--rounds", "1", "--no-ucx", "--out", out.toString());
+        assertThat(run.exitCode()).as(run.err()).isZero();
+        assertThat(run.out()).contains("| write_bw 4 KiB PINNED / grpc stream |", "| write RTT p50 default / grpc ping-pong |",
+                "| warm translation overhead ON_DEMAND vs PINNED |", "| minor receive fault, added us |",
+                "| write RTT 64 B default, remote application (gRPC verbs) p50 us |", "UCX: not measured");
+        assertThat(out.resolve("bench.md")).exists();
+        assertThat(java.nio.file.Files.readAllLines(out.resolve("bench.csv"))).first().isEqualTo("figure,round,value");
+        byte[] png = java.nio.file.Files.readAllBytes(out.resolve("bench.png"));
+        assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+    }
+
+    @Test
     void readTestsAndJsonWork() {
         Run bw = run(Map.of(), "perf", "read_bw", "-s", "65536", "-n", "200", "--json", "--mode", "ON_DEMAND", "--warmup", "0.2");
         assertThat(bw.exitCode()).as(bw.err()).isZero();

@@ -1,0 +1,191 @@
+package io.pagewire.node.cli;
+
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.ProcessCpu;
+import io.pagewire.node.Transport;
+import io.pagewire.proto.baseline.RunBaselineRequest;
+import io.pagewire.proto.baseline.RunBaselineResponse;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The measurements of {@code pagewire bench}: Pagewire's data path beside the raw gRPC link under it
+ * (and UCX over TCP where {@code ucx_perftest} is installed), every figure taken once per round, the
+ * rounds interleaved (A B A B ...) so that drift on a shared machine hits both sides alike.
+ *
+ * <p>Figures are keyed by name; {@link BenchReport} turns the rounds into medians, ranges and ratios.
+ */
+final class Bench {
+    static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
+    static final int LATENCY_SIZE = 64;
+
+    /** How long each measurement runs. */
+    record Budget(double bandwidthSeconds, double firstWarmupSeconds, double warmupSeconds, int latencyIterations, int latencyWarmup) {
+        static Budget full() {
+            return new Budget(3, 4, 1, 3000, 1000);
+        }
+
+        static Budget quick() {
+            return new Budget(0.5, 0.5, 0.2, 200, 50);
+        }
+    }
+
+    private final Budget budget;
+    private final PrintWriter log;
+    private final Path logDirectory;
+    private final Ucx ucx;
+    /** Every figure's value, one per round, in the order they were first measured. */
+    final Map<String, List<Double>> figures = new LinkedHashMap<>();
+
+    Bench(Budget budget, PrintWriter log, Path logDirectory, Ucx ucx) {
+        this.budget = budget;
+        this.log = log;
+        this.logDirectory = logDirectory;
+        this.ucx = ucx;
+    }
+
+    /** Runs every round against a default pair and a latency-mode pair of node processes, and an embedded pair. */
+    void run(int rounds) throws Exception {
+        try (NodeProcesses pair = new NodeProcesses("default", Map.of(), logDirectory);
+                NodeProcesses spinning = new NodeProcesses("busy-poll", Map.of("pagewire.node.busyPollNs", "50us"), logDirectory)) {
+            for (int round = 1; round <= rounds; round++) {
+                log.printf("# round %d of %d%n", round, rounds);
+                log.flush();
+                double warmup = round == 1 ? budget.firstWarmupSeconds() : budget.warmupSeconds();
+                bandwidth(pair, warmup);
+                latency(pair, spinning);
+                modes(pair);
+                embedded();
+                if (ucx.available()) {
+                    ucx(round);
+                }
+            }
+        }
+    }
+
+    private void bandwidth(NodeProcesses pair, double warmup) throws Exception {
+        try (Pagewire a = Pagewire.connect(pair.requester()); Pagewire b = Pagewire.connect(pair.responder());
+                Pagewire remoteA = Pagewire.connect(pair.requester(), ConnectOptions.defaults().withSharedMemory(false));
+                NodeProbe probeA = new NodeProbe(pair.requester()); NodeProbe probeB = new NodeProbe(pair.responder())) {
+            String peer = probeB.describe().getNodeId();
+            java.util.function.LongSupplier cpu = () -> ProcessCpu.nanos() + probeA.cpuNs() + probeB.cpuNs();
+            for (int size : BANDWIDTH_SIZES) {
+                String kib = label(size);
+                // A B A B: Pagewire, the link, Pagewire in the other mode.
+                Perftest.BandwidthRow pinned = bandwidth(a, b, RegistrationMode.PINNED, size, warmup, cpu);
+                record("write_bw " + kib + " PINNED MB/s", pinned.averageMbPerSec());
+                record("write_bw " + kib + " PINNED CPU s/GB", pinned.cpuSecondsPerGb());
+                long cpuBefore = cpu.getAsLong();
+                RunBaselineResponse link = probeA.baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, Long.MAX_VALUE, 0,
+                        (long) (warmup * 1e9), (long) (budget.bandwidthSeconds() * 1e9));
+                long linkCpu = cpu.getAsLong() - cpuBefore;
+                double linkMb = link.getCount() * (double) size / (1 << 20) / (link.getElapsedNs() / 1e9);
+                record("grpc stream " + kib + " MB/s", linkMb);
+                record("grpc stream " + kib + " CPU s/GB", linkCpu / 1e9 / (link.getCount() * (double) size / 1e9));
+                Perftest.BandwidthRow odp = bandwidth(a, b, RegistrationMode.ON_DEMAND, size, warmup, cpu);
+                record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
+                record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
+            }
+            Perftest.BandwidthRow remote = bandwidth(remoteA, b, RegistrationMode.PINNED, 4096, warmup, cpu);
+            record("write_bw 4 KiB PINNED, remote application (gRPC verbs) MB/s", remote.averageMbPerSec());
+        }
+    }
+
+    private Perftest.BandwidthRow bandwidth(Pagewire a, Pagewire b, RegistrationMode mode, int size, double warmup,
+            java.util.function.LongSupplier cpu) {
+        try (Perftest perftest = new Perftest(a, b, mode, false)) {
+            perftest.cpuClock(cpu);
+            return perftest.bandwidth(Perftest.Test.WRITE_BW, size, Long.MAX_VALUE, (long) (budget.bandwidthSeconds() * 1e9),
+                    (long) (warmup * 1e9), 1, 128, done -> { });
+        }
+    }
+
+    private void latency(NodeProcesses pair, NodeProcesses spinning) throws Exception {
+        for (boolean busy : new boolean[] {false, true}) {
+            NodeProcesses nodes = busy ? spinning : pair;
+            String how = busy ? "busy-poll" : "default";
+            ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busy);
+            try (Pagewire a = Pagewire.connect(nodes.requester(), options); Pagewire b = Pagewire.connect(nodes.responder(), options);
+                    NodeProbe probeA = new NodeProbe(nodes.requester()); NodeProbe probeB = new NodeProbe(nodes.responder())) {
+                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
+                record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
+                record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
+                RunBaselineResponse link = probeA.baseline(RunBaselineRequest.Kind.PING_PONG, probeB.describe().getNodeId(),
+                        LATENCY_SIZE, budget.latencyIterations(), budget.latencyWarmup(), 0, 0);
+                record("grpc ping-pong RTT 64 B " + how + " p50 us", link.getP50Ns() / 1000.0);
+                record("grpc ping-pong RTT 64 B " + how + " p99 us", link.getP99Ns() / 1000.0);
+                Perftest.LatencyRow read = latency(a, b, RegistrationMode.PINNED, Perftest.Test.READ_LAT, busy, false);
+                record("read RTT 64 B " + how + " p50 us", read.typical());
+            }
+            if (!busy) {
+                try (Pagewire remoteA = Pagewire.connect(nodes.requester(), options.withSharedMemory(false));
+                        Pagewire remoteB = Pagewire.connect(nodes.responder(), options.withSharedMemory(false))) {
+                    Perftest.LatencyRow write = latency(remoteA, remoteB, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, false, false);
+                    record("write RTT 64 B default, remote application (gRPC verbs) p50 us", write.typical() * 2);
+                }
+            }
+        }
+    }
+
+    /** Warm translations in each mode against PINNED, and what a minor receive fault adds. */
+    private void modes(NodeProcesses pair) throws Exception {
+        try (Pagewire a = Pagewire.connect(pair.requester()); Pagewire b = Pagewire.connect(pair.responder())) {
+            for (RegistrationMode mode : RegistrationMode.values()) {
+                Perftest.LatencyRow row = latency(a, b, mode, Perftest.Test.WRITE_LAT, false, false);
+                record("write RTT 64 B warm " + mode + " p50 us", row.typical() * 2);
+            }
+            Perftest.LatencyRow fresh = latency(a, b, RegistrationMode.PIN_ON_MISS, Perftest.Test.WRITE_LAT, false, true);
+            record("write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us", fresh.typical() * 2);
+        }
+    }
+
+    private void embedded() throws Exception {
+        for (boolean busy : new boolean[] {false, true}) {
+            String how = busy ? "busy-poll" : "default";
+            try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busy ? PerfCommand.BUSY_POLL_NS : 0));
+                    Pagewire a = Pagewire.connect(cluster.node(1).target(), ConnectOptions.defaults().withBusyPoll(busy));
+                    Pagewire b = Pagewire.connect(cluster.node(2).target(), ConnectOptions.defaults().withBusyPoll(busy))) {
+                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
+                record("write RTT 64 B embedded " + how + " p50 us", write.typical() * 2);
+            }
+        }
+    }
+
+    private Perftest.LatencyRow latency(Pagewire a, Pagewire b, RegistrationMode mode, Perftest.Test test, boolean busy, boolean fresh)
+            throws Exception {
+        try (Perftest perftest = new Perftest(a, b, mode, busy)) {
+            return perftest.latency(test, LATENCY_SIZE, budget.latencyIterations(), budget.latencyWarmup(), fresh, done -> { });
+        }
+    }
+
+    private void ucx(int round) {
+        for (int size : BANDWIDTH_SIZES) {
+            Double mb = ucx.putBandwidthMbPerSec(size, budget);
+            if (mb != null) {
+                record("ucx ucp_put_bw " + label(size) + " MB/s", mb);
+            }
+        }
+        Double lat = ucx.putLatencyUs(LATENCY_SIZE, budget);
+        if (lat != null) {
+            // ucx_perftest reports half a round trip, as perftest does.
+            record("ucx ucp_put_lat RTT 64 B p50 us", lat * 2);
+        }
+    }
+
+    private void record(String name, double value) {
+        figures.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+        log.printf("  %-72s %12.2f%n", name, value);
+        log.flush();
+    }
+
+    static String label(int size) {
+        return size >= 1 << 20 ? (size >> 20) + " MiB" : (size >> 10) + " KiB";
+    }
+}
