@@ -9,7 +9,7 @@ public final class KernelConfiguration {
     public static final String PAGE_SIZE_PROP_NAME = "pagewire.kernel.pageSizeBytes";
     public static final int PAGE_SIZE_DEFAULT = 4096;
 
-    /** Bytes of emulated physical memory, held off-heap; a multiple of the page size. */
+    /** Bytes of emulated physical memory (frames on the Java heap: size -Xmx for it); a multiple of the page size. */
     public static final String PHYSICAL_MEMORY_PROP_NAME = "pagewire.kernel.physicalMemoryBytes";
     public static final long PHYSICAL_MEMORY_DEFAULT = 256L * 1024 * 1024;
 

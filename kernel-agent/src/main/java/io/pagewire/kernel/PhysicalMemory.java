@@ -6,7 +6,9 @@ import java.nio.channels.FileChannel;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * The node's physical memory: frames of one page each, held off-heap, and beside every frame the
+ * The node's physical memory: frames of one page each, in large byte arrays on the Java heap (so a
+ * packet payload can wrap a frame's bytes without a copy, and the transport copies them once, straight
+ * into its socket buffers), and beside every frame the
  * state word that the DMA engine and the page reclaimer share without taking the kernel's lock.
  *
  * <pre>
@@ -48,7 +50,7 @@ public final class PhysicalMemory {
         this.chunks = new ByteBuffer[chunkCount];
         for (int i = 0; i < chunkCount; i++) {
             long remaining = totalBytes - (long) i * CHUNK_BYTES;
-            chunks[i] = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, remaining));
+            chunks[i] = ByteBuffer.allocate((int) Math.min(CHUNK_BYTES, remaining));
         }
         this.state = new AtomicLongArray(frameCount);
         for (int f = 0; f < frameCount; f++) {
@@ -144,20 +146,30 @@ public final class PhysicalMemory {
      * A read-only view of part of a frame, for sending without a copy. The view is only valid while
      * the caller holds the frame (a pin or a DMA lock).
      */
+    /**
+     * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
+     * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
+     */
+    public byte[] array(int frame) {
+        return chunkOf(frame).array();
+    }
+
+    public int arrayOffset(int frame, int offset) {
+        checkRange(frame, offset, 0);
+        return chunkOf(frame).arrayOffset() + byteOffset(frame, offset);
+    }
+
     public ByteBuffer view(int frame, int offset, int length) {
         checkRange(frame, offset, length);
         return chunkOf(frame).slice(byteOffset(frame, offset), length).asReadOnlyBuffer();
     }
 
     /**
-     * Returns the frames' off-heap memory to the operating system at once. Only after every address
+     * Drops the frames' memory (to the garbage collector). Only after every address
      * space closed (so every DMA drained and no frame can be locked again).
      */
     void free() {
-        for (int i = 0; i < chunks.length; i++) {
-            DirectBuffers.free(chunks[i]);
-            chunks[i] = null;
-        }
+        java.util.Arrays.fill(chunks, null);
     }
 
     void zero(int frame) {

@@ -74,8 +74,9 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     }
 
     /** The service peers dial lanes on; the node adds it to its gRPC server. */
-    public BindableService service() {
-        return new Service();
+    public io.grpc.ServerServiceDefinition service() {
+        Service service = new Service();
+        return LaneMarshaller.service(service::lane);
     }
 
     public FaultInjector faults() {
@@ -314,7 +315,8 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 scheduleRedial(link, index);
             }
         };
-        FabricGrpc.newStub(link.channel).withOnReadyThreshold(context.onReadyThresholdBytes()).lane(responses);
+        io.grpc.stub.ClientCalls.asyncBidiStreamingCall(link.channel.newCall(LaneMarshaller.LANE,
+                io.grpc.CallOptions.DEFAULT.withOnReadyThreshold(context.onReadyThresholdBytes())), responses);
         laneRef.get().send(hello(index));
     }
 

@@ -100,7 +100,8 @@ final class DmaEngine {
                 return null;
             }
             out.holdLock(t);
-            return UnsafeByteOperations.unsafeWrap(memory.view(Tlb.frameOf(t), offset, length));
+            int frame = Tlb.frameOf(t);
+            return UnsafeByteOperations.unsafeWrap(memory.array(frame), memory.arrayOffset(frame, offset), length);
         }
         byte[] copy = new byte[length];
         int done = 0;
