@@ -26,10 +26,14 @@ final class Bench {
     static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
     static final int LATENCY_SIZE = 64;
 
-    /** How long each measurement runs. */
-    record Budget(double bandwidthSeconds, double firstWarmupSeconds, double warmupSeconds, int latencyIterations, int latencyWarmup) {
+    /**
+     * How long each measurement runs. {@code nodeWarmupSeconds} of traffic go through each pair of node
+     * processes before the first round: on a 2-core machine their JIT compilers keep a core busy for
+     * the first 30-40 s of traffic, which no short per-figure warm-up can hide.
+     */
+    record Budget(double bandwidthSeconds, double nodeWarmupSeconds, double warmupSeconds, int latencyIterations, int latencyWarmup) {
         static Budget full() {
-            return new Budget(3, 4, 1, 3000, 1000);
+            return new Budget(3, 40, 1, 3000, 1000);
         }
 
         static Budget quick() {
@@ -55,10 +59,19 @@ final class Bench {
     void run(int rounds) throws Exception {
         try (NodeProcesses pair = new NodeProcesses("default", Map.of(), logDirectory);
                 NodeProcesses spinning = new NodeProcesses("busy-poll", Map.of("pagewire.node.busyPollNs", "50us"), logDirectory)) {
+            for (NodeProcesses nodes : List.of(pair, spinning)) {
+                log.printf("# warming up the node processes (%.0f s of 4 KiB writes)%n", budget.nodeWarmupSeconds());
+                log.flush();
+                try (Pagewire a = Pagewire.connect(nodes.requester()); Pagewire b = Pagewire.connect(nodes.responder());
+                        Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+                    perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, Long.MAX_VALUE, (long) (budget.nodeWarmupSeconds() * 1e9), 0, 1,
+                            128, done -> { });
+                }
+            }
             for (int round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
                 log.flush();
-                double warmup = round == 1 ? budget.firstWarmupSeconds() : budget.warmupSeconds();
+                double warmup = budget.warmupSeconds();
                 bandwidth(pair, warmup);
                 latency(pair, spinning);
                 modes(pair);

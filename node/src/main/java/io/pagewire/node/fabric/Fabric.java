@@ -1,6 +1,5 @@
 package io.pagewire.node.fabric;
 
-import io.grpc.BindableService;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;

@@ -241,6 +241,9 @@ public final class LinkBaseline extends LinkBaselineGrpc.LinkBaselineImplBase {
 
         private void send() {
             sentNs = System.nanoTime();
+            if (pongs == warmup) {
+                measuredStartNs = sentNs;
+            }
             requests.onNext(ping);
         }
 
@@ -248,9 +251,6 @@ public final class LinkBaseline extends LinkBaselineGrpc.LinkBaselineImplBase {
         public void onNext(BaselineChunk pong) {
             long now = System.nanoTime();
             pongs++;
-            if (pongs == warmup) {
-                measuredStartNs = now;
-            }
             if (pongs > warmup) {
                 histogram.recordValue(Math.min(now - sentNs, histogram.getHighestTrackableValue()));
             }
@@ -259,10 +259,9 @@ public final class LinkBaseline extends LinkBaselineGrpc.LinkBaselineImplBase {
                 return;
             }
             requests.onCompleted();
-            long start = warmup == 0 ? now - (long) (histogram.getMean() * count) : measuredStartNs;
             done.complete(RunBaselineResponse.newBuilder()
                     .setCount(histogram.getTotalCount())
-                    .setElapsedNs(now - start)
+                    .setElapsedNs(now - measuredStartNs)
                     .setMinNs(histogram.getMinValue())
                     .setP50Ns(histogram.getValueAtPercentile(50))
                     .setP99Ns(histogram.getValueAtPercentile(99))
