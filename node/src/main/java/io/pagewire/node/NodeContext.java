@@ -19,7 +19,7 @@ public final class NodeContext {
     private long shutdownGraceNs = 10_000_000_000L;
     private int eventLoopThreads = 2;
     private long busyPollNs;
-    private String ringDirectory = defaultRingDirectory();
+    private String ringDirectory = System.getProperty("pagewire.node.ringDirectory", defaultRingDirectory());
     private int ringBytes = 1 << 20;
     private final Map<String, String> peers = new LinkedHashMap<>();
     private final KernelContext kernel = new KernelContext();

@@ -21,6 +21,7 @@ import io.pagewire.proto.verbs.FreeRequest;
 import io.pagewire.proto.verbs.LoadRequest;
 import io.pagewire.proto.verbs.OpenSession;
 import io.pagewire.proto.verbs.AttachRings;
+import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.PostRequest;
 import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
@@ -113,11 +114,17 @@ final class GrpcEndpoint implements Endpoint {
                 }
             }
             case RINGS_OFFERED -> attach(event.getRingsOffered());
+            case DOORBELL -> {
+                RingClient r = rings;
+                if (r != null) {
+                    r.wake();
+                }
+            }
             case RINGS_ACTIVE -> {
                 SessionRings mapped = offeredRings;
                 offeredRings = null;
                 if (mapped != null) {
-                    rings = new RingClient(mapped, ringEvents(), connection.options().busyPoll(),
+                    rings = new RingClient(mapped, ringEvents(), this::ringNode, connection.options().busyPoll(),
                             "pagewire-sdk-rings-" + ref.getEndpointId());
                 }
                 opened.complete(this);
@@ -167,6 +174,17 @@ final class GrpcEndpoint implements Endpoint {
                 GrpcEndpoint.this.counterChanged(counterId, value);
             }
         };
+    }
+
+    private static final SessionRequest DOORBELL = SessionRequest.newBuilder().setDoorbell(Doorbell.getDefaultInstance()).build();
+
+    /** Wakes the node's ring agent, which sleeps: a post is waiting on the request ring. */
+    private void ringNode() {
+        try {
+            send(DOORBELL);
+        } catch (RuntimeException e) {
+            // The session ended; the post fails with it.
+        }
     }
 
     /** Whether posts and completions travel on shared-memory rings. */

@@ -4,18 +4,17 @@ import io.pagewire.client.PagewireException;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.WorkRequest;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.agrona.DirectBuffer;
-import org.agrona.concurrent.Agent;
-import org.agrona.concurrent.AgentRunner;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.ringbuffer.RingBuffer;
 
 /**
  * The application's half of a session's rings: it writes posts on the request ring and drains the
  * event ring, handing each completion, refusal and counter change to the endpoint. A background agent
- * drains it (with a back-off idle strategy); a thread that busy-polls for a completion drains it
- * itself, so in latency mode no thread hand-off stands between the node and the waiting thread.
+ * drains it, and sleeps when it stays empty until the node rings its doorbell; a thread that
+ * busy-polls for a completion drains it itself, so in latency mode no thread hand-off stands between
+ * the node and the waiting thread.
  */
 final class RingClient implements AutoCloseable {
     /** What the events on the ring become. */
@@ -29,33 +28,57 @@ final class RingClient implements AutoCloseable {
 
     private final SessionRings rings;
     private final Events events;
+    private final Runnable doorbell;
     private final ReentrantLock draining = new ReentrantLock();
-    private final AgentRunner runner;
+    private final Thread agent;
+    private final long spinNs;
     private volatile boolean closed;
 
-    RingClient(SessionRings rings, Events events, boolean busyPoll, String name) {
+    /** A sleeping agent looks again after this long even without a doorbell. */
+    private static final long SLEEP_LIMIT_NS = 50_000_000L;
+
+    /**
+     * @param doorbell wakes the node's ring agent (a message on the session stream)
+     */
+    RingClient(SessionRings rings, Events events, Runnable doorbell, boolean busyPoll, String name) {
         this.rings = rings;
         this.events = events;
-        // Busy-polling applications wait by draining the ring themselves; the agent is only the
-        // fallback for handlers, so it may park longer there.
-        BackoffIdleStrategy idle = busyPoll ? new BackoffIdleStrategy(100, 100, 1_000, 200_000)
-                : new BackoffIdleStrategy(100, 100, 1_000, 100_000);
-        this.runner = new AgentRunner(idle, error -> { }, null, new Agent() {
-            @Override
-            public int doWork() {
-                return drain();
-            }
+        this.doorbell = doorbell;
+        // Busy-polling applications wait by draining the ring themselves; the agent is for handlers.
+        this.spinNs = busyPoll ? 50_000 : 20_000;
+        this.agent = new Thread(this::run, name);
+        agent.setDaemon(true);
+        agent.start();
+    }
 
-            @Override
-            public String roleName() {
-                return name;
+    /** The node rang: look at the event ring now. */
+    void wake() {
+        LockSupport.unpark(agent);
+    }
+
+    /** Drains the event ring; spins a little when it is empty, then sleeps until the node rings. */
+    private void run() {
+        long idleSinceNs = -1;
+        while (!closed) {
+            if (drain() > 0) {
+                idleSinceNs = -1;
+                continue;
             }
-        });
-        AgentRunner.startOnThread(runner, r -> {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            return t;
-        });
+            long now = System.nanoTime();
+            if (idleSinceNs < 0) {
+                idleSinceNs = now;
+            }
+            if (now - idleSinceNs < spinNs) {
+                Thread.onSpinWait();
+                continue;
+            }
+            rings.appAsleep(true);
+            if (drain() == 0 && !closed) {
+                LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
+            }
+            rings.appAsleep(false);
+            idleSinceNs = -1;
+        }
     }
 
     /** Handles what is on the event ring now; returns how many events (0 when another thread is draining). */
@@ -138,11 +161,14 @@ final class RingClient implements AutoCloseable {
             }
             ring.commit(index);
         }
+        if (rings.takeNodeAsleep()) {
+            doorbell.run();
+        }
     }
 
     @Override
     public void close() {
         closed = true;
-        runner.close();
+        LockSupport.unpark(agent);
     }
 }

@@ -22,7 +22,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *
  * <pre>
  *  file:  0 +---------------------------------------------------------------+
- *           | magic (8) | nonce (8) | ring capacity (4) | padding to 128      |
+ *           | magic (8) | nonce (8) | ring capacity (4) | pad (12)             |
+ *        32 | node agent asleep (4) | application agent asleep (4) | pad to 128 |
  *       128 +---------------------------------------------------------------+
  *           | request ring: capacity bytes of records + Agrona trailer       |
  *           +---------------------------------------------------------------+
@@ -45,6 +46,8 @@ public final class SessionRings {
     public static final int HEADER_BYTES = 128;
     private static final int NONCE_OFFSET = 8;
     private static final int CAPACITY_OFFSET = 16;
+    private static final int NODE_ASLEEP_OFFSET = 32;
+    private static final int APP_ASLEEP_OFFSET = 36;
 
     public static final int POST = 1;
     public static final int COMPLETION = 1;
@@ -62,11 +65,13 @@ public final class SessionRings {
     private final RingBuffer requests;
     private final RingBuffer events;
     private final long nonce;
+    private final UnsafeBuffer header;
 
     private SessionRings(Path path, MappedByteBuffer mapped) {
         this.path = path;
         this.mapped = mapped;
         UnsafeBuffer all = new UnsafeBuffer(mapped);
+        this.header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
         if (all.getLong(0) != MAGIC) {
             throw new IllegalArgumentException(path + " is not a Pagewire ring file");
         }
@@ -121,6 +126,35 @@ public final class SessionRings {
     /** The header's nonce: the application sends it back to prove it maps the node's memory. */
     public long nonce() {
         return nonce;
+    }
+
+    // ---- sleeping agents and doorbells -------------------------------------------------------------
+    //
+    // An agent that finds its ring empty for a while says so in the header, looks once more, and
+    // parks. A writer that then commits a record takes the flag (only one writer wins it) and rings
+    // the doorbell, a message on the session's gRPC stream that unparks the agent. The full fences
+    // make the store-then-load on each side a Dekker pair: no record is left unseen by a sleeper.
+
+    /** The node's agent is going to sleep (true) or is awake (false). */
+    public void nodeAsleep(boolean asleep) {
+        header.putIntVolatile(NODE_ASLEEP_OFFSET, asleep ? 1 : 0);
+    }
+
+    /** The application's agent is going to sleep (true) or is awake (false). */
+    public void appAsleep(boolean asleep) {
+        header.putIntVolatile(APP_ASLEEP_OFFSET, asleep ? 1 : 0);
+    }
+
+    /** After writing a request: whether the node's agent sleeps and this writer must ring (clears the flag). */
+    public boolean takeNodeAsleep() {
+        java.lang.invoke.VarHandle.fullFence();
+        return header.getIntVolatile(NODE_ASLEEP_OFFSET) == 1 && header.compareAndSetInt(NODE_ASLEEP_OFFSET, 1, 0);
+    }
+
+    /** After writing an event: whether the application's agent sleeps and this writer must ring (clears the flag). */
+    public boolean takeAppAsleep() {
+        java.lang.invoke.VarHandle.fullFence();
+        return header.getIntVolatile(APP_ASLEEP_OFFSET) == 1 && header.compareAndSetInt(APP_ASLEEP_OFFSET, 1, 0);
     }
 
     /** Work requests, application to node. */

@@ -8,12 +8,8 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BiConsumer;
-import org.agrona.concurrent.Agent;
-import org.agrona.concurrent.AgentRunner;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.ringbuffer.RingBuffer;
 
 /**
  * User-level access for applications on the node's host: it creates each session's rings in shared
@@ -22,9 +18,10 @@ import org.agrona.concurrent.ringbuffer.RingBuffer;
  * command buffers. Completions and counter changes go back on the sessions' event rings from
  * whichever thread produced them.
  *
- * <p>The agent idles with a back-off: it spins, then yields, then parks up to {@code maxParkNs}; in
- * latency mode the park is short, so a post is picked up within microseconds without a core spent
- * for ever on an idle node.
+ * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), then marks
+ * itself asleep in every ring's header and parks; an application that posts to a sleeping agent rings
+ * its doorbell (a message on its session stream), so an idle node burns no CPU and a post to it costs
+ * one wake-up, not a polling interval.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -34,11 +31,15 @@ final class RingPort implements AutoCloseable {
     private final String nodeId;
     private final Path directory;
     private final int ringBytes;
-    private final long maxParkNs;
     private final BiConsumer<Session, Post> poster;
     private final SecureRandom random = new SecureRandom();
     private final List<Session> active = new CopyOnWriteArrayList<>();
-    private AgentRunner runner;
+    /** How long the agent spins on empty rings before it sleeps. */
+    private final long spinNs;
+    private volatile Thread agent;
+    private volatile boolean running = true;
+    /** A sleeping agent looks again after this long even without a doorbell (a lost one costs no more). */
+    private static final long SLEEP_LIMIT_NS = 50_000_000L;
 
     /** One decoded POST record. */
     record Post(int qpn, List<WorkRequest> requests) {
@@ -48,11 +49,11 @@ final class RingPort implements AutoCloseable {
      * @param directory where ring files are made; null turns user-level access off
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
      */
-    RingPort(String nodeId, Path directory, int ringBytes, long maxParkNs, BiConsumer<Session, Post> poster) {
+    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, BiConsumer<Session, Post> poster) {
         this.nodeId = nodeId;
         this.directory = directory;
         this.ringBytes = ringBytes;
-        this.maxParkNs = maxParkNs;
+        this.spinNs = spinNs;
         this.poster = poster;
     }
 
@@ -72,15 +73,19 @@ final class RingPort implements AutoCloseable {
     /** Starts reading a session's request ring (and the agent, at the first session). */
     synchronized void activate(Session session) {
         active.add(session);
-        if (runner == null) {
-            IdleStrategy idle = new BackoffIdleStrategy(100, 100, 1_000, maxParkNs);
-            runner = new AgentRunner(idle, error -> LOG.log(System.Logger.Level.WARNING, "the ring agent of node " + nodeId + " failed", error),
-                    null, new Reader());
-            AgentRunner.startOnThread(runner, r -> {
-                Thread t = new Thread(r, "pagewire-rings-" + nodeId);
-                t.setDaemon(true);
-                return t;
-            });
+        if (agent == null) {
+            Thread t = new Thread(this::run, "pagewire-rings-" + nodeId);
+            t.setDaemon(true);
+            agent = t;
+            t.start();
+        }
+    }
+
+    /** A doorbell from an application: the agent looks at the rings now. */
+    void wake() {
+        Thread t = agent;
+        if (t != null) {
+            LockSupport.unpark(t);
         }
     }
 
@@ -92,41 +97,85 @@ final class RingPort implements AutoCloseable {
 
     @Override
     public synchronized void close() {
-        if (runner != null) {
-            runner.close();
-            runner = null;
+        running = false;
+        Thread t = agent;
+        if (t != null) {
+            LockSupport.unpark(t);
+            try {
+                t.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            agent = null;
         }
     }
 
-    /** The duty cycle: one turn over every active session's request ring. */
-    private final class Reader implements Agent {
-        @Override
-        public int doWork() {
-            int work = 0;
+    /**
+     * The duty cycle: read every ring; when there was nothing to do for a while (spinning up to
+     * {@code spinNs}), say so in every ring's header, look once more, and park until a doorbell (or
+     * the safety timeout) wakes the agent.
+     */
+    private void run() {
+        long idleSinceNs = -1;
+        while (running) {
+            int work;
+            try {
+                work = doWork();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "the ring agent of node " + nodeId + " failed a turn", e);
+                work = 0;
+            }
+            if (work > 0) {
+                idleSinceNs = -1;
+                continue;
+            }
+            long now = System.nanoTime();
+            if (idleSinceNs < 0) {
+                idleSinceNs = now;
+            }
+            if (now - idleSinceNs < spinNs) {
+                Thread.onSpinWait();
+                continue;
+            }
             for (Session session : active) {
                 SessionRings rings = session.rings();
-                if (rings == null) {
-                    continue;
+                if (rings != null) {
+                    rings.nodeAsleep(true);
                 }
-                RingBuffer requests = rings.requests();
-                work += requests.read((type, buffer, offset, length) -> {
-                    if (type != SessionRings.POST) {
-                        return;
-                    }
-                    List<WorkRequest> requestsRead = RingCodec.decodePost(buffer, offset, length);
-                    if (requestsRead == null) {
-                        LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + session.endpoint + " was dropped");
-                        return;
-                    }
-                    poster.accept(session, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead));
-                }, POSTS_PER_TURN);
             }
-            return work;
+            if (doWork() == 0 && running) {
+                LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
+            }
+            for (Session session : active) {
+                SessionRings rings = session.rings();
+                if (rings != null) {
+                    rings.nodeAsleep(false);
+                }
+            }
+            idleSinceNs = -1;
         }
+    }
 
-        @Override
-        public String roleName() {
-            return "pagewire-rings-" + nodeId;
+    /** One turn over every active session's request ring. */
+    private int doWork() {
+        int work = 0;
+        for (Session session : active) {
+            SessionRings rings = session.rings();
+            if (rings == null) {
+                continue;
+            }
+            work += rings.requests().read((type, buffer, offset, length) -> {
+                if (type != SessionRings.POST) {
+                    return;
+                }
+                List<WorkRequest> requestsRead = RingCodec.decodePost(buffer, offset, length);
+                if (requestsRead == null) {
+                    LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + session.endpoint + " was dropped");
+                    return;
+                }
+                poster.accept(session, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead));
+            }, POSTS_PER_TURN);
         }
+        return work;
     }
 }

@@ -10,6 +10,7 @@ import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
 import io.pagewire.client.impl.SessionRings;
+import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.PostRefused;
 import io.pagewire.proto.verbs.RingsActive;
 import io.pagewire.proto.verbs.RingsAttached;
@@ -62,6 +63,7 @@ final class Session {
     private synchronized void collect(Completion c) {
         SessionRings r = activeRings;
         if (r != null && RingCodec.writeCompletion(r.events(), c)) {
+            ringIfAsleep(r);
             return;
         }
         pending.addCompletions(CompletionEvent.newBuilder()
@@ -87,6 +89,7 @@ final class Session {
     synchronized void refused(int qpn, long wrId, String error) {
         SessionRings r = activeRings;
         if (r != null && RingCodec.writeRefused(r.events(), qpn, wrId, error)) {
+            ringIfAsleep(r);
             return;
         }
         flushCompletions(); // keep the order the application sees
@@ -104,7 +107,9 @@ final class Session {
 
     private synchronized void counterChanged(int counterId, long value) {
         SessionRings r = activeRings;
-        if (r == null || !RingCodec.writeCounter(r.events(), counterId, value)) {
+        if (r != null && RingCodec.writeCounter(r.events(), counterId, value)) {
+            ringIfAsleep(r);
+        } else {
             send(SessionEvent.newBuilder().setCounter(CounterChanged.newBuilder().setCounterId(counterId).setValue(value)).build());
         }
     }
@@ -166,6 +171,15 @@ final class Session {
         activeRings = rings;
         port.activate(this);
         send(SessionEvent.newBuilder().setRingsActive(RingsActive.getDefaultInstance()).build());
+    }
+
+    private static final SessionEvent DOORBELL = SessionEvent.newBuilder().setDoorbell(Doorbell.getDefaultInstance()).build();
+
+    /** The application's ring agent sleeps: wake it (once; it clears the flag when it wakes). */
+    private void ringIfAsleep(SessionRings r) {
+        if (r.takeAppAsleep()) {
+            send(DOORBELL);
+        }
     }
 
     /** The active rings, or null. */

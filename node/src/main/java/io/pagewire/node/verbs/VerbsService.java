@@ -89,7 +89,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         this.scheduler = scheduler;
         String directory = node.context().ringDirectory();
         this.rings = new RingPort(node.id(), directory == null || directory.isEmpty() ? null : java.nio.file.Path.of(directory),
-                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_PARK_NS,
+                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS,
                 (session, post) -> {
                     try {
                         post(session, post.qpn(), post.requests());
@@ -102,8 +102,8 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                 });
     }
 
-    /** How long the ring agent of an idle node parks at most between looks, outside latency mode. */
-    private static final long RING_IDLE_PARK_NS = 100_000;
+    /** How long the ring agent spins on empty rings before it sleeps, outside latency mode. */
+    private static final long RING_IDLE_SPIN_NS = 20_000;
 
     /** Sessions open now. */
     public int sessionCount() {
@@ -149,6 +149,8 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                         session.offerRings(rings);
                     } else if (request.hasRingsAttached()) {
                         session.ringsAttached(rings, request.getRingsAttached());
+                    } else if (request.hasDoorbell()) {
+                        rings.wake();
                     } else if (request.hasWatch()) {
                         EventCounter counter = counter(session, request.getWatch().getCounterId());
                         if (request.getWatch().getStop()) {
