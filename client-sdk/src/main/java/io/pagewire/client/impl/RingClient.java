@@ -34,8 +34,8 @@ final class RingClient implements AutoCloseable {
     private final long spinNs;
     private volatile boolean closed;
 
-    /** A sleeping agent looks again after this long even without a doorbell. */
-    private static final long SLEEP_LIMIT_NS = 50_000_000L;
+    /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
+    private static final long NAP_NS = 2_000_000L;
 
     /**
      * @param doorbell wakes the node's ring agent (a message on the session stream)
@@ -45,7 +45,7 @@ final class RingClient implements AutoCloseable {
         this.events = events;
         this.doorbell = doorbell;
         // Busy-polling applications wait by draining the ring themselves; the agent is for handlers.
-        this.spinNs = busyPoll ? 50_000 : 20_000;
+        this.spinNs = busyPoll ? 50_000 : 5_000;
         this.agent = new Thread(this::run, name);
         agent.setDaemon(true);
         agent.start();
@@ -56,28 +56,26 @@ final class RingClient implements AutoCloseable {
         LockSupport.unpark(agent);
     }
 
-    /** Drains the event ring; spins a little when it is empty, then sleeps until the node rings. */
+    /** Drains the event ring; when it stays empty, idles as {@link RingIdler} says. */
     private void run() {
-        long idleSinceNs = -1;
+        RingIdler idler = new RingIdler(spinNs, NAP_NS);
+        RingIdler.Agent self = new RingIdler.Agent() {
+            @Override
+            public void asleep(boolean value) {
+                rings.appAsleep(value);
+            }
+
+            @Override
+            public int poll() {
+                return drain();
+            }
+        };
         while (!closed) {
             if (drain() > 0) {
-                idleSinceNs = -1;
-                continue;
+                idler.reset();
+            } else {
+                idler.idle(self);
             }
-            long now = System.nanoTime();
-            if (idleSinceNs < 0) {
-                idleSinceNs = now;
-            }
-            if (now - idleSinceNs < spinNs) {
-                Thread.onSpinWait();
-                continue;
-            }
-            rings.appAsleep(true);
-            if (drain() == 0 && !closed) {
-                LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
-            }
-            rings.appAsleep(false);
-            idleSinceNs = -1;
         }
     }
 

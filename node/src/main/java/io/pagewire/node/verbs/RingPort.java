@@ -1,5 +1,6 @@
 package io.pagewire.node.verbs;
 
+import io.pagewire.client.impl.RingIdler;
 import io.pagewire.client.impl.SessionRings;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.WorkRequest;
@@ -18,10 +19,10 @@ import java.util.function.BiConsumer;
  * command buffers. Completions and counter changes go back on the sessions' event rings from
  * whichever thread produced them.
  *
- * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), then marks
- * itself asleep in every ring's header and parks; an application that posts to a sleeping agent rings
- * its doorbell (a message on its session stream), so an idle node burns no CPU and a post to it costs
- * one wake-up, not a polling interval.
+ * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), naps for a
+ * couple of milliseconds, then marks itself asleep in every ring's header and sleeps; an application
+ * that posts to a sleeping agent rings its doorbell (a message on its session stream). See
+ * {@link RingIdler}.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -38,8 +39,8 @@ final class RingPort implements AutoCloseable {
     private final long spinNs;
     private volatile Thread agent;
     private volatile boolean running = true;
-    /** A sleeping agent looks again after this long even without a doorbell (a lost one costs no more). */
-    private static final long SLEEP_LIMIT_NS = 50_000_000L;
+    /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
+    private static final long NAP_NS = 2_000_000L;
 
     /** One decoded POST record. */
     record Post(int qpn, List<WorkRequest> requests) {
@@ -110,13 +111,25 @@ final class RingPort implements AutoCloseable {
         }
     }
 
-    /**
-     * The duty cycle: read every ring; when there was nothing to do for a while (spinning up to
-     * {@code spinNs}), say so in every ring's header, look once more, and park until a doorbell (or
-     * the safety timeout) wakes the agent.
-     */
+    /** The duty cycle: read every ring; when they stay empty, idle as {@link RingIdler} says. */
     private void run() {
-        long idleSinceNs = -1;
+        RingIdler idler = new RingIdler(spinNs, NAP_NS);
+        RingIdler.Agent self = new RingIdler.Agent() {
+            @Override
+            public void asleep(boolean value) {
+                for (Session session : active) {
+                    SessionRings rings = session.rings();
+                    if (rings != null) {
+                        rings.nodeAsleep(value);
+                    }
+                }
+            }
+
+            @Override
+            public int poll() {
+                return doWork();
+            }
+        };
         while (running) {
             int work;
             try {
@@ -126,33 +139,10 @@ final class RingPort implements AutoCloseable {
                 work = 0;
             }
             if (work > 0) {
-                idleSinceNs = -1;
-                continue;
+                idler.reset();
+            } else {
+                idler.idle(self);
             }
-            long now = System.nanoTime();
-            if (idleSinceNs < 0) {
-                idleSinceNs = now;
-            }
-            if (now - idleSinceNs < spinNs) {
-                Thread.onSpinWait();
-                continue;
-            }
-            for (Session session : active) {
-                SessionRings rings = session.rings();
-                if (rings != null) {
-                    rings.nodeAsleep(true);
-                }
-            }
-            if (doWork() == 0 && running) {
-                LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
-            }
-            for (Session session : active) {
-                SessionRings rings = session.rings();
-                if (rings != null) {
-                    rings.nodeAsleep(false);
-                }
-            }
-            idleSinceNs = -1;
         }
     }
 

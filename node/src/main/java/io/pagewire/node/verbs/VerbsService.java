@@ -103,7 +103,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     }
 
     /** How long the ring agent spins on empty rings before it sleeps, outside latency mode. */
-    private static final long RING_IDLE_SPIN_NS = 20_000;
+    private static final long RING_IDLE_SPIN_NS = 5_000;
 
     /** Sessions open now. */
     public int sessionCount() {

@@ -1,0 +1,77 @@
+package io.pagewire.client.impl;
+
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * How a ring agent (the node's or an application's) waits when its rings are empty: it spins for
+ * {@code spinNs}, then yields a hundred times (polite polling: on a 2-core machine a spinning agent
+ * would starve the transport threads it waits for), then naps with a doubling back-off (1 µs up to
+ * 100 µs) until it has been idle for {@code napNs}, so that
+ * work arriving at a steady pace is picked up without a doorbell; only then it marks itself asleep in
+ * the ring headers, looks once more, and sleeps until a writer rings the doorbell (which costs that
+ * writer a message on the session stream). A truly idle agent thus burns no CPU, and a busy one pays
+ * no doorbells.
+ */
+public final class RingIdler {
+    /** What the idler needs of its agent. */
+    public interface Agent {
+        /** Marks the agent asleep (true) or awake (false) in every ring header it serves. */
+        void asleep(boolean value);
+
+        /** One more look at the rings (doing what is there); the number of records handled. */
+        int poll();
+    }
+
+    private static final int YIELDS = 100;
+    private static final long FIRST_NAP_NS = 1_000;
+    private static final long LONGEST_NAP_NS = 100_000;
+    /** A sleeping agent looks again after this long even without a doorbell, so a lost one costs no more. */
+    private static final long SLEEP_LIMIT_NS = 50_000_000L;
+
+    private final long spinNs;
+    private final long napNs;
+    private long idleSinceNs = -1;
+    private long nextNapNs = FIRST_NAP_NS;
+    private int yields;
+
+    public RingIdler(long spinNs, long napNs) {
+        this.spinNs = spinNs;
+        this.napNs = napNs;
+    }
+
+    /** The agent found work: the next idle period starts from spinning again. */
+    public void reset() {
+        idleSinceNs = -1;
+        nextNapNs = FIRST_NAP_NS;
+        yields = 0;
+    }
+
+    /** The agent found nothing to do: spin, nap or sleep, as long as it has been idle says. */
+    public void idle(Agent agent) {
+        long now = System.nanoTime();
+        if (idleSinceNs < 0) {
+            idleSinceNs = now;
+        }
+        long idleForNs = now - idleSinceNs;
+        if (idleForNs < spinNs) {
+            Thread.onSpinWait();
+            return;
+        }
+        if (yields < YIELDS) {
+            yields++;
+            Thread.yield();
+            return;
+        }
+        if (idleForNs < spinNs + napNs) {
+            LockSupport.parkNanos(this, nextNapNs);
+            nextNapNs = Math.min(nextNapNs * 2, LONGEST_NAP_NS);
+            return;
+        }
+        agent.asleep(true);
+        if (agent.poll() == 0) {
+            LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
+        }
+        agent.asleep(false);
+        reset();
+    }
+}
