@@ -25,11 +25,16 @@ public final class RingIdler {
     private static final int YIELDS = 100;
     private static final long FIRST_NAP_NS = 1_000;
     private static final long LONGEST_NAP_NS = 100_000;
-    /** A sleeping agent looks again after this long even without a doorbell, so a lost one costs no more. */
-    private static final long SLEEP_LIMIT_NS = 50_000_000L;
+    /**
+     * A sleeping agent looks again after this long even without a doorbell, so a lost one costs no
+     * more. The property exists for tests that must see the doorbell work alone.
+     */
+    public static final String SLEEP_LIMIT_PROP_NAME = "pagewire.rings.sleepLimitNs";
+    private static final long SLEEP_LIMIT_DEFAULT_NS = 50_000_000L;
 
     private final long spinNs;
     private final long napNs;
+    private final long sleepLimitNs = Long.getLong(SLEEP_LIMIT_PROP_NAME, SLEEP_LIMIT_DEFAULT_NS);
     private long idleSinceNs = -1;
     private long nextNapNs = FIRST_NAP_NS;
     private int yields;
@@ -69,7 +74,7 @@ public final class RingIdler {
         }
         agent.asleep(true);
         if (agent.poll() == 0) {
-            LockSupport.parkNanos(this, SLEEP_LIMIT_NS);
+            LockSupport.parkNanos(this, sleepLimitNs);
         }
         agent.asleep(false);
         reset();

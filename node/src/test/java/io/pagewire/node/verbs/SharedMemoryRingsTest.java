@@ -110,6 +110,44 @@ class SharedMemoryRingsTest extends SdkFixture {
     }
 
     @Test
+    void sleepingAgentsAreWokenByTheirDoorbellsAlone() throws Exception {
+        // With the safety timeout an hour long, only a doorbell can wake a sleeping agent: if one were
+        // lost, this test would hang until its timeout.
+        String previous = System.getProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
+        System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
+        try {
+            start(2, c -> c.ringDirectory(rings.toString()));
+            Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+            Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+            long src = a.allocate(4096);
+            long dst = b.allocate(4096);
+            MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
+            MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+            EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+            List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+            AutoCloseable watch = arrived.onChange(seen::add);
+            QueuePair qp = a.connect(b);
+            for (int i = 1; i <= 5; i++) {
+                Thread.sleep(20); // long enough for every ring agent to go to sleep (it naps for 2 ms first)
+                a.store(src, new byte[] {(byte) i});
+                // A bounded wait: a lost doorbell must fail the test, not hang it.
+                qp.writeWithNotify(local, src, 1, dst, remote.rkey(), arrived.id()).get(20, TimeUnit.SECONDS);
+                long value = i;
+                SdkFixture.awaitTrue(() -> seen.contains(value), 20_000, "counter change " + value + " reached the sleeping handler agent");
+                assertThat(b.load(dst, 1)).containsExactly((byte) i);
+            }
+            watch.close();
+            qp.close();
+        } finally {
+            if (previous == null) {
+                System.clearProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
+            } else {
+                System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, previous);
+            }
+        }
+    }
+
+    @Test
     void withRingsOffTheStreamCarriesEverything() throws Exception {
         start(2, c -> c.ringDirectory(""));
         Endpoint a = connect(cluster.node(1)).openEndpoint("a");
