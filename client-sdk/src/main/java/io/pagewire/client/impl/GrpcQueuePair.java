@@ -75,9 +75,12 @@ final class GrpcQueuePair implements QueuePair {
         boolean busyPoll = endpoint.connection().options().busyPoll();
         if (busyPoll && endpoint.usesRings()) {
             // Drain the event ring on this thread: the completion needs no other thread to reach us.
+            // Spin a little, then yield between looks: on a small machine a waiter that never yields
+            // starves the node threads that would bring its completion.
+            long spinUntil = System.nanoTime() + Errors.SPIN_NS;
             while (!completion.isDone()) {
                 endpoint.pollRings();
-                Thread.onSpinWait();
+                Errors.backOff(spinUntil);
             }
         }
         return Errors.join(completion, busyPoll, endpoint.connection().target());
