@@ -143,10 +143,6 @@ public final class PhysicalMemory {
     }
 
     /**
-     * A read-only view of part of a frame, for sending without a copy. The view is only valid while
-     * the caller holds the frame (a pin or a DMA lock).
-     */
-    /**
      * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
      * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
      */
@@ -159,6 +155,10 @@ public final class PhysicalMemory {
         return chunkOf(frame).arrayOffset() + byteOffset(frame, offset);
     }
 
+    /**
+     * A read-only view of part of a frame. The view is only valid while the caller holds the frame (a
+     * pin or a DMA lock). (Not for packet payloads: protobuf copies a read-only buffer it wraps.)
+     */
     public ByteBuffer view(int frame, int offset, int length) {
         checkRange(frame, offset, length);
         return chunkOf(frame).slice(byteOffset(frame, offset), length).asReadOnlyBuffer();

@@ -8,7 +8,6 @@ import io.pagewire.client.Completion;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
-import io.pagewire.client.Opcode;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
@@ -160,8 +159,8 @@ final class GrpcEndpoint implements Endpoint {
     private RingClient.Events ringEvents() {
         return new RingClient.Events() {
             @Override
-            public void completed(CompletionEvent completion) {
-                GrpcEndpoint.this.completed(completion);
+            public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
+                GrpcEndpoint.this.completed(wrId, qpn, opcode, status, bytes, value, error);
             }
 
             @Override
@@ -217,16 +216,24 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     private void completed(CompletionEvent c) {
-        CompletableFuture<Completion> future = pending.remove(c.getWrId());
+        completed(c.getWrId(), c.getQpn(), c.getOpcodeValue(), c.getStatusValue(), c.getBytes(), c.getValue(), c.getError());
+    }
+
+    /** A completion from the stream or the event ring; a successful one builds no wire message. */
+    private void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
+        CompletableFuture<Completion> future = pending.remove(wrId);
         if (future == null) {
             return;
         }
-        if (c.getStatus() == io.pagewire.proto.verbs.CompletionStatus.SUCCESS) {
-            future.complete(new Completion(c.getWrId(), c.getQpn(), Opcode.valueOf(c.getOpcode().name()), c.getBytes(), c.getValue()));
+        if (status == SUCCESS) {
+            future.complete(new Completion(wrId, qpn, WireOpcodes.fromWire(opcode), bytes, value));
         } else {
-            future.completeExceptionally(Errors.fromCompletion(c));
+            future.completeExceptionally(Errors.fromCompletion(CompletionEvent.newBuilder().setWrId(wrId).setQpn(qpn)
+                    .setOpcodeValue(opcode).setStatusValue(status).setError(error == null ? "" : error).build()));
         }
     }
+
+    private static final int SUCCESS = io.pagewire.proto.verbs.CompletionStatus.SUCCESS.getNumber();
 
     private void ended(PagewireException error) {
         closed = true;
@@ -269,7 +276,7 @@ final class GrpcEndpoint implements Endpoint {
             futures.add(future);
             post.addRequests(io.pagewire.proto.verbs.WorkRequest.newBuilder()
                     .setWrId(wrId)
-                    .setOpcode(io.pagewire.proto.verbs.WorkRequest.Opcode.valueOf(wr.opcode().name()))
+                    .setOpcodeValue(WireOpcodes.toWire(wr.opcode()))
                     .setLkey(wr.local() == null ? 0 : wr.local().lkey())
                     .setLocalAddress(wr.localAddress())
                     .setLength(wr.length())

@@ -1,8 +1,6 @@
 package io.pagewire.client.impl;
 
 import io.pagewire.client.PagewireException;
-import io.pagewire.proto.verbs.CompletionEvent;
-import io.pagewire.proto.verbs.WorkRequest;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -19,7 +17,8 @@ import org.agrona.concurrent.ringbuffer.RingBuffer;
 final class RingClient implements AutoCloseable {
     /** What the events on the ring become. */
     interface Events {
-        void completed(CompletionEvent completion);
+        /** {@code opcode} and {@code status} are verbs.proto's numbers; {@code error} is null on success. */
+        void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error);
 
         void refused(int qpn, long wrId, String error);
 
@@ -95,17 +94,9 @@ final class RingClient implements AutoCloseable {
         switch (type) {
             case SessionRings.COMPLETION -> {
                 int errorLength = b.getInt(at + 20);
-                CompletionEvent.Builder c = CompletionEvent.newBuilder()
-                        .setWrId(b.getLong(at))
-                        .setQpn(b.getInt(at + 8))
-                        .setOpcodeValue(b.getInt(at + 12))
-                        .setStatusValue(b.getInt(at + 16))
-                        .setBytes(b.getLong(at + 24))
-                        .setValue(b.getLong(at + 32));
-                if (errorLength > 0) {
-                    c.setError(b.getStringWithoutLengthUtf8(at + SessionRings.COMPLETION_FIXED_BYTES, errorLength));
-                }
-                events.completed(c.build());
+                String error = errorLength > 0 ? b.getStringWithoutLengthUtf8(at + SessionRings.COMPLETION_FIXED_BYTES, errorLength) : null;
+                events.completed(b.getLong(at), b.getInt(at + 8), b.getInt(at + 12), b.getInt(at + 16), b.getLong(at + 24),
+                        b.getLong(at + 32), error);
             }
             case SessionRings.REFUSED -> events.refused(b.getInt(at + 8), b.getLong(at),
                     b.getStringWithoutLengthUtf8(at + SessionRings.REFUSED_FIXED_BYTES, b.getInt(at + 12)));
@@ -148,7 +139,7 @@ final class RingClient implements AutoCloseable {
             for (int i = from; i < from + count; i++, at += SessionRings.WORK_REQUEST_BYTES) {
                 io.pagewire.client.WorkRequest wr = requests.get(i);
                 b.putLong(at, wrIds[i]);
-                b.putInt(at + 8, WorkRequest.Opcode.valueOf(wr.opcode().name()).getNumber());
+                b.putInt(at + 8, WireOpcodes.toWire(wr.opcode()));
                 b.putInt(at + 12, wr.local() == null ? 0 : wr.local().lkey());
                 b.putLong(at + 16, wr.localAddress());
                 b.putInt(at + 24, wr.length());

@@ -61,22 +61,20 @@ public final class SessionRings {
     public static final int COUNTER_BYTES = 16;
 
     private final Path path;
-    private final MappedByteBuffer mapped;
     private final RingBuffer requests;
     private final RingBuffer events;
     private final long nonce;
     private final UnsafeBuffer header;
 
     private SessionRings(Path path, MappedByteBuffer mapped) {
+        // The mapping lives as long as the buffers that wrap it (Agrona's keep a reference to it).
         this.path = path;
-        this.mapped = mapped;
-        UnsafeBuffer all = new UnsafeBuffer(mapped);
         this.header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
-        if (all.getLong(0) != MAGIC) {
+        if (header.getLong(0) != MAGIC) {
             throw new IllegalArgumentException(path + " is not a Pagewire ring file");
         }
-        this.nonce = all.getLong(NONCE_OFFSET);
-        int capacity = all.getInt(CAPACITY_OFFSET);
+        this.nonce = header.getLong(NONCE_OFFSET);
+        int capacity = header.getInt(CAPACITY_OFFSET);
         int ringBytes = capacity + RingBufferDescriptor.TRAILER_LENGTH;
         if (capacity <= 0 || Integer.bitCount(capacity) != 1 || HEADER_BYTES + 2L * ringBytes > mapped.capacity()) {
             throw new IllegalArgumentException(path + " has a bad ring capacity " + capacity);

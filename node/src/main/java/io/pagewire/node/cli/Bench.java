@@ -6,8 +6,6 @@ import io.pagewire.client.RegistrationMode;
 import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.ProcessCpu;
 import io.pagewire.node.Transport;
-import io.pagewire.proto.baseline.RunBaselineRequest;
-import io.pagewire.proto.baseline.RunBaselineResponse;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -95,13 +93,10 @@ final class Bench {
                 Perftest.BandwidthRow pinned = bandwidth(a, b, RegistrationMode.PINNED, size, warmup, cpu);
                 record("write_bw " + kib + " PINNED MB/s", pinned.averageMbPerSec());
                 record("write_bw " + kib + " PINNED CPU s/GB", pinned.cpuSecondsPerGb());
-                long cpuBefore = cpu.getAsLong();
-                RunBaselineResponse link = probeA.baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, Long.MAX_VALUE, 0,
-                        (long) (warmup * 1e9), (long) (budget.bandwidthSeconds() * 1e9));
-                long linkCpu = cpu.getAsLong() - cpuBefore;
-                double linkMb = link.getCount() * (double) size / (1 << 20) / (link.getElapsedNs() / 1e9);
-                record("grpc stream " + kib + " MB/s", linkMb);
-                record("grpc stream " + kib + " CPU s/GB", linkCpu / 1e9 / (link.getCount() * (double) size / 1e9));
+                Perftest.BandwidthRow link = probeA.linkBandwidth(peer, size, Long.MAX_VALUE, (long) (warmup * 1e9),
+                        (long) (budget.bandwidthSeconds() * 1e9), cpu);
+                record("grpc stream " + kib + " MB/s", link.averageMbPerSec());
+                record("grpc stream " + kib + " CPU s/GB", link.cpuSecondsPerGb());
                 Perftest.BandwidthRow odp = bandwidth(a, b, RegistrationMode.ON_DEMAND, size, warmup, cpu);
                 record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
                 record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
@@ -130,10 +125,10 @@ final class Bench {
                 Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
                 record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
                 record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
-                RunBaselineResponse link = probeA.baseline(RunBaselineRequest.Kind.PING_PONG, probeB.describe().getNodeId(),
-                        LATENCY_SIZE, budget.latencyIterations(), budget.latencyWarmup(), 0, 0);
-                record("grpc ping-pong RTT 64 B " + how + " p50 us", link.getP50Ns() / 1000.0);
-                record("grpc ping-pong RTT 64 B " + how + " p99 us", link.getP99Ns() / 1000.0);
+                Perftest.LatencyRow link = probeA.linkPingPong(probeB.describe().getNodeId(), LATENCY_SIZE, budget.latencyIterations(),
+                        budget.latencyWarmup(), false);
+                record("grpc ping-pong RTT 64 B " + how + " p50 us", link.typical());
+                record("grpc ping-pong RTT 64 B " + how + " p99 us", link.p99());
                 Perftest.LatencyRow read = latency(a, b, RegistrationMode.PINNED, Perftest.Test.READ_LAT, busy, false);
                 record("read RTT 64 B " + how + " p50 us", read.typical());
             }

@@ -49,6 +49,31 @@ final class NodeProbe implements AutoCloseable {
     }
 
 
+    /**
+     * The raw gRPC stream's bandwidth from this node to {@code peer}, as a perf row: its CPU is what
+     * {@code cpu} (the processes involved) counted while it ran.
+     */
+    Perftest.BandwidthRow linkBandwidth(String peer, int size, long count, long warmupNs, long durationNs,
+            java.util.function.LongSupplier cpu) {
+        long cpuBefore = cpu.getAsLong();
+        RunBaselineResponse b = baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, count, 0, warmupNs, durationNs);
+        long cpuNs = cpu.getAsLong() - cpuBefore;
+        double seconds = b.getElapsedNs() / 1e9;
+        double mb = b.getCount() * (double) size / (1 << 20) / seconds;
+        return new Perftest.BandwidthRow(size, b.getCount(), mb, mb, b.getCount() / seconds / 1e6, cpuNs);
+    }
+
+    /**
+     * The raw gRPC ping-pong from this node to {@code peer}, as a perf row in microseconds; {@code halved}
+     * reports half a round trip, as write_lat (like ib_write_lat) does.
+     */
+    Perftest.LatencyRow linkPingPong(String peer, int size, long count, long warmup, boolean halved) {
+        RunBaselineResponse b = baseline(RunBaselineRequest.Kind.PING_PONG, peer, size, count, warmup, 0, 0);
+        double scale = halved ? 2000.0 : 1000.0;
+        return new Perftest.LatencyRow(size, b.getCount(), b.getMinNs() / scale, b.getMaxNs() / scale, b.getP50Ns() / scale,
+                b.getMeanNs() / scale, 0, b.getP99Ns() / scale, b.getP999Ns() / scale);
+    }
+
     @Override
     public void close() {
         channel.shutdownNow();

@@ -6,8 +6,6 @@ import io.pagewire.client.RegistrationMode;
 import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.ProcessCpu;
 import io.pagewire.node.Transport;
-import io.pagewire.proto.baseline.RunBaselineRequest;
-import io.pagewire.proto.baseline.RunBaselineResponse;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -156,24 +154,15 @@ final class PerfCommand implements Callable<Integer> {
                     Perftest.BandwidthRow r = perftest.bandwidth(which, s, count, durationNs, warmupNs, queuePairs, txDepth, tick);
                     Perftest.BandwidthRow link = null;
                     if (baseline != null) {
-                        long cpuBefore = cpu.getAsLong();
-                        RunBaselineResponse b = requesterProbe.baseline(RunBaselineRequest.Kind.BANDWIDTH, responderId, s,
-                                durationNs > 0 ? Long.MAX_VALUE : count, 0, warmupNs, durationNs);
-                        double mb = b.getCount() * (double) s / (1 << 20) / (b.getElapsedNs() / 1e9);
-                        link = new Perftest.BandwidthRow(s, b.getCount(), mb, mb, b.getCount() / (b.getElapsedNs() / 1e9) / 1e6,
-                                cpu.getAsLong() - cpuBefore);
+                        link = requesterProbe.linkBandwidth(responderId, s, durationNs > 0 ? Long.MAX_VALUE : count, warmupNs, durationNs, cpu);
                     }
                     row = json ? json(r, link) : bandwidthRow(r, link);
                 } else {
                     Perftest.LatencyRow r = perftest.latency(which, s, count, (int) Math.min(1000, count), tick);
                     Perftest.LatencyRow link = null;
                     if (baseline != null) {
-                        RunBaselineResponse b = requesterProbe.baseline(RunBaselineRequest.Kind.PING_PONG, responderId, s, count,
-                                Math.min(1000, count), 0, 0);
                         // A READ is a full round trip; write_lat, like ib_write_lat, reports half of one.
-                        double scale = which == Perftest.Test.WRITE_LAT ? 2000.0 : 1000.0;
-                        link = new Perftest.LatencyRow(s, b.getCount(), b.getMinNs() / scale, b.getMaxNs() / scale, b.getP50Ns() / scale,
-                                b.getMeanNs() / scale, 0, b.getP99Ns() / scale, b.getP999Ns() / scale);
+                        link = requesterProbe.linkPingPong(responderId, s, count, Math.min(1000, count), which == Perftest.Test.WRITE_LAT);
                     }
                     row = json ? json(r, link) : latencyRow(r, link);
                 }

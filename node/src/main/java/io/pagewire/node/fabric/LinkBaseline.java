@@ -43,47 +43,46 @@ public final class LinkBaseline extends LinkBaselineGrpc.LinkBaselineImplBase {
 
     @Override
     public StreamObserver<BaselineChunk> sink(StreamObserver<BaselineAck> responses) {
-        return new StreamObserver<>() {
-            private long received;
-
-            @Override
-            public void onNext(BaselineChunk chunk) {
-                received++;
-                if (chunk.getLast() || (chunk.getAckEvery() > 0 && received % chunk.getAckEvery() == 0)) {
-                    responses.onNext(BaselineAck.newBuilder().setChunks(received).build());
-                }
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                // The sender went away; nothing to clean up.
-            }
-
-            @Override
-            public void onCompleted() {
-                responses.onCompleted();
-            }
-        };
+        long[] received = new long[1];
+        return new Answering<>(responses, chunk -> {
+            received[0]++;
+            boolean due = chunk.getLast() || (chunk.getAckEvery() > 0 && received[0] % chunk.getAckEvery() == 0);
+            return due ? BaselineAck.newBuilder().setChunks(received[0]).build() : null;
+        });
     }
 
     @Override
     public StreamObserver<BaselineChunk> echo(StreamObserver<BaselineChunk> responses) {
-        return new StreamObserver<>() {
-            @Override
-            public void onNext(BaselineChunk chunk) {
-                responses.onNext(chunk);
-            }
+        return new Answering<>(responses, chunk -> chunk);
+    }
 
-            @Override
-            public void onError(Throwable t) {
-                // The sender went away; nothing to clean up.
-            }
+    /** The peer's end of a baseline stream: each chunk may be answered (null: no answer); the stream ends with the caller's. */
+    private static final class Answering<A> implements StreamObserver<BaselineChunk> {
+        private final StreamObserver<A> responses;
+        private final java.util.function.Function<BaselineChunk, A> answer;
 
-            @Override
-            public void onCompleted() {
-                responses.onCompleted();
+        Answering(StreamObserver<A> responses, java.util.function.Function<BaselineChunk, A> answer) {
+            this.responses = responses;
+            this.answer = answer;
+        }
+
+        @Override
+        public void onNext(BaselineChunk chunk) {
+            A reply = answer.apply(chunk);
+            if (reply != null) {
+                responses.onNext(reply);
             }
-        };
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            // The sender went away; nothing to clean up.
+        }
+
+        @Override
+        public void onCompleted() {
+            responses.onCompleted();
+        }
     }
 
     // ---- the application's request ------------------------------------------------------------

@@ -54,7 +54,7 @@ final class RingCodec {
         b.putLong(index, c.wrId());
         b.putInt(index + 8, c.qpn());
         b.putInt(index + 12, Session.opcode(c.opcode()).getNumber());
-        b.putInt(index + 16, io.pagewire.proto.verbs.CompletionStatus.valueOf(c.status().name()).getNumber());
+        b.putInt(index + 16, Session.status(c.status()).getNumber());
         b.putInt(index + 20, error.length);
         b.putLong(index + 24, c.bytes());
         b.putLong(index + 32, c.value());

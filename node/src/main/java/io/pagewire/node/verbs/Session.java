@@ -70,7 +70,7 @@ final class Session {
                 .setWrId(c.wrId())
                 .setQpn(c.qpn())
                 .setOpcode(opcode(c.opcode()))
-                .setStatus(CompletionStatus.valueOf(c.status().name()))
+                .setStatus(status(c.status()))
                 .setBytes(c.bytes())
                 .setValue(c.value())
                 .setError(c.error() == null ? "" : c.error()));
@@ -140,13 +140,13 @@ final class Session {
     private volatile SessionRings activeRings;
 
     /** Creates the session's ring file and tells the application where it is. */
-    synchronized void offerRings(RingPort port) {
+    synchronized void offerRings() {
         if (offeredRings != null || activeRings != null) {
             send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setRefusal("this session already has rings")).build());
             return;
         }
         try {
-            offeredRings = port.create(endpoint);
+            offeredRings = ringPort.create(endpoint);
             send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setPath(offeredRings.path().toString())).build());
         } catch (RuntimeException e) {
             send(SessionEvent.newBuilder().setRingsOffered(RingsOffered.newBuilder().setRefusal(e.getMessage())).build());
@@ -157,7 +157,7 @@ final class Session {
      * The application mapped the rings and read the nonce (or failed): switch to them, or drop them.
      * Completions collected so far go out on the stream first, so none is overtaken.
      */
-    synchronized void ringsAttached(RingPort port, RingsAttached attached) {
+    synchronized void ringsAttached(RingsAttached attached) {
         SessionRings rings = offeredRings;
         offeredRings = null;
         if (rings == null) {
@@ -169,7 +169,7 @@ final class Session {
         }
         flushCompletions();
         activeRings = rings;
-        port.activate(this);
+        ringPort.activate(this);
         send(SessionEvent.newBuilder().setRingsActive(RingsActive.getDefaultInstance()).build());
     }
 
@@ -234,7 +234,24 @@ final class Session {
         };
     }
 
+    /** The wire's opcodes and statuses for the NIC's, mapped once (not by name per completion). */
+    private static final WorkRequest.Opcode[] WIRE_OPCODES = new WorkRequest.Opcode[Completion.Opcode.values().length];
+    private static final CompletionStatus[] WIRE_STATUSES = new CompletionStatus[io.pagewire.node.nic.CompletionStatus.values().length];
+
+    static {
+        for (Completion.Opcode opcode : Completion.Opcode.values()) {
+            WIRE_OPCODES[opcode.ordinal()] = WorkRequest.Opcode.valueOf(opcode.name());
+        }
+        for (io.pagewire.node.nic.CompletionStatus status : io.pagewire.node.nic.CompletionStatus.values()) {
+            WIRE_STATUSES[status.ordinal()] = CompletionStatus.valueOf(status.name());
+        }
+    }
+
     static WorkRequest.Opcode opcode(Completion.Opcode opcode) {
-        return WorkRequest.Opcode.valueOf(opcode.name());
+        return WIRE_OPCODES[opcode.ordinal()];
+    }
+
+    static CompletionStatus status(io.pagewire.node.nic.CompletionStatus status) {
+        return WIRE_STATUSES[status.ordinal()];
     }
 }

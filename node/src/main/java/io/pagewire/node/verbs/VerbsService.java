@@ -146,9 +146,9 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                     } else if (request.hasPost()) {
                         post(session, request.getPost());
                     } else if (request.hasAttachRings()) {
-                        session.offerRings(rings);
+                        session.offerRings();
                     } else if (request.hasRingsAttached()) {
-                        session.ringsAttached(rings, request.getRingsAttached());
+                        session.ringsAttached(request.getRingsAttached());
                     } else if (request.hasDoorbell()) {
                         rings.wake();
                     } else if (request.hasWatch()) {
@@ -209,12 +209,20 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     /** Posts work requests from the stream or from a ring; each one refused is reported on its own. */
     private void post(Session session, int qpn, List<io.pagewire.node.nic.WorkRequest> requests) {
         QueuePair qp = queuePair(session, qpn);
-        List<io.pagewire.node.nic.WorkRequest> valid = new ArrayList<>(requests.size());
+        boolean allHaveOpcodes = true;
         for (io.pagewire.node.nic.WorkRequest wr : requests) {
-            if (wr.opcode() == null) {
-                session.refused(qpn, wr.wrId(), "work request " + wr.wrId() + " has no opcode");
-            } else {
-                valid.add(wr);
+            allHaveOpcodes &= wr.opcode() != null;
+        }
+        List<io.pagewire.node.nic.WorkRequest> valid = requests;
+        if (!allHaveOpcodes) {
+            // Rare: a request without an opcode is refused alone; the list is copied only then.
+            valid = new ArrayList<>(requests.size());
+            for (io.pagewire.node.nic.WorkRequest wr : requests) {
+                if (wr.opcode() == null) {
+                    session.refused(qpn, wr.wrId(), "work request " + wr.wrId() + " has no opcode");
+                } else {
+                    valid.add(wr);
+                }
             }
         }
         qp.postEach(valid, (wr, error) -> session.refused(qpn, wr.wrId(), error.getMessage()));
@@ -424,7 +432,6 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     }
 
     // ---- helpers ------------------------------------------------------------------------------------
-
 
     private Session session(EndpointRef ref) {
         Session session = sessions.get(ref.getEndpointId());

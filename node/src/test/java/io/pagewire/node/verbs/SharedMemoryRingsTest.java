@@ -117,12 +117,13 @@ class SharedMemoryRingsTest extends SdkFixture {
         System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
         try {
             start(2, c -> c.ringDirectory(rings.toString()));
-            Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-            Endpoint b = connect(cluster.node(2)).openEndpoint("b");
-            long src = a.allocate(4096);
-            long dst = b.allocate(4096);
-            MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
-            MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+            OnePagePair pair = onePagePair();
+            Endpoint a = pair.a();
+            Endpoint b = pair.b();
+            long src = pair.src();
+            long dst = pair.dst();
+            MemoryRegion remote = pair.remote();
+            MemoryRegion local = pair.local();
             EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
             List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
             AutoCloseable watch = arrived.onChange(seen::add);
@@ -150,17 +151,25 @@ class SharedMemoryRingsTest extends SdkFixture {
     @Test
     void withRingsOffTheStreamCarriesEverything() throws Exception {
         start(2, c -> c.ringDirectory(""));
+        OnePagePair pair = onePagePair();
+        pair.a().store(pair.src(), new byte[] {42});
+        QueuePair qp = pair.a().connect(pair.b());
+        qp.await(qp.write(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey()));
+        assertThat(pair.b().load(pair.dst(), 1)).containsExactly(42);
+        assertThat(ringFiles()).isEmpty();
+        qp.close();
+    }
+
+    /** An endpoint on each of the two nodes, with one registered PINNED page each. */
+    private record OnePagePair(Endpoint a, Endpoint b, long src, long dst, MemoryRegion local, MemoryRegion remote) {
+    }
+
+    private OnePagePair onePagePair() {
         Endpoint a = connect(cluster.node(1)).openEndpoint("a");
         Endpoint b = connect(cluster.node(2)).openEndpoint("b");
         long src = a.allocate(4096);
         long dst = b.allocate(4096);
-        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
-        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
-        a.store(src, new byte[] {42});
-        QueuePair qp = a.connect(b);
-        qp.await(qp.write(local, src, 1, dst, remote.rkey()));
-        assertThat(b.load(dst, 1)).containsExactly(42);
-        assertThat(ringFiles()).isEmpty();
-        qp.close();
+        return new OnePagePair(a, b, src, dst, a.register(src, 4096, RegistrationMode.PINNED, Access.all()),
+                b.register(dst, 4096, RegistrationMode.PINNED, Access.all()));
     }
 }
