@@ -48,15 +48,18 @@ final class NodeProbe implements AutoCloseable {
         }
     }
 
-
     /**
      * The raw gRPC stream's bandwidth from this node to {@code peer}, as a perf row: its CPU is what
-     * {@code cpu} (the processes involved) counted while it ran.
+     * {@code cpu} (the processes involved) counted while it ran. The warm-up is a run of its own, so
+     * its CPU is not charged to the measured bytes.
      */
     Perftest.BandwidthRow linkBandwidth(String peer, int size, long count, long warmupNs, long durationNs,
             java.util.function.LongSupplier cpu) {
+        if (warmupNs > 0) {
+            baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, Long.MAX_VALUE, 0, 0, warmupNs);
+        }
         long cpuBefore = cpu.getAsLong();
-        RunBaselineResponse b = baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, count, 0, warmupNs, durationNs);
+        RunBaselineResponse b = baseline(RunBaselineRequest.Kind.BANDWIDTH, peer, size, count, 0, 0, durationNs);
         long cpuNs = cpu.getAsLong() - cpuBefore;
         double seconds = b.getElapsedNs() / 1e9;
         double mb = b.getCount() * (double) size / (1 << 20) / seconds;
