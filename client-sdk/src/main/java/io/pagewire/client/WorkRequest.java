@@ -4,28 +4,44 @@ package io.pagewire.client;
  * One operation for {@link QueuePair#post}. Local memory is named by a registered region and an
  * address in it, remote memory by an address and the peer's rkey, event counters by their id on the
  * peer's endpoint.
+ *
+ * <p>A request is signalled unless made {@link #unsignaled()}. As in ibverbs, an unsignalled request
+ * that succeeds sends no completion of its own: its future completes when a later request of the
+ * same queue pair completes (a reliable connection completes in order), so post a signalled request
+ * now and then, as perftest does every {@code --cq-mod} requests. A failed request always completes.
  */
 public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
-        int counterId, long add) {
+        int counterId, long add, boolean signaled) {
+
+    /**
+     * The same request without a completion of its own when it succeeds (ibverbs: no
+     * {@code IBV_SEND_SIGNALED}). A FETCH_ADD cannot be unsignalled: its result arrives only in its completion.
+     */
+    public WorkRequest unsignaled() {
+        if (opcode == Opcode.FETCH_ADD) {
+            throw new IllegalArgumentException("a FETCH_ADD cannot be unsignalled: its result arrives only in its completion");
+        }
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false);
+    }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */
     public static WorkRequest write(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey) {
-        return new WorkRequest(Opcode.WRITE, local, localAddress, length, remoteAddress, rkey, 0, 0);
+        return new WorkRequest(Opcode.WRITE, local, localAddress, length, remoteAddress, rkey, 0, 0, true);
     }
 
     /** A WRITE that then adds one to the peer's event counter {@code counterId}, once the data is visible there. */
     public static WorkRequest writeWithNotify(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
             int counterId) {
-        return new WorkRequest(Opcode.WRITE_WITH_NOTIFY, local, localAddress, length, remoteAddress, rkey, counterId, 0);
+        return new WorkRequest(Opcode.WRITE_WITH_NOTIFY, local, localAddress, length, remoteAddress, rkey, counterId, 0, true);
     }
 
     /** RDMA READ of the peer's [remoteAddress, +length) into [localAddress, +length). */
     public static WorkRequest read(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey) {
-        return new WorkRequest(Opcode.READ, local, localAddress, length, remoteAddress, rkey, 0, 0);
+        return new WorkRequest(Opcode.READ, local, localAddress, length, remoteAddress, rkey, 0, 0, true);
     }
 
     /** Adds {@code add} to the peer's event counter; the completion's value is the counter before. */
     public static WorkRequest fetchAdd(int counterId, long add) {
-        return new WorkRequest(Opcode.FETCH_ADD, null, 0, 0, 0, 0, counterId, add);
+        return new WorkRequest(Opcode.FETCH_ADD, null, 0, 0, 0, 0, counterId, add, true);
     }
 }

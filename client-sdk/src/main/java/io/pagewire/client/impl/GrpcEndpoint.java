@@ -50,6 +50,7 @@ final class GrpcEndpoint implements Endpoint {
     /** Settles when the node ends the session stream, which it does after closing the endpoint. */
     private final CompletableFuture<Void> streamEnded = new CompletableFuture<>();
     private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
+    private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     private final AtomicLong nextWrId = new AtomicLong(1);
     private ClientCallStreamObserver<SessionRequest> session;
@@ -219,8 +220,15 @@ final class GrpcEndpoint implements Endpoint {
         completed(c.getWrId(), c.getQpn(), c.getOpcodeValue(), c.getStatusValue(), c.getBytes(), c.getValue(), c.getError());
     }
 
-    /** A completion from the stream or the event ring; a successful one builds no wire message. */
+    /**
+     * A completion from the stream or the event ring; a successful one builds no wire message. It first
+     * settles the unsignalled requests of its queue pair posted before it.
+     */
     private void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
+        PostOrder order = orders.get(qpn);
+        if (order != null) {
+            order.completed(wrId, this::impliedSuccess);
+        }
         CompletableFuture<Completion> future = pending.remove(wrId);
         if (future == null) {
             return;
@@ -234,6 +242,13 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     private static final int SUCCESS = io.pagewire.proto.verbs.CompletionStatus.SUCCESS.getNumber();
+
+    private void impliedSuccess(long wrId, int qpn, io.pagewire.client.Opcode opcode, int length) {
+        CompletableFuture<Completion> future = pending.remove(wrId);
+        if (future != null) {
+            future.complete(new Completion(wrId, qpn, opcode, length, 0));
+        }
+    }
 
     private void ended(PagewireException error) {
         closed = true;
@@ -263,19 +278,45 @@ final class GrpcEndpoint implements Endpoint {
 
     /** Posts work requests of one queue pair; returns one future per request. */
     List<CompletableFuture<Completion>> post(int qpn, List<io.pagewire.client.WorkRequest> requests) {
-        RingClient r = rings;
-        if (r != null) {
-            return postOnRing(r, qpn, requests);
+        PostOrder order = orders.computeIfAbsent(qpn, PostOrder::new);
+        int n = requests.size();
+        long[] wrIds = new long[n];
+        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(n);
+        synchronized (order.postLock) {
+            long first = nextWrId.getAndAdd(n);
+            for (int i = 0; i < n; i++) {
+                wrIds[i] = first + i;
+                CompletableFuture<Completion> future = new CompletableFuture<>();
+                pending.put(wrIds[i], future);
+                futures.add(future);
+                io.pagewire.client.WorkRequest wr = requests.get(i);
+                if (!wr.signaled()) {
+                    order.unsignaled(wrIds[i], wr.opcode(), wr.length());
+                }
+            }
+            try {
+                RingClient r = rings;
+                if (r == null) {
+                    send(SessionRequest.newBuilder().setPost(postMessage(qpn, requests, wrIds)).build());
+                } else if (closed) {
+                    throw new PagewireException.UnavailableException("endpoint " + ref.getEndpointId() + " on " + connection.target()
+                            + " is closed", null);
+                } else {
+                    r.post(qpn, requests, wrIds, System.nanoTime() + connection.options().deadline().toNanos());
+                }
+            } catch (RuntimeException e) {
+                failAll(wrIds, futures, e);
+            }
         }
+        return futures;
+    }
+
+    private static PostRequest.Builder postMessage(int qpn, List<io.pagewire.client.WorkRequest> requests, long[] wrIds) {
         PostRequest.Builder post = PostRequest.newBuilder().setQpn(qpn);
-        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(requests.size());
-        for (io.pagewire.client.WorkRequest wr : requests) {
-            long wrId = nextWrId.getAndIncrement();
-            CompletableFuture<Completion> future = new CompletableFuture<>();
-            pending.put(wrId, future);
-            futures.add(future);
+        for (int i = 0; i < wrIds.length; i++) {
+            io.pagewire.client.WorkRequest wr = requests.get(i);
             post.addRequests(io.pagewire.proto.verbs.WorkRequest.newBuilder()
-                    .setWrId(wrId)
+                    .setWrId(wrIds[i])
                     .setOpcodeValue(WireOpcodes.toWire(wr.opcode()))
                     .setLkey(wr.local() == null ? 0 : wr.local().lkey())
                     .setLocalAddress(wr.localAddress())
@@ -283,41 +324,15 @@ final class GrpcEndpoint implements Endpoint {
                     .setRemoteAddress(wr.remoteAddress())
                     .setRkey(wr.rkey())
                     .setCounterId(wr.counterId())
-                    .setAdd(wr.add()));
+                    .setAdd(wr.add())
+                    .setUnsignaled(!wr.signaled()));
         }
-        try {
-            send(SessionRequest.newBuilder().setPost(post).build());
-        } catch (RuntimeException e) {
-            for (int i = 0; i < futures.size(); i++) {
-                pending.remove(post.getRequests(i).getWrId());
-                futures.get(i).completeExceptionally(e);
-            }
-        }
-        return futures;
+        return post;
     }
 
-    private List<CompletableFuture<Completion>> postOnRing(RingClient r, int qpn, List<io.pagewire.client.WorkRequest> requests) {
-        int n = requests.size();
-        long[] wrIds = new long[n];
-        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(n);
-        long first = nextWrId.getAndAdd(n);
-        for (int i = 0; i < n; i++) {
-            wrIds[i] = first + i;
-            CompletableFuture<Completion> future = new CompletableFuture<>();
-            pending.put(wrIds[i], future);
-            futures.add(future);
-        }
-        if (closed) {
-            failAll(wrIds, futures, new PagewireException.UnavailableException("endpoint " + ref.getEndpointId() + " on "
-                    + connection.target() + " is closed", null));
-            return futures;
-        }
-        try {
-            r.post(qpn, requests, wrIds, System.nanoTime() + connection.options().deadline().toNanos());
-        } catch (RuntimeException e) {
-            failAll(wrIds, futures, e);
-        }
-        return futures;
+    /** The queue pair is gone: its post order with it. */
+    void forget(int qpn) {
+        orders.remove(qpn);
     }
 
     private void failAll(long[] wrIds, List<CompletableFuture<Completion>> futures, RuntimeException e) {

@@ -92,6 +92,7 @@ final class GrpcQueuePair implements QueuePair {
             return;
         }
         closed = true;
+        endpoint.forget(qpn());
         endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyQueuePairResponse>unary(o -> endpoint.connection().stub().destroyQueuePair(
                 DestroyQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).build(), o)));
     }

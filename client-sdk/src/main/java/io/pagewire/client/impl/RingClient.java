@@ -139,7 +139,7 @@ final class RingClient implements AutoCloseable {
             for (int i = from; i < from + count; i++, at += SessionRings.WORK_REQUEST_BYTES) {
                 io.pagewire.client.WorkRequest wr = requests.get(i);
                 b.putLong(at, wrIds[i]);
-                b.putInt(at + 8, WireOpcodes.toWire(wr.opcode()));
+                b.putInt(at + 8, WireOpcodes.toWire(wr.opcode()) | (wr.signaled() ? 0 : SessionRings.UNSIGNALED_FLAG));
                 b.putInt(at + 12, wr.local() == null ? 0 : wr.local().lkey());
                 b.putLong(at + 16, wr.localAddress());
                 b.putInt(at + 24, wr.length());

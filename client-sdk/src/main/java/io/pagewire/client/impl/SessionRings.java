@@ -31,7 +31,7 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *           +---------------------------------------------------------------+
  *
  *  POST (request ring, type 1):      qpn (4) | count (4) | count x work request (56 each):
- *      wr id (8) | opcode (4) | lkey (4) | local address (8) | length (4) | counter id (4)
+ *      wr id (8) | opcode and flags (4) | lkey (4) | local address (8) | length (4) | counter id (4)
  *      | remote address (8) | rkey (8) | add (8)
  *  COMPLETION (event ring, type 1):  wr id (8) | qpn (4) | opcode (4) | status (4) | error length (4)
  *      | bytes (8) | value (8) | error (UTF-8)
@@ -39,7 +39,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *  COUNTER (event ring, type 3):     counter id (4) | padding (4) | value (8)
  * </pre>
  *
- * Opcodes and statuses are the numbers of verbs.proto's enums.
+ * Opcodes and statuses are the numbers of verbs.proto's enums. A work request's opcode is in the low
+ * 16 bits of its word, flags above it: {@link #UNSIGNALED_FLAG}.
  */
 public final class SessionRings {
     public static final long MAGIC = 0x50_57_52_49_4E_47_30_31L; // "PWRING01"
@@ -56,6 +57,8 @@ public final class SessionRings {
 
     public static final int POST_HEADER_BYTES = 8;
     public static final int WORK_REQUEST_BYTES = 56;
+    /** In a work request's opcode word: it completes silently when it succeeds. */
+    public static final int UNSIGNALED_FLAG = 1 << 16;
     public static final int COMPLETION_FIXED_BYTES = 40;
     public static final int REFUSED_FIXED_BYTES = 16;
     public static final int COUNTER_BYTES = 16;

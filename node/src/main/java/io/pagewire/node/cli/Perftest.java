@@ -28,7 +28,10 @@ import org.HdrHistogram.Histogram;
  * the round trip, as ib_write_lat does); read latency is one READ at a time (a full round trip).
  */
 final class Perftest implements AutoCloseable {
-    /** Work requests posted in one message when the window has room for them. */
+    /**
+     * Work requests posted in one message when the window has room for them; only the last of each
+     * list is signalled (perftest's {@code --post_list} and {@code --cq-mod}).
+     */
     static final int POST_LIST = 16;
 
     /** Which measurement. */
@@ -72,12 +75,21 @@ final class Perftest implements AutoCloseable {
     private final boolean busyPoll;
     /** CPU time of every process the measurement involves (the application and both nodes). */
     private java.util.function.LongSupplier cpuClock = io.pagewire.node.ProcessCpu::nanos;
+    private int postList = POST_LIST;
 
     Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
         this.local = localNode.openEndpoint("perf-local");
         this.remote = remoteNode.openEndpoint("perf-remote");
         this.mode = mode;
         this.busyPoll = busyPoll;
+    }
+
+    /** Bandwidth: requests per posted list, the last of which alone is signalled (1 signals every one). */
+    void postList(int value) {
+        if (value < 1) {
+            throw new IllegalArgumentException("--cq-mod must be at least 1, was " + value);
+        }
+        postList = value;
     }
 
     /** Counts CPU time with this clock from now on (the sum over the processes involved). */
@@ -154,15 +166,17 @@ final class Perftest implements AutoCloseable {
             boolean morePosts = byTime ? now - start < durationNs && posted < iterations : posted < iterations;
             ArrayDeque<CompletableFuture<Completion>> queue = inFlight.get(q);
             int room = txDepth - queue.size();
-            if (morePosts && room >= Math.min(txDepth, POST_LIST)) {
-                // Post a list at a time, as perftest's --post_list does: one message per list.
-                long count = Math.min(room, Math.min(POST_LIST, iterations - posted));
+            if (morePosts && room >= Math.min(txDepth, postList)) {
+                // Post a list at a time, as perftest's --post_list does: one message per list, and one
+                // completion per list (--cq-mod): the futures of the others settle with the last one's.
+                long count = Math.min(room, Math.min(postList, iterations - posted));
                 MemoryRegion src = sources.get(q);
                 MemoryRegion dst = targets.get(q);
                 List<WorkRequest> list = new ArrayList<>();
                 for (long i = 0; i < count; i++) {
-                    list.add(test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
-                            : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey()));
+                    WorkRequest wr = test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
+                            : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey());
+                    list.add(i < count - 1 ? wr.unsignaled() : wr);
                 }
                 queue.addAll(qps.get(q).post(list));
                 posted += count;

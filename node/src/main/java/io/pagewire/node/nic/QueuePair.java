@@ -316,7 +316,6 @@ public final class QueuePair implements AutoCloseable {
 
     private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {
         long bytes = status == CompletionStatus.SUCCESS ? wr.length() : 0;
-        Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
         NicCounters counters = nic.counters();
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
@@ -326,6 +325,10 @@ public final class QueuePair implements AutoCloseable {
                 case FETCH_ADD -> NicCounter.ATOMICS_COMPLETED;
             });
         }
+        if (status == CompletionStatus.SUCCESS && !wr.signaled() && wr.opcode() != Completion.Opcode.FETCH_ADD) {
+            return;
+        }
+        Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
         if (!cq.push(completion) && state == State.READY) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
         }

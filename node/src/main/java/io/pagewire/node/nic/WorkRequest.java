@@ -3,29 +3,37 @@ package io.pagewire.node.nic;
 /**
  * One operation posted to a queue pair, after {@code ibv_send_wr}. {@code wrId} is the caller's tag,
  * returned in the completion. Local memory is named by (lkey, address), remote memory by (rkey,
- * address), event counters on the peer's endpoint by id.
+ * address), event counters on the peer's endpoint by id. An unsignalled request ({@code signaled}
+ * false, ibverbs' work request without {@code IBV_SEND_SIGNALED}) puts no completion on the queue
+ * when it succeeds; a failed one always does, and so does a FETCH_ADD, whose result travels only in
+ * its completion.
  */
 public record WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
-        long remoteAddress, long rkey, int counterId, long add) {
+        long remoteAddress, long rkey, int counterId, long add, boolean signaled) {
+
+    /** The same request, completing silently when it succeeds. */
+    public WorkRequest unsignaled() {
+        return new WorkRequest(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, false);
+    }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */
     public static WorkRequest write(long wrId, int lkey, long localAddress, int length, long remoteAddress, long rkey) {
-        return new WorkRequest(wrId, Completion.Opcode.WRITE, lkey, localAddress, length, remoteAddress, rkey, 0, 0);
+        return new WorkRequest(wrId, Completion.Opcode.WRITE, lkey, localAddress, length, remoteAddress, rkey, 0, 0, true);
     }
 
     /** A WRITE that then adds one to event counter {@code counterId} of the peer's endpoint, once its data is visible. */
     public static WorkRequest writeWithNotify(long wrId, int lkey, long localAddress, int length, long remoteAddress, long rkey,
             int counterId) {
-        return new WorkRequest(wrId, Completion.Opcode.WRITE_WITH_NOTIFY, lkey, localAddress, length, remoteAddress, rkey, counterId, 0);
+        return new WorkRequest(wrId, Completion.Opcode.WRITE_WITH_NOTIFY, lkey, localAddress, length, remoteAddress, rkey, counterId, 0, true);
     }
 
     /** RDMA READ of the peer's [remoteAddress, +length) into [localAddress, +length). */
     public static WorkRequest read(long wrId, int lkey, long localAddress, int length, long remoteAddress, long rkey) {
-        return new WorkRequest(wrId, Completion.Opcode.READ, lkey, localAddress, length, remoteAddress, rkey, 0, 0);
+        return new WorkRequest(wrId, Completion.Opcode.READ, lkey, localAddress, length, remoteAddress, rkey, 0, 0, true);
     }
 
     /** Adds {@code add} to event counter {@code counterId} of the peer's endpoint; the completion carries the value before. */
     public static WorkRequest fetchAdd(long wrId, int counterId, long add) {
-        return new WorkRequest(wrId, Completion.Opcode.FETCH_ADD, 0, 0, 0, 0, 0, counterId, add);
+        return new WorkRequest(wrId, Completion.Opcode.FETCH_ADD, 0, 0, 0, 0, 0, counterId, add, true);
     }
 }

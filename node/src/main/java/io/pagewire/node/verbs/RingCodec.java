@@ -32,9 +32,12 @@ final class RingCodec {
         List<WorkRequest> requests = new ArrayList<>(count);
         int at = offset + SessionRings.POST_HEADER_BYTES;
         for (int i = 0; i < count; i++, at += SessionRings.WORK_REQUEST_BYTES) {
-            Completion.Opcode opcode = Session.nicOpcode(io.pagewire.proto.verbs.WorkRequest.Opcode.forNumber(buffer.getInt(at + 8)));
+            int opcodeAndFlags = buffer.getInt(at + 8);
+            Completion.Opcode opcode = Session.nicOpcode(io.pagewire.proto.verbs.WorkRequest.Opcode.forNumber(opcodeAndFlags & 0xFFFF));
+            boolean signaled = (opcodeAndFlags & SessionRings.UNSIGNALED_FLAG) == 0;
             requests.add(new WorkRequest(buffer.getLong(at), opcode, buffer.getInt(at + 12), buffer.getLong(at + 16),
-                    buffer.getInt(at + 24), buffer.getLong(at + 32), buffer.getLong(at + 40), buffer.getInt(at + 28), buffer.getLong(at + 48)));
+                    buffer.getInt(at + 24), buffer.getLong(at + 32), buffer.getLong(at + 40), buffer.getInt(at + 28), buffer.getLong(at + 48),
+                    signaled));
         }
         return requests;
     }

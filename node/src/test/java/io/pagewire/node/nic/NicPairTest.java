@@ -69,4 +69,36 @@ class NicPairTest {
         assertThat(kernelA.stats().pinnedPages()).isZero();
         assertThat(kernelB.stats().pinnedPages()).isZero();
     }
+
+    @Test
+    void unsignalledRequestsCompleteSilentlyUnlessTheyFail() throws Exception {
+        Endpoint ea = a.openEndpoint("a");
+        Endpoint eb = b.openEndpoint("b");
+        CompletionQueue cqa = a.createCompletionQueue();
+        QueuePair qa = a.createQueuePair(ea, cqa);
+        QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
+        qa.connect(qb.address());
+        qb.connect(qa.address());
+        long src = ea.space().allocate(8192);
+        long dst = eb.space().allocate(8192);
+        MemoryRegion ra = ea.register(src, 8192, RegistrationMode.PINNED, Access.all());
+        MemoryRegion rb = eb.register(dst, 8192, RegistrationMode.PINNED, Access.all());
+        for (int i = 1; i <= 9; i++) {
+            qa.post(WorkRequest.write(i, ra.lkey(), src, 100, dst, rb.rkey()).unsignaled());
+        }
+        qa.post(WorkRequest.write(10, ra.lkey(), src, 100, dst, rb.rkey()));
+        Completion signalled = cqa.take(10, TimeUnit.SECONDS);
+        assertThat(signalled).isNotNull();
+        assertThat(signalled.wrId()).as("the only completion of ten writes is the signalled one").isEqualTo(10);
+        assertThat(cqa.poll()).isNull();
+        assertThat(a.counters().get(NicCounter.WRITES_COMPLETED)).as("all ten are counted").isEqualTo(10);
+
+        qa.post(WorkRequest.write(11, ra.lkey(), src, 100, dst, rb.rkey() + 1).unsignaled());
+        Completion failed = cqa.take(10, TimeUnit.SECONDS);
+        assertThat(failed).as("a failed unsignalled request completes").isNotNull();
+        assertThat(failed.wrId()).isEqualTo(11);
+        assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_ACCESS_ERROR);
+        ea.close();
+        eb.close();
+    }
 }

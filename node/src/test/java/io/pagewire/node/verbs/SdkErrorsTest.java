@@ -13,6 +13,7 @@ import io.pagewire.client.Pagewire;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.WorkRequest;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.EndpointRef;
@@ -53,6 +54,22 @@ class SdkErrorsTest extends SdkFixture {
         QueuePair fresh = a.connect(b);
         MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
         fresh.await(fresh.write(src, src.address(), 8, dst, dstRegion.rkey()));
+    }
+
+    @Test
+    void anUnsignalledRequestThatFailsStillCompletesAndSettlesTheOnesBeforeIt() {
+        startPair(c -> { });
+        long dst = b.allocate(4096);
+        MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        java.util.List<CompletableFuture<io.pagewire.client.Completion>> done = qp.post(java.util.List.of(
+                WorkRequest.write(src, src.address(), 8, dst, dstRegion.rkey()).unsignaled(),
+                WorkRequest.write(src, src.address(), 8, dst, 0x1f2eL).unsignaled(),
+                WorkRequest.write(src, src.address(), 8, dst, dstRegion.rkey()).unsignaled()));
+        assertThat(qp.await(done.get(0)).bytes()).as("the failure after it implies that it succeeded").isEqualTo(8);
+        assertThatThrownBy(() -> qp.await(done.get(1)))
+                .isInstanceOf(PagewireException.RemoteAccessException.class).hasMessageContaining("rkey 0x1f2e");
+        assertThatThrownBy(() -> qp.await(done.get(2)))
+                .as("flushed requests complete whether signalled or not").isInstanceOf(PagewireException.FlushedException.class);
     }
 
     @Test

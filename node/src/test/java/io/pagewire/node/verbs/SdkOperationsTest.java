@@ -126,6 +126,39 @@ class SdkOperationsTest extends SdkFixture {
         b.close();
     }
 
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void unsignalledWritesSettleWithTheSignalledOneAfterThem(RegistrationMode mode) {
+        start(2, c -> { });
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        int length = 64 * 1024;
+        long src = a.allocate(length);
+        long dst = b.allocate(length);
+        byte[] data = pattern(7, length);
+        a.store(src, data);
+        MemoryRegion srcRegion = a.register(src, length, mode, Access.all());
+        MemoryRegion dstRegion = b.register(dst, length, mode, Access.all());
+        QueuePair qp = a.connect(b);
+        List<WorkRequest> list = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            WorkRequest wr = WorkRequest.write(srcRegion, src + i * 1024L, 1024, dst + i * 1024L, dstRegion.rkey());
+            list.add(i % 16 == 15 ? wr : wr.unsignaled());
+        }
+        List<CompletableFuture<Completion>> done = qp.post(list);
+        for (int i = 0; i < done.size(); i++) {
+            Completion c = qp.await(done.get(i));
+            assertThat(c.bytes()).as("write " + i).isEqualTo(1024);
+            assertThat(c.opcode()).isEqualTo(Opcode.WRITE);
+        }
+        assertThat(b.load(dst, length)).isEqualTo(data);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> WorkRequest.fetchAdd(1, 1).unsignaled())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("result arrives only in its completion");
+        qp.close();
+        a.close();
+        b.close();
+    }
+
     @Test
     void anImplicitRegionAndQueuePairAddressesExchangedAsText() {
         start(2, c -> { });
