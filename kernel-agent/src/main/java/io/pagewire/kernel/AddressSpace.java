@@ -12,7 +12,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * page table, its pins, and the listeners (NICs) that hold translations into it.
  *
  * <p>Allocation only reserves virtual space; a page gets a frame at its first touch, by a CPU access
- * ({@link #store}, {@link #load}), a pin, or a NIC page fault. Every method takes the kernel lock.
+ * ({@link #store}, {@link #load}), a pin, or a NIC page fault. Every method takes the kernel lock, and
+ * releases it while it waits: for swap I/O, for a page in transit, for a copy, for DMA to drain (see
+ * {@link KernelAgent}).
  */
 public final class AddressSpace implements AutoCloseable {
     /** Lowest address handed out; everything below, address 0 included, is never mapped. */
@@ -101,14 +103,23 @@ public final class AddressSpace implements AutoCloseable {
     public void free(long address) {
         kernel.lock();
         try {
-            checkOpen();
-            Long bytes = allocations.get(address);
-            if (bytes == null) {
-                throw new BadAddressException(String.format("address 0x%x is not the start of an allocation in endpoint %d", address, id));
+            Long bytes;
+            while (true) {
+                checkOpen();
+                bytes = allocations.get(address);
+                if (bytes == null) {
+                    throw new BadAddressException(String.format("address 0x%x is not the start of an allocation in endpoint %d", address, id));
+                }
+                if (!anyInTransit(address >>> pageShift, (address + bytes) >>> pageShift)) {
+                    break;
+                }
+                kernel.awaitTransit();
             }
-            unmap(address >>> pageShift, bytes >>> pageShift);
             allocations.remove(address);
             allocatedBytes -= bytes;
+            FramesToFree taken = new FramesToFree();
+            unmap(address >>> pageShift, bytes >>> pageShift, taken);
+            kernel.drainAndFree(taken.frames, taken.count, this);
         } finally {
             kernel.unlock();
         }
@@ -154,10 +165,16 @@ public final class AddressSpace implements AutoCloseable {
             while (src.position() < end) {
                 int offset = (int) (va & (pageSize - 1));
                 int chunk = Math.min(pageSize - offset, end - src.position());
-                int frame = residentFrameForCpu(va >>> pageShift, true);
-                src.limit(src.position() + chunk);
-                memory.write(frame, offset, src);
-                src.limit(end);
+                int frame = lockFrameForCpu(va >>> pageShift, true);
+                kernel.unlock();
+                try {
+                    src.limit(src.position() + chunk);
+                    memory.write(frame, offset, src);
+                    src.limit(end);
+                } finally {
+                    memory.unlockDma(frame, true);
+                    kernel.lock();
+                }
                 va += chunk;
             }
         } finally {
@@ -176,8 +193,14 @@ public final class AddressSpace implements AutoCloseable {
             while (done < length) {
                 int offset = (int) (va & (pageSize - 1));
                 int chunk = Math.min(pageSize - offset, length - done);
-                int frame = residentFrameForCpu(va >>> pageShift, false);
-                memory.read(frame, offset, dst, dstOffset + done, chunk);
+                int frame = lockFrameForCpu(va >>> pageShift, false);
+                kernel.unlock();
+                try {
+                    memory.read(frame, offset, dst, dstOffset + done, chunk);
+                } finally {
+                    memory.unlockDma(frame, false);
+                    kernel.lock();
+                }
                 va += chunk;
                 done += chunk;
             }
@@ -196,8 +219,7 @@ public final class AddressSpace implements AutoCloseable {
         try {
             checkOpen();
             requireAllocated(address, 1);
-            PageTableEntry entry = pageTable.getOrCreate(address >>> pageShift);
-            FaultKind kind = makeResident(address >>> pageShift, entry, write);
+            FaultKind kind = makeResident(address >>> pageShift, write);
             countFault(kind, false);
             return kind;
         } finally {
@@ -205,10 +227,17 @@ public final class AddressSpace implements AutoCloseable {
         }
     }
 
-    private int residentFrameForCpu(long vpn, boolean write) {
-        PageTableEntry entry = pageTable.getOrCreate(vpn);
-        countFault(makeResident(vpn, entry, write), false);
-        return entry.frame;
+    /**
+     * Makes a page resident for a CPU access and locks its frame as a DMA would, so that the copy can
+     * run with the kernel lock released and reclaim still leaves the frame alone.
+     */
+    private int lockFrameForCpu(long vpn, boolean write) {
+        countFault(makeResident(vpn, write), false);
+        int frame = pageTable.get(vpn).frame;
+        if (!memory.tryLockForDma(frame, memory.generation(frame))) {
+            throw new IllegalStateException("frame " + frame + " of a resident page is being reclaimed under the kernel lock");
+        }
+        return frame;
     }
 
     // ---- the NIC's interface: translations, faults, pins --------------------------------------
@@ -254,13 +283,12 @@ public final class AddressSpace implements AutoCloseable {
         try {
             checkOpen();
             requireAllocatedPage(vpn);
-            PageTableEntry entry = pageTable.getOrCreate(vpn);
-            FaultKind kind = makeResident(vpn, entry, write);
+            FaultKind kind = makeResident(vpn, write);
             if (kind == null) {
                 kind = FaultKind.MINOR;
             }
             countFault(kind, true);
-            return new PageFault(kind, translationOf(entry), kernel.clock().nanoTime() - start);
+            return new PageFault(kind, translationOf(pageTable.get(vpn)), kernel.clock().nanoTime() - start);
         } finally {
             kernel.unlock();
         }
@@ -277,12 +305,17 @@ public final class AddressSpace implements AutoCloseable {
         try {
             checkOpen();
             requireAllocatedPage(vpn);
-            PageTableEntry entry = pageTable.getOrCreate(vpn);
-            if (entry.pinCount == 0) {
+            PageTableEntry before = pageTable.get(vpn);
+            if (before == null || before.pinCount == 0) {
                 kernel.checkPinLimits(this, 1);
             }
-            FaultKind fault = makeResident(vpn, entry, write);
+            FaultKind fault = makeResident(vpn, write);
             countFault(fault, true);
+            PageTableEntry entry = pageTable.get(vpn);
+            if (entry.pinCount == 0) {
+                // Again: the fault may have waited with the lock released while others pinned.
+                kernel.checkPinLimits(this, 1);
+            }
             addPin(entry);
             return new Pinned(translationOf(entry), fault);
         } finally {
@@ -312,8 +345,12 @@ public final class AddressSpace implements AutoCloseable {
             long vpn = firstVpn;
             try {
                 for (; vpn < endVpn; vpn++) {
-                    PageTableEntry entry = pageTable.getOrCreate(vpn);
-                    countFault(makeResident(vpn, entry, true), true);
+                    countFault(makeResident(vpn, true), true);
+                    PageTableEntry entry = pageTable.get(vpn);
+                    if (entry.pinCount == 0) {
+                        // Again per page: a fault may have waited with the lock released while others pinned.
+                        kernel.checkPinLimits(this, 1);
+                    }
                     addPin(entry);
                 }
             } catch (RuntimeException e) {
@@ -435,17 +472,22 @@ public final class AddressSpace implements AutoCloseable {
     public void close() {
         kernel.lock();
         try {
+            while (!closed && anyInTransit(0, END_ADDRESS >>> pageShift)) {
+                kernel.awaitTransit();
+            }
             if (closed) {
                 return;
             }
+            closed = true;
+            FramesToFree taken = new FramesToFree();
             for (Map.Entry<Long, Long> allocation : new ArrayList<>(allocations.entrySet())) {
-                unmap(allocation.getKey() >>> pageShift, allocation.getValue() >>> pageShift);
+                unmap(allocation.getKey() >>> pageShift, allocation.getValue() >>> pageShift, taken);
             }
             allocations.clear();
             allocatedBytes = 0;
             listeners.clear();
-            closed = true;
             kernel.forget(this);
+            kernel.drainAndFree(taken.frames, taken.count, this);
         } finally {
             kernel.unlock();
         }
@@ -459,22 +501,35 @@ public final class AddressSpace implements AutoCloseable {
     // ---- mechanics, kernel lock held ----------------------------------------------------------
 
     /**
-     * Gives the page a frame if it has none: zero-filled at first touch (minor), read from swap
-     * otherwise (major).
+     * Gives page {@code vpn} a frame if it has none: zero-filled at first touch (minor), read from swap
+     * otherwise (major). It may release the kernel lock meanwhile (to wait for the page's transit, for
+     * a victim's write-back, or for its own swap read) and looks again each time; on return the page is
+     * resident, under the lock.
      *
      * @return how the page was brought in, or null if it was resident
      */
-    private FaultKind makeResident(long vpn, PageTableEntry entry, boolean write) {
-        if (entry.present()) {
-            memory.markAccessed(entry.frame, write);
-            return null;
-        }
-        int frame = kernel.obtainFrame(this, vpn);
-        FaultKind kind;
-        boolean dirty = write;
-        try {
+    private FaultKind makeResident(long vpn, boolean write) {
+        while (true) {
+            checkOpen();
+            requireAllocatedPage(vpn);
+            PageTableEntry entry = pageTable.getOrCreate(vpn);
+            if (entry.inTransit) {
+                kernel.awaitTransit();
+                continue;
+            }
+            if (entry.present()) {
+                memory.markAccessed(entry.frame, write);
+                return null;
+            }
+            int frame = kernel.obtainFrame(this, vpn);
+            if (closed || pageTable.get(vpn) != entry || entry.inTransit || entry.present()) {
+                // Things moved while a victim was written back: start again with the frame returned.
+                kernel.returnFreeFrame(frame);
+                continue;
+            }
+            FaultKind kind;
             if (entry.swapSlot >= 0) {
-                kernel.swap().read(entry.swapSlot, memory, frame);
+                readFromSwap(entry, frame);
                 counters.increment(KernelCounter.SWAP_INS);
                 swappedPages--;
                 kind = FaultKind.MAJOR;
@@ -487,41 +542,54 @@ public final class AddressSpace implements AutoCloseable {
                 memory.zero(frame);
                 kind = FaultKind.MINOR;
             }
-        } catch (RuntimeException e) {
-            kernel.returnFreeFrame(frame);
-            throw e;
-        }
-        memory.assign(frame, dirty);
-        entry.frame = frame;
-        kernel.frames().attach(frame, this, vpn, entry);
-        residentPages++;
-        if (!listeners.isEmpty()) {
-            Translation translation = translationOf(entry);
-            for (MemoryListener listener : listeners) {
-                try {
-                    listener.mapped(this, vpn, translation);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "memory listener failed on map of page " + vpn + " in " + this, e);
+            memory.assign(frame, write);
+            entry.frame = frame;
+            kernel.frames().attach(frame, this, vpn, entry);
+            residentPages++;
+            if (!listeners.isEmpty()) {
+                Translation translation = translationOf(entry);
+                for (MemoryListener listener : listeners) {
+                    try {
+                        listener.mapped(this, vpn, translation);
+                    } catch (RuntimeException e) {
+                        LOG.log(System.Logger.Level.WARNING, "memory listener failed on map of page " + vpn + " in " + this, e);
+                    }
                 }
             }
+            return kind;
         }
-        return kind;
+    }
+
+    /** Reads a page's slot into the frame with the kernel lock released; the page is in transit meanwhile. */
+    private void readFromSwap(PageTableEntry entry, int frame) {
+        entry.inTransit = true;
+        RuntimeException failure = null;
+        kernel.unlock();
+        try {
+            kernel.swap().read(entry.swapSlot, memory, frame);
+        } catch (RuntimeException e) {
+            failure = e;
+        } finally {
+            kernel.lock();
+            entry.inTransit = false;
+            kernel.transitEnded();
+        }
+        if (failure != null) {
+            kernel.returnFreeFrame(frame);
+            throw failure;
+        }
     }
 
     /**
      * Takes the frame from a page that reclaim chose (its frame is already marked reclaiming):
-     * listeners drop their translations, a dirty page goes to swap.
+     * listeners drop their translations, and the page now lives in {@code slot}. A dirty page is in
+     * transit until the reclaimer, having written the frame to the slot, calls {@link #writebackEnded}.
      */
     void evict(long vpn, PageTableEntry entry, int slot, boolean dirty) {
         notifyInvalidate(vpn, 1, InvalidationReason.EVICTION);
-        int frame = entry.frame;
-        if (dirty) {
-            kernel.swap().write(slot, memory, frame);
-            memory.clearDirty(frame);
-            counters.increment(KernelCounter.SWAP_OUTS);
-        }
         entry.frame = -1;
         entry.swapSlot = slot;
+        entry.inTransit = dirty;
         if (slot >= 0) {
             swappedPages++;
         } else {
@@ -531,8 +599,47 @@ public final class AddressSpace implements AutoCloseable {
         residentPages--;
     }
 
-    /** Unmaps [firstVpn, firstVpn + pageCount): invalidate, revoke pins, drain DMA, release frames and slots. */
-    private void unmap(long firstVpn, long pageCount) {
+    /**
+     * The write-back of an evicted page ended. If it failed, the page keeps its frame (the reclaimer
+     * gives the frame back) and stays out of swap.
+     */
+    void writebackEnded(long vpn, PageTableEntry entry, int frame, RuntimeException failure) {
+        entry.inTransit = false;
+        if (failure != null) {
+            entry.frame = frame;
+            entry.swapSlot = -1;
+            swappedPages--;
+            residentPages++;
+            LOG.log(System.Logger.Level.WARNING, "writing page " + vpn + " of " + this + " to swap failed; it stays in memory", failure);
+        }
+        kernel.transitEnded();
+    }
+
+    /** Whether a page of [firstVpn, endVpn) is moving to or from swap right now. */
+    private boolean anyInTransit(long firstVpn, long endVpn) {
+        boolean[] found = {false};
+        pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> found[0] |= entry.inTransit);
+        return found[0];
+    }
+
+    /** Frames taken from unmapped pages, to go back to the free list once their DMA drained. */
+    private static final class FramesToFree {
+        int[] frames = new int[16];
+        int count;
+
+        void add(int frame) {
+            if (count == frames.length) {
+                frames = java.util.Arrays.copyOf(frames, count * 2);
+            }
+            frames[count++] = frame;
+        }
+    }
+
+    /**
+     * Unmaps [firstVpn, firstVpn + pageCount), none of them in transit: invalidate, revoke pins,
+     * release swap slots, and take the frames (into {@code taken}, for the caller to drain and free).
+     */
+    private void unmap(long firstVpn, long pageCount, FramesToFree taken) {
         long endVpn = firstVpn + pageCount;
         notifyInvalidate(firstVpn, pageCount, InvalidationReason.UNMAP);
         kernel.systemBuffer().discard(this, firstVpn, endVpn);
@@ -544,7 +651,8 @@ public final class AddressSpace implements AutoCloseable {
                 kernel.pinnedPagesChanged(-1);
             }
             if (entry.present()) {
-                kernel.releaseFrame(entry.frame, this, vpn);
+                kernel.takeFrameFromUnmappedPage(entry.frame);
+                taken.add(entry.frame);
                 entry.frame = -1;
                 residentPages--;
             }

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -15,8 +16,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * and the NetVM system buffer.
  *
  * <p>One lock (the kernel lock, like a coarse {@code mmap_lock}) guards page tables, frame ownership,
- * swap slots and pin counts. The DMA engine does not take it: it copies under per-frame DMA locks
- * (see {@link PhysicalMemory}), which reclaim respects.
+ * swap slots and pin counts, and is only ever held for bookkeeping: nothing that waits runs under
+ * it. Swap reads and writes run with it released while their page is marked in transit (whoever
+ * needs that page waits for the transit to end, as Linux waits on a locked page); CPU copies
+ * ({@link AddressSpace#store}, {@link AddressSpace#load}) run under a DMA lock on the frame instead;
+ * freeing memory waits for in-flight DMA with it released. So a fault served from swap, a long copy
+ * or a DMA drain in one address space never holds up the translations of the others. The DMA engine
+ * does not take it at all: it copies under per-frame DMA locks (see {@link PhysicalMemory}), which
+ * reclaim respects.
  */
 public final class KernelAgent implements AutoCloseable {
     /** How many victims reclaim tries before it reports memory exhausted (each try can lose a race with DMA). */
@@ -24,6 +31,8 @@ public final class KernelAgent implements AutoCloseable {
 
     private final KernelContext context;
     private final ReentrantLock lock = new ReentrantLock();
+    /** Signalled whenever a page's transit to or from swap ends. */
+    private final Condition transitEnded = lock.newCondition();
     private final PhysicalMemory memory;
     private final SwapDevice swap;
     private final FrameTable frames;
@@ -39,7 +48,7 @@ public final class KernelAgent implements AutoCloseable {
     private KernelAgent(KernelContext context) {
         this.context = context;
         this.memory = new PhysicalMemory(context.pageSizeBytes(), context.frameCount(), counters);
-        this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes());
+        this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes(), context.swapAccessLatencyNs());
         this.frames = new FrameTable(memory, swap);
         this.replacement = context.pageReplacement().newPolicy();
         this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / context.pageSizeBytes()));
@@ -145,6 +154,19 @@ public final class KernelAgent implements AutoCloseable {
         lock.unlock();
     }
 
+    /**
+     * Waits, with the kernel lock released, until some page's transit ends. The caller holds the lock
+     * again on return and must look again at whatever it saw before.
+     */
+    void awaitTransit() {
+        transitEnded.awaitUninterruptibly();
+    }
+
+    /** A page's transit to or from swap ended: its waiters look again. Kernel lock held. */
+    void transitEnded() {
+        transitEnded.signalAll();
+    }
+
     SwapDevice swap() {
         return swap;
     }
@@ -159,7 +181,8 @@ public final class KernelAgent implements AutoCloseable {
 
     /**
      * A frame for a page of {@code requester}: a free one, else one taken from another page by the
-     * replacement policy.
+     * replacement policy. Writing a dirty victim back releases the kernel lock meanwhile, so the
+     * caller looks again at its page afterwards.
      *
      * @throws MemoryExhaustedException when every frame is pinned, under DMA, or dirty with swap full
      */
@@ -198,16 +221,39 @@ public final class KernelAgent implements AutoCloseable {
                 return false;
             }
         }
+        int slotBefore = entry.swapSlot;
         try {
             owner.evict(vpn, entry, slot, dirty);
         } catch (RuntimeException e) {
-            if (entry.swapSlot < 0 && slot >= 0) {
+            if (slotBefore < 0 && slot >= 0) {
                 swap.release(slot);
             }
             memory.abandonReclaim(frame);
             throw e;
         }
         frames.detach(frame);
+        if (dirty) {
+            // The page is in transit to its slot: written with the lock released, then it is swapped out.
+            RuntimeException failure = null;
+            lock.unlock();
+            try {
+                swap.write(slot, memory, frame);
+            } catch (RuntimeException e) {
+                failure = e;
+            } finally {
+                lock.lock();
+            }
+            owner.writebackEnded(vpn, entry, frame, failure);
+            if (failure != null) {
+                // The slot's contents (new, or older than the dirty page) are of no use now.
+                swap.release(slot);
+                frames.attach(frame, owner, vpn, entry);
+                memory.abandonReclaim(frame);
+                throw failure;
+            }
+            memory.clearDirty(frame);
+            counters.increment(KernelCounter.SWAP_OUTS);
+        }
         counters.increment(KernelCounter.EVICTIONS);
         return true;
     }
@@ -218,20 +264,51 @@ public final class KernelAgent implements AutoCloseable {
     }
 
     /**
-     * Takes a frame from a page being unmapped: no new DMA may lock it, in-flight DMA drains, then it
-     * goes back to the free list.
+     * Takes a frame from a page being unmapped: no new DMA may lock it, and no page owns it any more.
+     * {@link #drainAndFree} then returns it to the free list.
      */
-    void releaseFrame(int frame, AddressSpace space, long vpn) {
+    void takeFrameFromUnmappedPage(int frame) {
         memory.beginReclaim(frame);
+        frames.detach(frame);
+    }
+
+    /**
+     * Waits, with the kernel lock released, until no DMA holds any of these frames taken from unmapped
+     * pages, then puts them on the free list. Frames whose DMA did not drain in time stay out of use.
+     */
+    void drainAndFree(int[] taken, int count, AddressSpace space) {
         long deadline = clock().nanoTime() + context.dmaDrainTimeoutNs();
-        while (memory.dmaLockCount(frame) > 0) {
+        int draining = busyFrame(taken, count);
+        while (draining >= 0) {
             if (clock().nanoTime() - deadline > 0) {
-                throw new KernelException(String.format("freeing page 0x%x of %s: DMA on frame %d did not drain within %d ms",
-                        vpn << context.pageShift(), space, frame, TimeUnit.NANOSECONDS.toMillis(context.dmaDrainTimeoutNs())));
+                for (int i = 0; i < count; i++) {
+                    if (memory.dmaLockCount(taken[i]) == 0) {
+                        frames.putFree(taken[i]);
+                    }
+                }
+                throw new KernelException(String.format("freeing memory of %s: DMA on frame %d did not drain within %d ms",
+                        space, draining, TimeUnit.NANOSECONDS.toMillis(context.dmaDrainTimeoutNs())));
             }
-            LockSupport.parkNanos(1_000);
+            lock.unlock();
+            try {
+                LockSupport.parkNanos(1_000);
+            } finally {
+                lock.lock();
+            }
+            draining = busyFrame(taken, count);
         }
-        frames.putFree(frame);
+        for (int i = 0; i < count; i++) {
+            frames.putFree(taken[i]);
+        }
+    }
+
+    private int busyFrame(int[] taken, int count) {
+        for (int i = 0; i < count; i++) {
+            if (memory.dmaLockCount(taken[i]) > 0) {
+                return taken[i];
+            }
+        }
+        return -1;
     }
 
     /** Throws unless {@code additionalPages} more pinned pages fit both the memlock and the node limit. */

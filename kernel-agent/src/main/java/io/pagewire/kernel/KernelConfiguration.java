@@ -41,6 +41,13 @@ public final class KernelConfiguration {
     public static final String DMA_DRAIN_TIMEOUT_PROP_NAME = "pagewire.kernel.dmaDrainTimeoutNs";
     public static final long DMA_DRAIN_TIMEOUT_DEFAULT_NS = 10_000_000_000L;
 
+    /**
+     * Time one swap read or write takes on top of the swap file's own (a device's access latency).
+     * The kernel waits it out with its lock released, like the I/O itself.
+     */
+    public static final String SWAP_ACCESS_LATENCY_PROP_NAME = "pagewire.kernel.swapAccessLatencyNs";
+    public static final long SWAP_ACCESS_LATENCY_DEFAULT_NS = 0;
+
     private KernelConfiguration() {
     }
 
@@ -75,6 +82,10 @@ public final class KernelConfiguration {
     static PageReplacement pageReplacement() {
         String value = System.getProperty(PAGE_REPLACEMENT_PROP_NAME);
         return value == null ? PAGE_REPLACEMENT_DEFAULT : PageReplacement.parse(PAGE_REPLACEMENT_PROP_NAME, value);
+    }
+
+    static long swapAccessLatencyNs() {
+        return Long.getLong(SWAP_ACCESS_LATENCY_PROP_NAME, SWAP_ACCESS_LATENCY_DEFAULT_NS);
     }
 
     static long dmaDrainTimeoutNs() {

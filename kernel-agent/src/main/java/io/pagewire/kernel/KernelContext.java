@@ -16,6 +16,7 @@ public final class KernelContext {
     private long systemBufferBytes = KernelConfiguration.systemBufferBytes();
     private PageReplacement pageReplacement = KernelConfiguration.pageReplacement();
     private long dmaDrainTimeoutNs = KernelConfiguration.dmaDrainTimeoutNs();
+    private long swapAccessLatencyNs = KernelConfiguration.swapAccessLatencyNs();
     private NanoClock clock = NanoClock.SYSTEM;
     private String name = "kernel";
     private boolean concluded;
@@ -64,6 +65,11 @@ public final class KernelContext {
 
     public KernelContext dmaDrainTimeoutNs(long value) {
         dmaDrainTimeoutNs = value;
+        return this;
+    }
+
+    public KernelContext swapAccessLatencyNs(long value) {
+        swapAccessLatencyNs = value;
         return this;
     }
 
@@ -122,6 +128,10 @@ public final class KernelContext {
         return dmaDrainTimeoutNs;
     }
 
+    public long swapAccessLatencyNs() {
+        return swapAccessLatencyNs;
+    }
+
     public NanoClock clock() {
         return clock;
     }
@@ -170,6 +180,9 @@ public final class KernelContext {
         }
         if (dmaDrainTimeoutNs <= 0) {
             throw invalid(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, "positive", dmaDrainTimeoutNs);
+        }
+        if (swapAccessLatencyNs < 0) {
+            throw invalid(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, "zero or positive", swapAccessLatencyNs);
         }
         if (clock == null) {
             throw new IllegalArgumentException("clock must be set");

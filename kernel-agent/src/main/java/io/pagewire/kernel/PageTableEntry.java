@@ -13,6 +13,11 @@ final class PageTableEntry {
     int swapSlot = -1;
     /** Pins on the page; a pinned page keeps its frame. */
     int pinCount;
+    /**
+     * The page is moving between a frame and its swap slot with the kernel lock released (read in, or
+     * written back after eviction); whoever needs it waits for the transit to end.
+     */
+    boolean inTransit;
 
     boolean present() {
         return frame >= 0;

@@ -10,7 +10,9 @@ import java.util.BitSet;
 
 /**
  * The swap device: a file of page-sized slots, handed out one per swapped page. Pages move between
- * frames and slots without a copy through the heap. Guarded by the kernel lock.
+ * frames and slots without a copy through the heap. Slots are handed out and returned under the
+ * kernel lock; reads and writes run without it (positional file I/O, safe from any thread), each
+ * taking at least the configured access latency.
  */
 final class SwapDevice implements AutoCloseable {
     private final Path path;
@@ -21,8 +23,10 @@ final class SwapDevice implements AutoCloseable {
     private final BitSet used;
     private int usedCount;
     private int searchFrom;
+    private final long accessLatencyNs;
 
-    SwapDevice(Path file, long bytes, int pageSize) {
+    SwapDevice(Path file, long bytes, int pageSize, long accessLatencyNs) {
+        this.accessLatencyNs = accessLatencyNs;
         this.pageSize = pageSize;
         this.slotCount = (int) (bytes / pageSize);
         this.used = new BitSet(slotCount);
@@ -72,6 +76,7 @@ final class SwapDevice implements AutoCloseable {
     }
 
     void write(int slot, PhysicalMemory memory, int frame) {
+        waitAccessLatency();
         try {
             memory.writeTo(channel, (long) slot * pageSize, frame);
         } catch (IOException e) {
@@ -80,10 +85,18 @@ final class SwapDevice implements AutoCloseable {
     }
 
     void read(int slot, PhysicalMemory memory, int frame) {
+        waitAccessLatency();
         try {
             memory.readFrom(channel, (long) slot * pageSize, frame);
         } catch (IOException e) {
             throw new KernelException("swap device " + path + ": reading slot " + slot + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void waitAccessLatency() {
+        long deadline = System.nanoTime() + accessLatencyNs;
+        for (long left = accessLatencyNs; left > 0; left = deadline - System.nanoTime()) {
+            java.util.concurrent.locks.LockSupport.parkNanos(this, left);
         }
     }
 

@@ -63,6 +63,7 @@ public final class NodeSettings {
         knob(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, (c, v) -> c.kernel().systemBufferBytes(bytes(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, v)));
         knob(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, (c, v) -> c.kernel().pageReplacement(PageReplacement.parse(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, v)));
         knob(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, (c, v) -> c.kernel().dmaDrainTimeoutNs(nanos(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, (c, v) -> c.kernel().swapAccessLatencyNs(nanos(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, v)));
 
         knob(NicConfiguration.TLB_ENTRIES_PROP_NAME, (c, v) -> c.nic().tlbEntries(integer(NicConfiguration.TLB_ENTRIES_PROP_NAME, v)));
         knob(NicConfiguration.TLB_WAYS_PROP_NAME, (c, v) -> c.nic().tlbWays(integer(NicConfiguration.TLB_WAYS_PROP_NAME, v)));
