@@ -180,7 +180,16 @@ public final class PagewireNode implements AutoCloseable {
         return context.nodeId();
     }
 
-    /** Where peers and applications reach this node: "host:port", or the in-process server name. */
+    /** Where the verbs and fabric port is bound, as the log should say it: {@code 0.0.0.0:7100 (all interfaces)}. */
+    public String boundAddress() {
+        if (context.transport() == Transport.IN_PROCESS) {
+            return "in-process:" + context.nodeId();
+        }
+        String host = context.host();
+        return host + ":" + server.getPort() + (host.equals("0.0.0.0") || host.equals("::") ? " (all interfaces)" : "");
+    }
+
+    /** Where peers and applications on this host reach this node: "host:port", or the in-process server name. */
     public String target() {
         if (context.transport() == Transport.IN_PROCESS) {
             return context.nodeId();

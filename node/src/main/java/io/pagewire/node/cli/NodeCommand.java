@@ -105,7 +105,7 @@ final class NodeCommand implements Callable<Integer> {
             stopped.countDown();
         }, "pagewire-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        out.printf("node %s listening on %s; metrics at %s; peers %s%n", node.id(), node.target(),
+        out.printf("node %s listening on %s; metrics at %s; peers %s%n", node.id(), node.boundAddress(),
                 node.metricsUrl() == null ? "(off)" : node.metricsUrl(), context.peers());
         out.flush();
         stopped.await();

@@ -114,6 +114,27 @@ final class PerfCommand implements Callable<Integer> {
             sizes.add(size != null ? size : which.bandwidth() ? 65536 : 2);
         }
         long n = iterations != null ? iterations : which.bandwidth() ? 5000 : 1000;
+        // Whatever ends the run, what was measured is printed, and its own error is the one reported.
+        List<String> rows = new ArrayList<>();
+        try (HeldResources held = new HeldResources()) {
+            return run(held, which, sizes, n, rows, out);
+        } catch (RuntimeException e) {
+            if (json && !rows.isEmpty()) {
+                out.println("[" + String.join(",\n ", rows) + "]");
+                out.flush();
+            }
+            err.println("pagewire perf: " + (rows.isEmpty() ? "" : "stopped after " + rows.size() + " size(s): ") + describe(e));
+            err.flush();
+            return 1;
+        }
+    }
+
+    private static String describe(Throwable e) {
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        return e.getCause() != null && e instanceof java.util.concurrent.CompletionException ? describe(e.getCause()) : message;
+    }
+
+    private int run(HeldResources held, Perftest.Test which, List<Integer> sizes, long n, List<String> rows, PrintWriter out) throws Exception {
         EmbeddedCluster pair = null;
         Pagewire requester;
         Pagewire responder;
@@ -122,16 +143,16 @@ final class PerfCommand implements Callable<Integer> {
             long largest = sizes.get(sizes.size() - 1);
             long memory = Math.max(64L << 20, Long.highestOneBit(4 * largest * queuePairs + (16L << 20)) * 2);
             // --busy-poll puts the nodes' event loops in latency mode too: they poll before they block.
-            pair = EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busyPoll ? BUSY_POLL_NS : 0).kernel()
-                    .physicalMemoryBytes(memory).memlockLimitBytes(memory / 2).systemBufferBytes(8L << 20));
+            pair = held.add(EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busyPoll ? BUSY_POLL_NS : 0).kernel()
+                    .physicalMemoryBytes(memory).memlockLimitBytes(memory / 2).systemBufferBytes(8L << 20)));
         }
         String requesterTarget = pair == null ? targets.get(0) : pair.node(1).target();
         String responderTarget = pair == null ? targets.get(1) : pair.node(2).target();
         ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busyPoll);
-        requester = Pagewire.connect(requesterTarget, options);
-        responder = Pagewire.connect(responderTarget, options);
-        NodeProbe requesterProbe = new NodeProbe(requesterTarget);
-        NodeProbe responderProbe = new NodeProbe(responderTarget);
+        requester = held.add(Pagewire.connect(requesterTarget, options));
+        responder = held.add(Pagewire.connect(responderTarget, options));
+        NodeProbe requesterProbe = held.add(new NodeProbe(requesterTarget));
+        NodeProbe responderProbe = held.add(new NodeProbe(responderTarget));
         try (Perftest perftest = new Perftest(requester, responder, mode, busyPoll)) {
             // CPU of everything involved: this process, and the nodes when they are processes of their own.
             boolean embedded = pair != null;
@@ -147,8 +168,7 @@ final class PerfCommand implements Callable<Integer> {
                 out.println(which.bandwidth() ? bandwidthHeader() : latencyHeader());
                 out.flush();
             }
-            List<String> rows = new ArrayList<>();
-            Progress progress = new Progress(err);
+            Progress progress = new Progress(spec.commandLine().getErr());
             for (int s : sizes) {
                 long count = duration != null && which.bandwidth() ? Long.MAX_VALUE : all ? Math.max(2, Math.min(n, maxBytesPerSize / s)) : n;
                 LongConsumer tick = progress.forSize(which.name().toLowerCase(Locale.ROOT), s, duration == null ? count : 0);
@@ -181,14 +201,6 @@ final class PerfCommand implements Callable<Integer> {
             if (json) {
                 out.println("[" + String.join(",\n ", rows) + "]");
                 out.flush();
-            }
-        } finally {
-            requester.close();
-            responder.close();
-            requesterProbe.close();
-            responderProbe.close();
-            if (pair != null) {
-                pair.close();
             }
         }
         return 0;

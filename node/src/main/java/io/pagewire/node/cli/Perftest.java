@@ -115,29 +115,19 @@ final class Perftest implements AutoCloseable {
      */
     BandwidthRow bandwidth(Test test, int size, long iterations, long durationNs, long warmupNs, int queuePairs, int txDepth,
             LongConsumer progress) {
-        List<QueuePair> qps = new ArrayList<>();
-        List<MemoryRegion> regions = new ArrayList<>();
-        try {
+        try (HeldResources held = new HeldResources()) {
+            List<QueuePair> qps = new ArrayList<>();
             List<MemoryRegion> sources = new ArrayList<>();
             List<MemoryRegion> targets = new ArrayList<>();
             for (int q = 0; q < queuePairs; q++) {
-                qps.add(local.connect(remote));
-                sources.add(buffer(local, size));
-                targets.add(buffer(remote, size));
+                sources.add(held.add(buffer(local, size)));
+                targets.add(held.add(buffer(remote, size)));
+                qps.add(held.add(local.connect(remote)));
             }
-            regions.addAll(sources);
-            regions.addAll(targets);
             if (warmupNs > 0) {
                 stream(test, size, Long.MAX_VALUE, warmupNs, txDepth, qps, sources, targets, done -> { });
             }
             return stream(test, size, iterations, durationNs, txDepth, qps, sources, targets, progress);
-        } finally {
-            for (QueuePair qp : qps) {
-                qp.close();
-            }
-            for (MemoryRegion region : regions) {
-                region.close();
-            }
         }
     }
 
@@ -229,19 +219,19 @@ final class Perftest implements AutoCloseable {
      * the page gets its first frame) on the way in.
      */
     LatencyRow latency(Test test, int size, long iterations, int warmup, boolean freshPages, LongConsumer progress) throws Exception {
-        MemoryRegion mine = buffer(local, size);
-        long pageSize = remote.pageSize();
-        MemoryRegion theirs;
-        if (freshPages && test == Test.WRITE_LAT) {
-            long bytes = (iterations + warmup) * pageSize;
-            theirs = remote.register(remote.allocate(bytes), bytes, mode, Access.all());
-        } else {
-            theirs = buffer(remote, size);
-        }
-        long stride = freshPages ? pageSize : 0;
-        QueuePair qp = test == Test.READ_LAT ? local.connect(remote) : null;
         Histogram histogram = new Histogram(3_600_000_000_000L, 3);
-        try {
+        try (HeldResources held = new HeldResources()) {
+            MemoryRegion mine = held.add(buffer(local, size));
+            long pageSize = remote.pageSize();
+            MemoryRegion theirs;
+            if (freshPages && test == Test.WRITE_LAT) {
+                long bytes = (iterations + warmup) * pageSize;
+                theirs = held.add(remote.register(remote.allocate(bytes), bytes, mode, Access.all()));
+            } else {
+                theirs = held.add(buffer(remote, size));
+            }
+            long stride = freshPages ? pageSize : 0;
+            QueuePair qp = test == Test.READ_LAT ? held.add(local.connect(remote)) : null;
             if (qp != null) {
                 for (long i = 0; i < iterations + warmup; i++) {
                     long start = System.nanoTime();
@@ -254,12 +244,6 @@ final class Perftest implements AutoCloseable {
             } else {
                 pingPong(mine, theirs, stride, size, iterations, warmup, histogram, progress);
             }
-        } finally {
-            if (qp != null) {
-                qp.close();
-            }
-            mine.close();
-            theirs.close();
         }
         double scale = test == Test.WRITE_LAT ? 2000.0 : 1000.0; // ns to us, halved for a ping-pong
         return new LatencyRow(size, histogram.getTotalCount(), histogram.getMinValue() / scale, histogram.getMaxValue() / scale,
@@ -270,52 +254,52 @@ final class Perftest implements AutoCloseable {
     private void pingPong(MemoryRegion mine, MemoryRegion theirs, long stride, int size, long iterations, int warmup, Histogram histogram,
             LongConsumer progress) throws Exception {
         // The far side answers every notification with one of its own, from its counter handler.
+        try (HeldResources held = new HeldResources()) {
+            pingPong(held, mine, theirs, stride, size, iterations, warmup, histogram, progress);
+        }
+    }
+
+    private void pingPong(HeldResources held, MemoryRegion mine, MemoryRegion theirs, long stride, int size, long iterations, int warmup,
+            Histogram histogram, LongConsumer progress) throws Exception {
         EventCounter arrivedThere = remote.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
         EventCounter arrivedHere = local.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
-        QueuePair back = remote.createQueuePair();
-        QueuePair forth = local.createQueuePair();
+        QueuePair back = held.add(remote.createQueuePair());
+        QueuePair forth = held.add(local.createQueuePair());
         back.connect(forth.address());
         forth.connect(back.address());
         PingPongCounts counts = new PingPongCounts();
         Thread waiter = Thread.currentThread();
         // A handler first sees the counter's value when it is installed: only a rise is a ping.
-        AutoCloseable answer = arrivedThere.onChange(value -> {
+        held.add(arrivedThere.onChange(value -> {
             if (counts.ping(value)) {
                 back.writeWithNotify(theirs, theirs.address(), size, mine.address(), mine.rkey(), arrivedHere.id());
             }
-        });
-        AutoCloseable seen = arrivedHere.onChange(value -> {
+        }));
+        held.add(arrivedHere.onChange(value -> {
             counts.pong(value);
             if (!busyPoll) {
                 java.util.concurrent.locks.LockSupport.unpark(waiter);
             }
-        });
-        try {
-            for (long i = 1; i <= iterations + warmup; i++) {
-                long start = System.nanoTime();
-                forth.writeWithNotify(mine, mine.address(), size, theirs.address() + (i - 1) * stride, theirs.rkey(), arrivedThere.id());
-                long deadline = start + Duration.ofSeconds(30).toNanos();
-                while (counts.pongs() < i) {
-                    if (busyPoll) {
-                        Thread.onSpinWait();
-                    } else {
-                        // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
-                        java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
-                    }
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("no answer to ping " + i + " within 30 s (" + counts + ")");
-                    }
+        }));
+        for (long i = 1; i <= iterations + warmup; i++) {
+            long start = System.nanoTime();
+            forth.writeWithNotify(mine, mine.address(), size, theirs.address() + (i - 1) * stride, theirs.rkey(), arrivedThere.id());
+            long deadline = start + Duration.ofSeconds(30).toNanos();
+            while (counts.pongs() < i) {
+                if (busyPoll) {
+                    Thread.onSpinWait();
+                } else {
+                    // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
+                    java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
                 }
-                if (i > warmup) {
-                    histogram.recordValue(System.nanoTime() - start);
-                    progress.accept(i - warmup);
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("no answer to ping " + i + " within 30 s (" + counts + ")");
                 }
             }
-        } finally {
-            seen.close();
-            answer.close();
-            back.close();
-            forth.close();
+            if (i > warmup) {
+                histogram.recordValue(System.nanoTime() - start);
+                progress.accept(i - warmup);
+            }
         }
         lastPingPong = counts;
     }

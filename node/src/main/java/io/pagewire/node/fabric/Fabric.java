@@ -343,6 +343,12 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private void laneUp(PeerLink link, Lane lane) {
         lane.markUp();
         link.stats.lanesOpened.incrementAndGet();
+        if (link.reportedUp.compareAndSet(false, true)) {
+            long downSince = link.downSinceNs;
+            LOG.log(System.Logger.Level.INFO, downSince == 0 ? "node " + context.nodeId() + ": linked to " + link.peer + describeTarget(link)
+                    : String.format("node %s: linked to %s%s again after %.1f s", context.nodeId(), link.peer, describeTarget(link),
+                            (System.nanoTime() - downSince) / 1e9));
+        }
         Nic n = nic;
         if (n != null) {
             if (link.lostPackets) {
@@ -363,6 +369,11 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         link.inbound.remove(lane);
         link.stats.lanesLost.incrementAndGet();
         link.lostPackets = true;
+        if (!link.anyUp() && link.reportedUp.compareAndSet(true, false) && !closed) {
+            link.downSinceNs = System.nanoTime();
+            LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + ": lost the link to " + link.peer + describeTarget(link)
+                    + "; its queue pairs retry until it is back or their retries run out");
+        }
         Nic n = nic;
         if (n != null && link.anyUp()) {
             // What the broken lane carried is lost: resend it on the lanes still up. Duplicates are
@@ -370,6 +381,10 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             link.lostPackets = false;
             n.onPeerReconnected(link.peer);
         }
+    }
+
+    private static String describeTarget(PeerLink link) {
+        return link.target == null ? "" : " (" + link.target + ")";
     }
 
     private void laneReady(Lane lane) {
@@ -431,6 +446,10 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         volatile ManagedChannel channel;
         /** A lane broke and nothing was resent yet. */
         volatile boolean lostPackets;
+        /** Whether the log last said the link is up (so it says each change once). */
+        final java.util.concurrent.atomic.AtomicBoolean reportedUp = new java.util.concurrent.atomic.AtomicBoolean();
+        /** When the last lane went down, for the log line of the reconnection; 0 before the first loss. */
+        volatile long downSinceNs;
 
         PeerLink(String peer) {
             this.peer = peer;

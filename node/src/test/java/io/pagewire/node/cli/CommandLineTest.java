@@ -113,6 +113,29 @@ class CommandLineTest {
     }
 
     @Test
+    void perfAgainstANodeThatDiesReportsTheErrorAndKeepsWhatItMeasured() throws Exception {
+        EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.nic().ackTimeoutNs(50_000_000L).retryCount(2));
+        Thread killer = new Thread(() -> {
+            try {
+                Thread.sleep(3_000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            cluster.node(2).close();
+        });
+        try {
+            killer.start();
+            Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "3000", "--warmup", "0", cluster.node(1).target(), cluster.node(2).target());
+            assertThat(run.exitCode()).as(run.err()).isEqualTo(1);
+            assertThat(run.err()).contains("pagewire perf: ").doesNotContain("\tat ").doesNotContain("Exception in");
+            assertThat(run.out()).contains("#bytes");
+        } finally {
+            killer.join();
+            cluster.close();
+        }
+    }
+
+    @Test
     void anInvalidNodeConfigurationIsRefusedNamingTheKnob() {
         Run flag = run(Map.of(), "node", "--memory", "1000", "--metrics-port", "-1");
         assertThat(flag.exitCode()).isEqualTo(2);
