@@ -98,6 +98,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     @Override
     public void close() {
         for (PagewireNode node : nodes) {
+            node.fabric().expectPeersToLeave();
+        }
+        for (PagewireNode node : nodes) {
             node.close();
         }
     }

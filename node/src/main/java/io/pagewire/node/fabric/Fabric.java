@@ -48,6 +48,8 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private final ScheduledExecutorService scheduler;
     private volatile Nic nic;
     private volatile boolean closed;
+    /** The whole cluster is shutting down: a peer's departure is expected, not news for the log. */
+    private volatile boolean peersLeaving;
     private final List<java.util.function.Consumer<String>> peerListeners = new CopyOnWriteArrayList<>();
 
     public Fabric(FabricContext context, ChannelFactory channels) {
@@ -369,7 +371,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         link.inbound.remove(lane);
         link.stats.lanesLost.incrementAndGet();
         link.lostPackets = true;
-        if (!link.anyUp() && link.reportedUp.compareAndSet(true, false) && !closed) {
+        if (!link.anyUp() && link.reportedUp.compareAndSet(true, false) && !closed && !peersLeaving) {
             link.downSinceNs = System.nanoTime();
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + ": lost the link to " + link.peer + describeTarget(link)
                     + "; its queue pairs retry until it is back or their retries run out");
@@ -381,6 +383,11 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             link.lostPackets = false;
             n.onPeerReconnected(link.peer);
         }
+    }
+
+    /** The cluster is being shut down as a whole: links that end from now on are not reported as lost. */
+    public void expectPeersToLeave() {
+        peersLeaving = true;
     }
 
     private static String describeTarget(PeerLink link) {
