@@ -325,7 +325,7 @@ public final class QueuePair implements AutoCloseable {
                 case FETCH_ADD -> NicCounter.ATOMICS_COMPLETED;
             });
         }
-        if (status == CompletionStatus.SUCCESS && !wr.signaled() && wr.opcode() != Completion.Opcode.FETCH_ADD) {
+        if (status == CompletionStatus.SUCCESS && !wr.signaled()) {
             return;
         }
         Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);

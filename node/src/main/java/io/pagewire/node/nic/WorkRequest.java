@@ -11,6 +11,10 @@ package io.pagewire.node.nic;
 public record WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
         long remoteAddress, long rkey, int counterId, long add, boolean signaled) {
 
+    public WorkRequest {
+        signaled |= opcode == Completion.Opcode.FETCH_ADD;
+    }
+
     /** The same request, completing silently when it succeeds. */
     public WorkRequest unsignaled() {
         return new WorkRequest(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, false);
