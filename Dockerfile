@@ -1,14 +1,48 @@
-# A Pagewire node: the pagewire command on a base image built from Debian packages.
-#   ./pagewire --version                      # builds node/target/pagewire.jar
-#   deploy/base-image/build-base-image.sh     # builds pagewire/base:bookworm (no registry needed)
-#   docker build -t pagewire/node .
+# A Pagewire node, built from the sources in this directory: `docker build -t pagewire/node .`
+# needs nothing but Docker and a registry holding the two base images below. Without a registry,
+# deploy/base-image/build-base-images.sh builds both from Debian packages, and
+#   docker build --build-arg BUILD_IMAGE=pagewire/build:bookworm --build-arg RUNTIME_IMAGE=pagewire/jre:bookworm -t pagewire/node .
+# uses them (deploy/testbed.sh does all of that for you). The file works with BuildKit and with the
+# classic builder (Debian's docker-compose 1.29 and Testcontainers use the classic one).
 # Settings come from PAGEWIRE_* variables (see `pagewire node --list-settings`).
-ARG BASE=pagewire/base:bookworm
-FROM ${BASE}
-COPY node/target/pagewire.jar /opt/pagewire/pagewire.jar
+ARG BUILD_IMAGE=maven:3.9-eclipse-temurin-17
+ARG RUNTIME_IMAGE=eclipse-temurin:17-jre
+
+# The poms (and the .proto files) alone, so that the dependency layer below is rebuilt only when one
+# of them changes, not on every change to a source file.
+FROM ${BUILD_IMAGE} AS poms
+COPY . /src
+RUN find /src -type f ! -name pom.xml ! -path '/src/proto/*' -delete && find /src -type d -empty -delete
+
+FROM ${BUILD_IMAGE} AS build
+WORKDIR /src
+# Every module builds once with its pom alone, which fetches every plugin and library.
+COPY --from=poms /src /src
+RUN mvn -B -q -DskipTests -pl node -am package && rm -rf /src/*/target
+COPY . .
+RUN mvn -B -q -DskipTests -pl node -am package && cp node/target/pagewire.jar /pagewire.jar
+
+FROM ${RUNTIME_IMAGE} AS node
+RUN groupadd --system --gid 7100 pagewire \
+ && useradd --system --uid 7100 --gid pagewire --home-dir /var/lib/pagewire --create-home --shell /usr/sbin/nologin pagewire \
+ && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings \
+ && chown -R pagewire:pagewire /var/lib/pagewire
+COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
+# The heap holds the node's emulated physical memory: size the container's memory limit for
+# PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES plus ~200 MiB; the node's JVM takes 75 % of the limit as
+# heap (more JVM options: JAVA_TOOL_OPTIONS).
 ENV PAGEWIRE_NODE_HOST=0.0.0.0 \
     PAGEWIRE_NODE_PORT=7100 \
-    PAGEWIRE_NODE_METRICS_PORT=9464
+    PAGEWIRE_NODE_METRICS_PORT=9464 \
+    PAGEWIRE_NODE_RING_DIRECTORY=/var/lib/pagewire/rings \
+    PAGEWIRE_KERNEL_SWAP_FILE=/var/lib/pagewire/swap/node.swap
+USER pagewire
+WORKDIR /var/lib/pagewire
+VOLUME ["/var/lib/pagewire/swap"]
 EXPOSE 7100 9464
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["java", "-jar", "/opt/pagewire/pagewire.jar", "node"]
+# The probe is a short-lived JVM: client compiler only, small heap, and it must not inherit the node's flags.
+HEALTHCHECK --interval=10s --timeout=8s --start-period=60s --retries=3 \
+  CMD ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx48m", "-Xss512k", "-XX:-UsePerfData", \
+       "-cp", "/opt/pagewire/pagewire.jar", "io.pagewire.node.cli.PagewireCommand", "health", "--quiet", "localhost:7100"]
+ENTRYPOINT ["java", "-XX:MaxRAMPercentage=75", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/pagewire/pagewire.jar", "node"]

@@ -1,31 +1,28 @@
 #!/usr/bin/env bash
-# Runs the docker-compose testbed, building whatever is missing first: a Docker engine (Debian's
-# docker.io, started here if none runs), the base image (from Debian packages, no registry), the
-# pagewire jar, and the node image. Then `docker compose <args>` (default: up -d).
-#   deploy/testbed.sh up      # start;  deploy/testbed.sh down   # stop;  deploy/testbed.sh logs -f
+# Runs the docker-compose testbed on a machine without an image registry: makes sure a Docker engine
+# runs (deploy/docker/engine.sh: Debian's docker.io, dockerd started here when none runs), builds the
+# base images from Debian packages when absent, builds the node image from this checkout, then hands
+# over to compose with the local images named (PAGEWIRE_*_IMAGE).
+#   deploy/testbed.sh up [ARGS]       # start in the background (up -d), once every node is healthy
+#   deploy/testbed.sh down [-v]       # stop and remove (-v: also the swap and Prometheus volumes)
+#   deploy/testbed.sh ps | logs -f | ... any other compose command, as is (no rebuild)
+#   deploy/testbed.sh stop-engine     # stop the dockerd this script started (not one that was running)
+# Host ports are variables: PAGEWIRE_HOST_PORT_NODE1=17101 deploy/testbed.sh up (see docker-compose.yml).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-if ! docker info >/dev/null 2>&1; then
-  if ! command -v dockerd >/dev/null 2>&1; then
-    echo "testbed: installing Debian's docker.io" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io docker-compose >&2
-  fi
-  if ! docker info >/dev/null 2>&1; then
-    echo "testbed: starting dockerd (log: /tmp/pagewire-dockerd.log)" >&2
-    nohup dockerd >/tmp/pagewire-dockerd.log 2>&1 &
-    echo $! >/tmp/pagewire-dockerd.pid
-    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-    docker info >/dev/null 2>&1 || { echo "testbed: dockerd did not start; see /tmp/pagewire-dockerd.log" >&2; exit 1; }
-  fi
+if [ "${1:-}" = stop-engine ]; then
+  exec "$root/deploy/docker/engine.sh" stop
 fi
 
+"$root/deploy/docker/engine.sh" ensure
+
 release=$(. /etc/os-release && echo "$VERSION_CODENAME")
-if ! docker image inspect "pagewire/base:$release" >/dev/null 2>&1; then
-  "$root/deploy/base-image/build-base-image.sh" "pagewire/base:$release" >/dev/null
-fi
-"$root/pagewire" --version >/dev/null
+export PAGEWIRE_NODE_IMAGE=${PAGEWIRE_NODE_IMAGE:-pagewire/node:latest}
+export PAGEWIRE_BUILD_IMAGE=${PAGEWIRE_BUILD_IMAGE:-pagewire/build:$release}
+export PAGEWIRE_RUNTIME_IMAGE=${PAGEWIRE_RUNTIME_IMAGE:-pagewire/jre:$release}
+export PAGEWIRE_PROMETHEUS_IMAGE=${PAGEWIRE_PROMETHEUS_IMAGE:-pagewire/prometheus:$release}
 
 if docker compose version >/dev/null 2>&1; then
   compose=(docker compose)
@@ -33,9 +30,20 @@ else
   compose=(docker-compose)
 fi
 if [ $# -eq 0 ]; then
-  set -- up -d
+  set -- up
 fi
 if [ "$1" = up ]; then
-  "${compose[@]}" build >&2
+  shift
+  "$root/deploy/base-image/build-base-images.sh"
+  "$root/deploy/docker/build-node-image.sh" "$PAGEWIRE_NODE_IMAGE"
+  # Detached unless the caller says otherwise; compose waits for healthy nodes before Prometheus.
+  detach=(-d)
+  for arg in "$@"; do
+    case "$arg" in -d|--detach|--abort-on-container-exit|--exit-code-from*) detach=() ;; esac
+  done
+  "${compose[@]}" up "${detach[@]}" --no-build "$@"
+  echo "testbed: nodes at localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101}..${PAGEWIRE_HOST_PORT_NODE3:-7103}," \
+    "Prometheus at localhost:${PAGEWIRE_HOST_PORT_PROMETHEUS:-9090}; stop with: deploy/testbed.sh down" >&2
+  exit 0
 fi
 exec "${compose[@]}" "$@"

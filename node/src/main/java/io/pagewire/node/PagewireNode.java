@@ -96,6 +96,7 @@ public final class PagewireNode implements AutoCloseable {
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
         this.verbs = new VerbsService(this, scheduler);
+        metrics.bindSessions(verbs::sessionCount);
         this.server = buildServer();
         try {
             server.start();

@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = PagewireCommand.Version.class,
         description = "Pagewire: a testbed for user-level networking with virtual memory.",
-        subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, HealthCommand.class,
+            CommandLine.HelpCommand.class})
 public final class PagewireCommand {
     public static void main(String[] args) {
         System.exit(run(System.getenv(), args));

@@ -69,7 +69,10 @@ public enum Metric {
     LINK_RECEIVED_PACKETS("pagewire.link.received.packets", null, Type.COUNTER, "Packets received from a peer", "peer"),
     LINK_LANES_UP("pagewire.link.lanes.up", null, Type.GAUGE, "Lanes up to a peer", "peer"),
     LINK_LANES_LOST("pagewire.link.lanes.lost", null, Type.COUNTER, "Lanes to a peer that broke", "peer"),
-    INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind");
+    INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind"),
+
+    // ---- applications -------------------------------------------------------------------------------------
+    SESSIONS("pagewire.sessions", null, Type.GAUGE, "Application sessions open on the node (each one's endpoints end with it)");
 
     /** How a meter behaves. */
     public enum Type {

@@ -164,6 +164,11 @@ public final class NodeMetrics {
         });
     }
 
+    /** Registers the count of open application sessions (the verbs service exists after the meters). */
+    public void bindSessions(java.util.function.IntSupplier sessions) {
+        gauge(Metric.SESSIONS, sessions, java.util.function.IntSupplier::getAsInt, Tags.empty());
+    }
+
     private <T> void counter(Metric metric, T source, ToDoubleFunction<T> value, Tags tags) {
         FunctionCounter.builder(metric.meterName(), source, value).description(metric.help()).baseUnit(metric.baseUnit())
                 .tags(tags).register(registry);

@@ -165,6 +165,26 @@ class CommandLineTest {
     }
 
     @Test
+    void healthSaysServingForALiveNodeAndFailsForAStoppedOne() throws Exception {
+        String target;
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {
+            target = cluster.node(1).target();
+            Run serving = run(Map.of(), "health", target);
+            assertThat(serving.exitCode()).as(serving.err()).isZero();
+            assertThat(serving.out()).contains(target + ": SERVING");
+            Run verbs = run(Map.of(), "health", "--quiet", "--service", "pagewire.verbs.v1.Verbs", target);
+            assertThat(verbs.exitCode()).as(verbs.err()).isZero();
+            assertThat(verbs.out()).isEmpty();
+            Run unknown = run(Map.of(), "health", "--service", "no.such.Service", target);
+            assertThat(unknown.exitCode()).isEqualTo(1);
+            assertThat(unknown.err()).contains("NOT_FOUND");
+        }
+        Run gone = run(Map.of(), "health", "--timeout", "2", target);
+        assertThat(gone.exitCode()).isEqualTo(1);
+        assertThat(gone.err()).startsWith(target + ": UNAVAILABLE");
+    }
+
+    @Test
     void theDemoComparesTheModesAndPinnedShowsItsMemlockError() {
         Run run = run(Map.of(), "demo", "--memory", "2MiB", "--overcommit", "3", "--message", "16KiB", "--memlock", "1MiB",
                 "--modes", "PINNED,PIN_ON_MISS,SHADOW,ON_DEMAND", "--tlb-entries", "64");

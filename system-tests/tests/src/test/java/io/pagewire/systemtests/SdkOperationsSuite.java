@@ -1,10 +1,11 @@
-package io.pagewire.node.verbs;
+package io.pagewire.systemtests;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.client.Access;
 import io.pagewire.client.Advice;
 import io.pagewire.client.Completion;
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
@@ -23,14 +24,44 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import io.pagewire.testkit.ClusterSpec;
+import io.pagewire.testkit.PagewireCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** Every operation of the public SDK against an embedded cluster on loopback. */
+/**
+ * Every operation of the public SDK against a two-node cluster, as applications see it. Each
+ * binding registers the cluster (embedded, or containers) and says how its applications connect.
+ */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class SdkOperationsTest extends SdkFixture {
+abstract class SdkOperationsSuite {
+    /** The cluster every binding runs the suite on. */
+    static ClusterSpec spec() {
+        return ClusterSpec.nodes(2).set("pagewire.nic.ackTimeoutNs", "50ms");
+    }
+
+    /** How the suite's applications reach their nodes (by default as the SDK chooses: rings when co-located). */
+    protected ConnectOptions connectOptions() {
+        return ConnectOptions.defaults();
+    }
+
+    private Pagewire connect(PagewireCluster cluster, int node) {
+        return cluster.node(node).connect(connectOptions());
+    }
+
+    static void awaitTrue(BooleanSupplier condition, long timeoutMs, String what) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!condition.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("timed out after " + timeoutMs + " ms waiting until " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
     private static byte[] pattern(long seed, int length) {
         byte[] bytes = new byte[length];
         new Random(seed).nextBytes(bytes);
@@ -38,9 +69,8 @@ class SdkOperationsTest extends SdkFixture {
     }
 
     @Test
-    void aNodeDescribesItselfAndItsMeters() {
-        start(2, c -> { });
-        Pagewire node = connect(cluster.node(1));
+    void aNodeDescribesItselfAndItsMeters(PagewireCluster cluster) {
+        Pagewire node = connect(cluster, 1);
         NodeInfo info = node.node();
         assertThat(info.nodeId()).isEqualTo("node-1");
         assertThat(info.pageSize()).isEqualTo(4096);
@@ -52,9 +82,8 @@ class SdkOperationsTest extends SdkFixture {
     }
 
     @Test
-    void memoryIsAllocatedStoredLoadedAndFreed() {
-        start(1, c -> { });
-        try (Endpoint endpoint = connect(cluster.node(1)).openEndpoint("memory")) {
+    void memoryIsAllocatedStoredLoadedAndFreed(PagewireCluster cluster) {
+        try (Endpoint endpoint = connect(cluster, 1).openEndpoint("memory")) {
             assertThat(endpoint.nodeId()).isEqualTo("node-1");
             long address = endpoint.allocate(3 * 4096 + 5);
             byte[] data = pattern(1, 9000);
@@ -67,10 +96,9 @@ class SdkOperationsTest extends SdkFixture {
 
     @ParameterizedTest
     @EnumSource(RegistrationMode.class)
-    void writesReadsNotificationsAndAtomicsInEveryMode(RegistrationMode mode) throws Exception {
-        start(2, c -> { });
-        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+    void writesReadsNotificationsAndAtomicsInEveryMode(RegistrationMode mode, PagewireCluster cluster) throws Exception {
+        Endpoint a = connect(cluster, 1).openEndpoint("a");
+        Endpoint b = connect(cluster, 2).openEndpoint("b");
         int length = 100_000;
         long src = a.allocate(length);
         long back = a.allocate(length);
@@ -103,7 +131,7 @@ class SdkOperationsTest extends SdkFixture {
         Completion added = qp.await(qp.fetchAdd(arrivals.id(), 41));
         assertThat(added.value()).as("the value before the add").isEqualTo(1);
         assertThat(arrivals.awaitAsync(42, Duration.ofSeconds(10)).get(20, TimeUnit.SECONDS)).isEqualTo(42);
-        SdkFixture.awaitTrue(() -> seen.contains(42L), 5_000, "the handler saw 42");
+        awaitTrue(() -> seen.contains(42L), 5_000, "the handler saw 42");
         assertThat(seen).containsSubsequence(1L, 42L);
         watch.close();
 
@@ -128,10 +156,9 @@ class SdkOperationsTest extends SdkFixture {
 
     @ParameterizedTest
     @EnumSource(RegistrationMode.class)
-    void unsignalledWritesSettleWithTheSignalledOneAfterThem(RegistrationMode mode) {
-        start(2, c -> { });
-        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+    void unsignalledWritesSettleWithTheSignalledOneAfterThem(RegistrationMode mode, PagewireCluster cluster) {
+        Endpoint a = connect(cluster, 1).openEndpoint("a");
+        Endpoint b = connect(cluster, 2).openEndpoint("b");
         int length = 64 * 1024;
         long src = a.allocate(length);
         long dst = b.allocate(length);
@@ -160,10 +187,9 @@ class SdkOperationsTest extends SdkFixture {
     }
 
     @Test
-    void anImplicitRegionAndQueuePairAddressesExchangedAsText() {
-        start(2, c -> { });
-        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+    void anImplicitRegionAndQueuePairAddressesExchangedAsText(PagewireCluster cluster) {
+        Endpoint a = connect(cluster, 1).openEndpoint("a");
+        Endpoint b = connect(cluster, 2).openEndpoint("b");
         MemoryRegion everything = b.registerImplicit(Access.all());
         long dst = b.allocate(8192);
         long src = a.allocate(4096);

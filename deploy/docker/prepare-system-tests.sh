@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# What the container tier of the system tests needs before it runs (Maven's pre-integration-test):
+# a Docker engine (started here when none runs; deploy/docker/engine.sh), the base images, and the
+# node image built from this checkout under the tag the tests run.
+#   deploy/docker/prepare-system-tests.sh [TAG]     # default pagewire/node:system-tests
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+tag=${1:-pagewire/node:system-tests}
+"$root/deploy/docker/engine.sh" ensure
+"$root/deploy/base-image/build-base-images.sh"
+"$root/deploy/docker/build-node-image.sh" "$tag"

@@ -1,0 +1,57 @@
+package io.pagewire.testkit;
+
+import java.util.List;
+
+/**
+ * A running Pagewire cluster for a test: N nodes, each linked to every other, whatever backs them
+ * ({@link ClusterBackend}). Start one with {@link #start(ClusterSpec)} or, in JUnit 5, with
+ * {@link PagewireClusterExtension}.
+ */
+public interface PagewireCluster extends AutoCloseable {
+    /** Starts a cluster as the spec says and returns once every node is healthy and linked to every other. */
+    static PagewireCluster start(ClusterSpec spec) {
+        return switch (spec.backend()) {
+            case EMBEDDED -> EmbeddedTestCluster.start(spec);
+            case CONTAINERS -> ContainerTestCluster.start(spec);
+        };
+    }
+
+    ClusterSpec spec();
+
+    List<ClusterNode> nodes();
+
+    /** Node i, counted from 1 as the ids are (node-1 is {@code node(1)}). */
+    default ClusterNode node(int i) {
+        return nodes().get(i - 1);
+    }
+
+    /** Node by id. */
+    default ClusterNode node(String id) {
+        return nodes().stream().filter(n -> n.id().equals(id)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("no node " + id + " in this cluster"));
+    }
+
+    /**
+     * The Docker network the nodes are on (peers are node-1:7100 there), for containers a test runs
+     * beside them: a Prometheus, a workload. Empty for the embedded backend.
+     */
+    default java.util.Optional<org.testcontainers.containers.Network> network() {
+        return java.util.Optional.empty();
+    }
+
+    /** Closes every SDK connection handed out so far (the extension calls it after each test). */
+    void closeConnections();
+
+    /**
+     * Waits until no application session is open on any running node and none holds a frame or a pin:
+     * what every test should leave behind. Fails with the nodes' figures if that does not happen in time.
+     */
+    void awaitReleased(java.time.Duration timeout);
+
+    /** Every node's counters and, for containers, its last log lines: what a failing test prints. */
+    String describe();
+
+    /** Stops every node and frees what the cluster used (containers, network). */
+    @Override
+    void close();
+}

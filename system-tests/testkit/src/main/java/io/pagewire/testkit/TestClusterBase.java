@@ -1,0 +1,158 @@
+package io.pagewire.testkit;
+
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Pagewire;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/** What both backings share: the SDK connections handed out, the release check, and the description of every node. */
+abstract class TestClusterBase implements PagewireCluster {
+    private final List<Pagewire> connections = new ArrayList<>();
+    private final ClusterSpec spec;
+
+    TestClusterBase(ClusterSpec spec) {
+        this.spec = spec;
+    }
+
+    @Override
+    public ClusterSpec spec() {
+        return spec;
+    }
+
+    /** Opens a connection that the cluster closes after the test. */
+    Pagewire track(String target, ConnectOptions options) {
+        Pagewire connection = Pagewire.connect(target, options);
+        synchronized (connections) {
+            connections.add(connection);
+        }
+        return connection;
+    }
+
+    @Override
+    public void closeConnections() {
+        List<Pagewire> open;
+        synchronized (connections) {
+            open = new ArrayList<>(connections);
+            connections.clear();
+        }
+        RuntimeException failure = null;
+        for (Pagewire connection : open) {
+            try {
+                connection.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    @Override
+    public void awaitReleased(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (ClusterNode node : nodes()) {
+            if (!node.running()) {
+                continue;
+            }
+            try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
+                while (true) {
+                    Map<String, Map<String, Double>> stats = probe.stats();
+                    double sessions = value(stats, "pagewire_sessions", "");
+                    double resident = value(stats, "pagewire_memory_pages", "state=resident");
+                    double pinned = value(stats, "pagewire_memory_pages", "state=pinned");
+                    if (sessions == 0 && resident == 0 && pinned == 0) {
+                        break;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new AssertionError(String.format("%s did not release everything within %s: %.0f sessions open, %.0f pages"
+                                + " resident, %.0f pinned%n%s", node.id(), timeout, sessions, resident, pinned, describe()));
+                    }
+                    sleep(20);
+                }
+            }
+        }
+    }
+
+    private static double value(Map<String, Map<String, Double>> stats, String name, String tags) {
+        Map<String, Double> meter = stats.get(name);
+        if (meter == null) {
+            throw new AssertionError("the node does not export " + name);
+        }
+        return meter.getOrDefault(tags, 0.0);
+    }
+
+    @Override
+    public String describe() {
+        StringBuilder out = new StringBuilder("Pagewire test cluster: ").append(spec).append('\n');
+        for (ClusterNode node : nodes()) {
+            out.append("== ").append(node.id()).append(node.running() ? " (" + node.target() + ")" : " (not running)").append('\n');
+            if (node.running()) {
+                try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false)
+                        .withDeadline(Duration.ofSeconds(5)))) {
+                    out.append(probe.statList().stream().filter(s -> s.value() != 0)
+                            .map(s -> String.format(" %s%s %s", s.name(), s.tags().isEmpty() ? "" : s.tags(), format(s.value())))
+                            .collect(Collectors.joining("\n"))).append('\n');
+                } catch (RuntimeException e) {
+                    out.append(" counters unavailable: ").append(e.getMessage()).append('\n');
+                }
+            }
+            String logs = node.logs();
+            if (!logs.isEmpty()) {
+                out.append(" log:\n").append(logs.indent(2));
+            }
+        }
+        return out.toString();
+    }
+
+    private static String format(double value) {
+        return value == Math.rint(value) ? String.format("%.0f", value) : String.format("%.3g", value);
+    }
+
+    static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** Waits until every running node has a lane up to every other running node. */
+    void awaitLinks(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (ClusterNode node : nodes()) {
+            if (!node.running()) {
+                continue;
+            }
+            List<String> peers = nodes().stream().filter(p -> p != node && p.running()).map(ClusterNode::id).toList();
+            try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
+                while (true) {
+                    Map<String, Double> lanes = probe.stats().getOrDefault("pagewire_link_lanes_up", Map.of());
+                    List<String> down = peers.stream().filter(p -> lanes.getOrDefault("peer=" + p, 0.0) < 1).toList();
+                    if (down.isEmpty()) {
+                        break;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException(node.id() + " has no link to " + down + " after " + timeout + "\n" + describe());
+                    }
+                    sleep(50);
+                }
+            } catch (RuntimeException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                sleep(100);
+                awaitLinks(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+                return;
+            }
+        }
+    }
+}

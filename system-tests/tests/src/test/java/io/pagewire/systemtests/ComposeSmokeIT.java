@@ -1,0 +1,113 @@
+package io.pagewire.systemtests;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The compose file as a user runs it (with the local images and free host ports): the nodes become
+ * healthy, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
+ * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
+ */
+class ComposeSmokeIT {
+    private static final Path ROOT = Path.of(System.getProperty("pagewire.repository.root", "../..")).toAbsolutePath().normalize();
+
+    @Test
+    @Timeout(value = 600, unit = TimeUnit.SECONDS)
+    void nodesBecomeHealthyPrometheusScrapesThemAndTheWorkloadCompletes() throws Exception {
+        Map<String, String> env = new HashMap<>();
+        env.put("PAGEWIRE_NODE_IMAGE", System.getProperty("pagewire.testkit.image", "pagewire/node:latest"));
+        env.put("PAGEWIRE_PROMETHEUS_IMAGE", PrometheusScrapeContainerIT.PROMETHEUS_IMAGE);
+        env.put("PAGEWIRE_WORKLOAD_SECONDS", "3");
+        for (String port : List.of("NODE1", "NODE2", "NODE3", "NODE1_METRICS", "NODE2_METRICS", "NODE3_METRICS", "PROMETHEUS", "GRAFANA")) {
+            env.put("PAGEWIRE_HOST_PORT_" + port, String.valueOf(freePort()));
+        }
+        String project = "pagewire-smoke-" + ProcessHandle.current().pid();
+        try {
+            Result up = compose(env, project, 300, "up", "-d", "--no-build");
+            assertThat(up.code()).as("compose up:\n" + up.output()).isZero();
+            for (String node : List.of("node-1", "node-2", "node-3")) {
+                String id = compose(env, project, 30, "ps", "-q", node).output().strip();
+                String health = run(30, "docker", "inspect", "-f", "{{.State.Health.Status}}", id).output().strip();
+                assertThat(health).as(node + " is healthy once Prometheus has started").isEqualTo("healthy");
+            }
+            Result workload = compose(env, project, 180, "--profile", "workload", "run", "--rm", "workload");
+            assertThat(workload.code()).as("the workload:\n" + workload.output()).isZero();
+            assertThat(workload.output()).contains("write_bw").containsPattern("65536\\s+\\d+");
+
+            String query = "http://localhost:" + env.get("PAGEWIRE_HOST_PORT_PROMETHEUS") + "/api/v1/query?query=count(up%7Bjob%3D%22pagewire%22%7D%3D%3D1)";
+            HttpClient http = HttpClient.newHttpClient();
+            String answer = "";
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (System.nanoTime() < deadline && !answer.contains("\"3\"")) {
+                try {
+                    answer = http.send(HttpRequest.newBuilder(URI.create(query)).build(), HttpResponse.BodyHandlers.ofString()).body();
+                } catch (IOException e) {
+                    answer = e.toString();
+                }
+                Thread.sleep(1000);
+            }
+            assertThat(answer).as("Prometheus sees three nodes up").contains("\"3\"");
+        } finally {
+            Result logs = compose(env, project, 60, "logs", "--tail", "20");
+            Result down = compose(env, project, 120, "down", "-v", "--remove-orphans");
+            System.out.println("compose logs (last lines):\n" + logs.output());
+            assertThat(down.code()).as("compose down:\n" + down.output()).isZero();
+        }
+    }
+
+    private record Result(int code, String output) {
+    }
+
+    private static Result compose(Map<String, String> env, String project, int seconds, String... args) throws Exception {
+        List<String> command = new ArrayList<>(hasComposePlugin() ? List.of("docker", "compose") : List.of("docker-compose"));
+        command.addAll(List.of("-p", project, "-f", ROOT.resolve("docker-compose.yml").toString()));
+        command.addAll(List.of(args));
+        return run(seconds, env, command);
+    }
+
+    private static boolean hasComposePlugin() throws Exception {
+        return run(30, "docker", "compose", "version").code() == 0;
+    }
+
+    private static Result run(int seconds, String... command) throws Exception {
+        return run(seconds, Map.of(), List.of(command));
+    }
+
+    private static Result run(int seconds, Map<String, String> env, List<String> command) throws Exception {
+        Path output = Files.createTempFile("pagewire-compose", ".log");
+        try {
+            ProcessBuilder builder = new ProcessBuilder(command).directory(ROOT.toFile()).redirectErrorStream(true).redirectOutput(output.toFile());
+            builder.environment().putAll(env);
+            Process process = builder.start();
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                return new Result(-1, String.join(" ", command) + " did not finish in " + seconds + " s\n" + Files.readString(output, StandardCharsets.UTF_8));
+            }
+            return new Result(process.exitValue(), Files.readString(output, StandardCharsets.UTF_8));
+        } finally {
+            Files.deleteIfExists(output);
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+}
