@@ -162,6 +162,8 @@ public final class NodeContext {
 
     /** Validates every part; the node id is carried into the kernel and fabric contexts. */
     public NodeContext conclude() {
+        // One peer list may serve every replica (a StatefulSet's): a node skips its own entry.
+        peers.remove(nodeId);
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("pagewire.node.port must be from 0 to 65535, was " + port);
         }

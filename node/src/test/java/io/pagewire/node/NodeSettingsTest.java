@@ -24,6 +24,14 @@ class NodeSettingsTest {
     }
 
     @Test
+    void aPeerListThatNamesTheNodeItselfServesEveryReplica() {
+        NodeContext context = new NodeContext().nodeId("pagewire-1");
+        NodeSettings.apply(context, java.util.Map.of(NodeSettings.NODE_PEERS,
+                "pagewire-0=pagewire-0.pagewire:7100,pagewire-1=pagewire-1.pagewire:7100,pagewire-2=pagewire-2.pagewire:7100"), "test");
+        assertThat(context.conclude().peers()).containsOnlyKeys("pagewire-0", "pagewire-2");
+    }
+
+    @Test
     void environmentNamesFollowTheProperties() {
         assertThat(NodeSettings.environmentName("pagewire.kernel.physicalMemoryBytes")).isEqualTo("PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES");
         assertThat(NodeSettings.environmentName("pagewire.node.id")).isEqualTo("PAGEWIRE_NODE_ID");
