@@ -34,7 +34,8 @@ if [ $# -eq 0 ]; then
 fi
 if [ "$1" = up ]; then
   shift
-  "$root/deploy/base-image/build-base-images.sh"
+  # The Prometheus image; build-node-image.sh sees to the two the node image is built on.
+  "$root/deploy/base-image/build-base-images.sh" prometheus
   "$root/deploy/docker/build-node-image.sh" "$PAGEWIRE_NODE_IMAGE"
   # Detached unless the caller says otherwise; compose waits for healthy nodes before Prometheus.
   detach=(-d)

@@ -7,5 +7,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tag=${1:-pagewire/node:system-tests}
 "$root/deploy/docker/engine.sh" ensure
-"$root/deploy/base-image/build-base-images.sh"
+# The Prometheus image; build-node-image.sh sees to the two the node image is built on.
+"$root/deploy/base-image/build-base-images.sh" prometheus
 "$root/deploy/docker/build-node-image.sh" "$tag"

@@ -4,6 +4,7 @@ import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.HeldResources;
 import io.pagewire.node.ProcessCpu;
 import io.pagewire.node.Transport;
 import java.io.PrintWriter;

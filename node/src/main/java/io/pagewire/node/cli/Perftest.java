@@ -9,6 +9,7 @@ import io.pagewire.client.Pagewire;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
+import io.pagewire.node.HeldResources;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

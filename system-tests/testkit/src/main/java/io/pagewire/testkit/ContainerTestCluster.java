@@ -9,7 +9,6 @@ import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.node.NodeSettings;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -26,13 +25,12 @@ import org.testcontainers.utility.DockerImageName;
  * where peers find each other by name (node-1:7100). The test's JVM reaches each node through the
  * ports Docker publishes on the host; a restarted container keeps its name and its volume, not its ports.
  */
-final class ContainerTestCluster extends TestClusterBase {
+final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.ContainerNode> {
     static final int VERBS_PORT = 7100;
     static final int METRICS_PORT = 9464;
     private static final int LOG_LINES = 40;
 
     private final Network network = Network.newNetwork();
-    private final List<ContainerNode> nodes = new ArrayList<>();
 
     private ContainerTestCluster(ClusterSpec spec) {
         super(spec);
@@ -49,6 +47,7 @@ final class ContainerTestCluster extends TestClusterBase {
                 node.container.withEnv(cluster.environment(node.id));
             }
             Startables.deepStart(cluster.nodes.stream().map(n -> n.container)).get(spec.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            cluster.nodes.forEach(n -> n.running = true);
             cluster.awaitLinks(spec.startTimeout());
             return cluster;
         } catch (Exception e) {
@@ -64,20 +63,11 @@ final class ContainerTestCluster extends TestClusterBase {
     }
 
     @Override
-    public List<ClusterNode> nodes() {
-        return List.copyOf(nodes);
-    }
-
-    @Override
-    public void close() {
-        try {
-            closeConnections();
-        } finally {
-            for (ContainerNode node : nodes) {
-                node.container.stop();
-            }
-            network.close();
+    protected void stopNodes() {
+        for (ContainerNode node : nodes) {
+            node.container.stop();
         }
+        network.close();
     }
 
     /** The environment of node {@code id}: its identity, its peers by container name, and the spec's settings. */
@@ -91,7 +81,7 @@ final class ContainerTestCluster extends TestClusterBase {
     }
 
     /** A node in its container; stop, kill and restart act on the same container, so its name and volumes stay. */
-    private static final class ContainerNode implements ClusterNode {
+    static final class ContainerNode implements ClusterNode {
         private final ContainerTestCluster cluster;
         private final String id;
         private final GenericContainer<?> container;
@@ -107,7 +97,6 @@ final class ContainerTestCluster extends TestClusterBase {
                     .withCreateContainerCmdModifier(cmd -> cmd.withHostName(id))
                     .withExposedPorts(VERBS_PORT, METRICS_PORT)
                     .waitingFor(Wait.forLogMessage(".*node " + id + " listening on .*", 1).withStartupTimeout(cluster.spec().startTimeout()));
-            this.running = true;
         }
 
         private DockerClient docker() {

@@ -6,13 +6,9 @@ import io.pagewire.node.NodeContext;
 import io.pagewire.node.NodeSettings;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
-import java.util.ArrayList;
-import java.util.List;
 
 /** The embedded backing: every node in the test's JVM on loopback, over real HTTP/2 as between containers. */
-final class EmbeddedTestCluster extends TestClusterBase {
-    private final List<EmbeddedNode> nodes = new ArrayList<>();
-
+final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.EmbeddedNode> {
     private EmbeddedTestCluster(ClusterSpec spec) {
         super(spec);
     }
@@ -41,28 +37,19 @@ final class EmbeddedTestCluster extends TestClusterBase {
     }
 
     @Override
-    public List<ClusterNode> nodes() {
-        return List.copyOf(nodes);
-    }
-
-    @Override
-    public void close() {
-        try {
-            closeConnections();
-        } finally {
-            for (EmbeddedNode node : nodes) {
-                if (node.node != null) {
-                    node.node.fabric().expectPeersToLeave();
-                }
+    protected void stopNodes() {
+        for (EmbeddedNode node : nodes) {
+            if (node.node != null) {
+                node.node.fabric().expectPeersToLeave();
             }
-            for (EmbeddedNode node : nodes) {
-                node.halt();
-            }
+        }
+        for (EmbeddedNode node : nodes) {
+            node.halt();
         }
     }
 
     /** A node of the embedded cluster; its port stays the same across restarts, so peers find it again. */
-    private static final class EmbeddedNode implements ClusterNode {
+    static final class EmbeddedNode implements ClusterNode {
         private final EmbeddedTestCluster cluster;
         private final String id;
         private volatile PagewireNode node;

@@ -2,15 +2,21 @@ package io.pagewire.testkit;
 
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
+import io.pagewire.node.HeldResources;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 
-/** What both backings share: the SDK connections handed out, the release check, and the description of every node. */
-abstract class TestClusterBase implements PagewireCluster {
-    private final List<Pagewire> connections = new ArrayList<>();
+/**
+ * What both backings share: their nodes, the SDK connections handed out, closing (connections
+ * first, then the nodes), the link and release checks, and the description of every node.
+ */
+abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster {
+    /** The nodes, node-1 first; a backing adds them as it starts them. */
+    protected final List<N> nodes = new ArrayList<>();
+    private HeldResources connections = new HeldResources();
     private final ClusterSpec spec;
 
     TestClusterBase(ClusterSpec spec) {
@@ -22,36 +28,38 @@ abstract class TestClusterBase implements PagewireCluster {
         return spec;
     }
 
+    @Override
+    public List<ClusterNode> nodes() {
+        return List.copyOf(nodes);
+    }
+
     /** Opens a connection that the cluster closes after the test. */
     Pagewire track(String target, ConnectOptions options) {
         Pagewire connection = Pagewire.connect(target, options);
-        synchronized (connections) {
-            connections.add(connection);
+        synchronized (this) {
+            return connections.add(connection);
         }
-        return connection;
     }
 
     @Override
     public void closeConnections() {
-        List<Pagewire> open;
-        synchronized (connections) {
-            open = new ArrayList<>(connections);
-            connections.clear();
+        HeldResources open;
+        synchronized (this) {
+            open = connections;
+            connections = new HeldResources();
         }
-        RuntimeException failure = null;
-        for (Pagewire connection : open) {
-            try {
-                connection.close();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
+        open.close();
+    }
+
+    /** Stops every node (and whatever else the backing started for them). */
+    protected abstract void stopNodes();
+
+    @Override
+    public final void close() {
+        try {
+            closeConnections();
+        } finally {
+            stopNodes();
         }
     }
 
@@ -125,7 +133,7 @@ abstract class TestClusterBase implements PagewireCluster {
         }
     }
 
-    /** Waits until every running node has a lane up to every other running node. */
+    /** Waits until every running node has a lane up to every other running node (a node still starting is asked again). */
     void awaitLinks(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (ClusterNode node : nodes()) {
@@ -133,25 +141,22 @@ abstract class TestClusterBase implements PagewireCluster {
                 continue;
             }
             List<String> peers = nodes().stream().filter(p -> p != node && p.running()).map(ClusterNode::id).toList();
-            try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
-                while (true) {
+            List<String> down = peers;
+            while (!down.isEmpty()) {
+                try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
                     Map<String, Double> lanes = probe.stats().getOrDefault("pagewire_link_lanes_up", Map.of());
-                    List<String> down = peers.stream().filter(p -> lanes.getOrDefault("peer=" + p, 0.0) < 1).toList();
-                    if (down.isEmpty()) {
-                        break;
+                    down = peers.stream().filter(p -> lanes.getOrDefault("peer=" + p, 0.0) < 1).toList();
+                } catch (RuntimeException e) {
+                    if (System.nanoTime() > deadline) {
+                        throw e;
                     }
+                }
+                if (!down.isEmpty()) {
                     if (System.nanoTime() > deadline) {
                         throw new IllegalStateException(node.id() + " has no link to " + down + " after " + timeout + "\n" + describe());
                     }
                     sleep(50);
                 }
-            } catch (RuntimeException e) {
-                if (System.nanoTime() > deadline) {
-                    throw e;
-                }
-                sleep(100);
-                awaitLinks(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
-                return;
             }
         }
     }

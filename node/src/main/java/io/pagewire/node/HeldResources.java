@@ -1,17 +1,17 @@
-package io.pagewire.node.cli;
+package io.pagewire.node;
 
 import java.util.ArrayDeque;
 import java.util.Deque;
 
 /**
- * What a measurement opened (queue pairs, regions, connections), closed in reverse order by a
- * try-with-resources block. A failing close never hides the error that ended the measurement: Java
+ * What a measurement or a test cluster opened (queue pairs, regions, connections), closed in
+ * reverse order by a try-with-resources block or its owner's close. A failing close never hides the error that ended the measurement: Java
  * attaches it to that error as suppressed, and the remaining closes still run.
  */
-final class HeldResources implements AutoCloseable {
+public final class HeldResources implements AutoCloseable {
     private final Deque<AutoCloseable> held = new ArrayDeque<>();
 
-    <T extends AutoCloseable> T add(T resource) {
+    public <T extends AutoCloseable> T add(T resource) {
         held.push(resource);
         return resource;
     }
