@@ -7,6 +7,7 @@ import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
+import org.agrona.collections.LongHashSet;
 
 /**
  * The sending half of a queue pair (the requester of InfiniBand RC): it numbers packets, segments
@@ -41,7 +42,13 @@ final class Requester {
     private long rnrPsn = -1;
     private int rnrRetries;
     private boolean rnrWaiting;
-    private boolean faultWaiting;
+    /**
+     * Local pages with a fault raised and not yet served. The queue pair sends nothing until every one
+     * is in; a page faults once however many responses land on it meanwhile.
+     */
+    private final LongHashSet faultsPending = new LongHashSet();
+    /** READs with responses dropped for a local fault, asked for again (only those) once the faults are served. */
+    private final java.util.ArrayList<SendWqe> refetching = new java.util.ArrayList<>(2);
     private boolean creditWaiting;
     /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
     private boolean linkWaiting;
@@ -96,8 +103,11 @@ final class Requester {
 
     /** Sends what the window, the credits, the link and faults allow. */
     void pump(Outbox out) {
-        if (rnrWaiting || faultWaiting) {
+        if (rnrWaiting || !faultsPending.isEmpty()) {
             return;
+        }
+        if (!refetching.isEmpty()) {
+            requestDroppedResponses(out);
         }
         while (sendPsn < nextPsn && qp.state() == QueuePair.State.READY) {
             long unacked = unackedPsn();
@@ -188,7 +198,12 @@ final class Requester {
             return true;
         }
         long room = ctx.sendWindowPackets() - (wqe.psnFirst + index - unacked);
-        int count = (int) Math.min(Math.min(ctx.readRequestPackets(), wqe.packets - index), Math.max(1, room));
+        // Ask again only for what is missing: responses already placed are not requested twice (a
+        // go-back-N re-request of the whole window turns each receive fault into a burst of duplicates
+        // that queue ahead of the one response the requester waits for).
+        int received = wqe.responses.nextSetBit(index);
+        int missing = received < 0 ? wqe.packets - index : received - index;
+        int count = (int) Math.min(Math.min(ctx.readRequestPackets(), missing), Math.max(1, room));
         long offset = (long) index * mtu;
         int length = (int) Math.min((long) count * mtu, wqe.wr.length() - offset);
         long psn = wqe.psnFirst + index;
@@ -197,6 +212,32 @@ final class Requester {
         noteSent(psn, psn + count - 1);
         sendPsn = psn + count;
         return true;
+    }
+
+    /**
+     * Asks again for exactly the READ responses that were dropped on a local fault, in runs of
+     * consecutive PSNs, leaving the rest of the window alone: what is still in flight arrives as it
+     * would have, so one fault costs one response more, not a window of duplicates.
+     */
+    private void requestDroppedResponses(Outbox out) {
+        for (SendWqe wqe : refetching) {
+            if (wqes.indexOf(wqe.psnFirst) < 0 || qp.state() != QueuePair.State.READY) {
+                wqe.refetch.clear();
+                continue;
+            }
+            for (int first = wqe.refetch.nextSetBit(0); first >= 0; first = wqe.refetch.nextSetBit(first)) {
+                int end = Math.min(wqe.refetch.nextClearBit(first), first + ctx.readRequestPackets());
+                long offset = (long) first * mtu;
+                int length = (int) Math.min((long) (end - first) * mtu, wqe.wr.length() - offset);
+                long psn = wqe.psnFirst + first;
+                out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
+                        .setRkey(wqe.wr.rkey()).setLength(length));
+                noteSent(psn, psn + (end - first) - 1);
+                wqe.refetch.clear(first, end);
+                first = end;
+            }
+        }
+        refetching.clear();
     }
 
     private boolean sendFetchAdd(SendWqe wqe, Outbox out) {
@@ -235,8 +276,10 @@ final class Requester {
 
     /** A local page is not resident: fault it in and pause the queue pair until it is. */
     private void raiseFault(SendWqe wqe, long vpn, boolean write, Side side, Outbox out) {
-        faultWaiting = true;
         out.flush();
+        if (!faultsPending.add(vpn)) {
+            return;
+        }
         RegistrationMode mode = wqe.local.mode();
         nic.kernel().faultService().submit(wqe.local.endpoint().space(), vpn, write)
                 .whenComplete((fault, error) -> qp.onLocalFaultResolved(wqe, mode, side, vpn, fault, error));
@@ -244,7 +287,10 @@ final class Requester {
 
     /** The fault that paused the queue pair was served (or failed). */
     void faultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
-        faultWaiting = false;
+        faultsPending.remove(vpn);
+        // Time spent waiting for a local page is not the responder's silence: the acknowledgement
+        // timer starts again from here, as it does after an RNR delay.
+        lastProgressNs = nic.clock().nanoTime();
         if (error != null) {
             Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
             CompletionStatus status = cause instanceof BadAddressException ? CompletionStatus.LOCAL_PROTECTION_ERROR
@@ -321,8 +367,11 @@ final class Requester {
                 int chunk = Math.min(pageSize - offset, src.remaining());
                 long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.RECEIVE, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
-                    // Drop this response; once the page is in, ask again from here.
-                    rewind(psn);
+                    // Drop this response; once the page is in, ask again for it alone.
+                    if (wqe.refetch.isEmpty()) {
+                        refetching.add(wqe);
+                    }
+                    wqe.refetch.set((int) (psn - wqe.psnFirst));
                     raiseFault(wqe, at >>> dma.pageShift(), true, Side.RECEIVE, out);
                     return false;
                 }
@@ -434,7 +483,7 @@ final class Requester {
 
     /** @return true when the acknowledgement timer expired and packets are to be sent again */
     boolean checkTimeout(long now) {
-        if (wqes.isEmpty() || rnrWaiting || faultWaiting) {
+        if (wqes.isEmpty() || rnrWaiting || !faultsPending.isEmpty()) {
             return false;
         }
         long unacked = unackedPsn();
@@ -450,6 +499,7 @@ final class Requester {
             return false;
         }
         sendPsn = unacked;
+        forgetRefetches();
         lastProgressNs = now;
         return true;
     }
@@ -457,7 +507,16 @@ final class Requester {
     /** The link to the peer came back: everything unacknowledged goes again (the responder drops what it has). */
     void replay() {
         sendPsn = unackedPsn();
+        forgetRefetches();
         lastProgressNs = nic.clock().nanoTime();
+    }
+
+    /** Going back to the first unacknowledged PSN asks for every missing response anyway. */
+    private void forgetRefetches() {
+        for (SendWqe wqe : refetching) {
+            wqe.refetch.clear();
+        }
+        refetching.clear();
     }
 
     private void progress() {
@@ -474,7 +533,7 @@ final class Requester {
     String describe() {
         return String.format("requester next=%d send=%d acked=%d highestSent=%d unacked=%d credits=%d/%d wqes=%d%s%s%s",
                 nextPsn, sendPsn, ackedThrough, highestSent, unackedPsn(), creditsUsed, creditLimit, wqes.size(),
-                rnrWaiting ? " rnr-wait" : "", faultWaiting ? " fault-wait" : "", creditWaiting ? " credit-wait" : "");
+                rnrWaiting ? " rnr-wait" : "", faultsPending.isEmpty() ? "" : " fault-wait(" + faultsPending.size() + ")", creditWaiting ? " credit-wait" : "");
     }
 
     /** Completes every outstanding request, in order: {@code failed} with its status, the rest as flushed. */

@@ -17,6 +17,8 @@ final class SendWqe {
     final int packets;
     /** READ: responses received, by index. */
     final BitSet responses;
+    /** READ: responses dropped because their local page was not resident, to be asked for again once it is. */
+    final BitSet refetch;
     int responsesReceived;
     boolean atomicDone;
     long atomicResult;
@@ -28,6 +30,7 @@ final class SendWqe {
         this.psnFirst = psnFirst;
         this.packets = packets;
         this.responses = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
+        this.refetch = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
     }
 
     long psnLast() {
