@@ -46,6 +46,12 @@ final class MetricsEndpoint implements AutoCloseable {
         }
     }
 
+    /** Where the endpoint is bound, as the log should say it: {@code http://0.0.0.0:9464/metrics (all interfaces)}. */
+    String boundAddress() {
+        String bound = server.getAddress().getAddress().isAnyLocalAddress() ? "0.0.0.0" : host;
+        return "http://" + bound + ":" + server.getAddress().getPort() + "/metrics" + (bound.equals("0.0.0.0") ? " (all interfaces)" : "");
+    }
+
     String url() {
         return "http://" + host + ":" + server.getAddress().getPort() + "/metrics";
     }

@@ -225,6 +225,11 @@ public final class PagewireNode implements AutoCloseable {
         return metrics.snapshot();
     }
 
+    /** Where the metrics endpoint is bound, as the log should say it, or null when metrics are off. */
+    public String metricsBoundAddress() {
+        return metricsEndpoint == null ? null : metricsEndpoint.boundAddress();
+    }
+
     /** Where Prometheus scrapes this node ("http://host:port/metrics"), or null when metrics are off. */
     public String metricsUrl() {
         return metricsEndpoint == null ? null : metricsEndpoint.url();

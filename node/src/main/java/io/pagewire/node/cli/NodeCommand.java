@@ -106,7 +106,7 @@ final class NodeCommand implements Callable<Integer> {
         }, "pagewire-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         out.printf("node %s listening on %s; metrics at %s; peers %s%n", node.id(), node.boundAddress(),
-                node.metricsUrl() == null ? "(off)" : node.metricsUrl(), context.peers());
+                node.metricsUrl() == null ? "(off)" : node.metricsBoundAddress(), context.peers());
         out.flush();
         stopped.await();
         return 0;

@@ -1,5 +1,7 @@
 package io.pagewire.systemtests;
 
+import static io.pagewire.systemtests.ClusterChecks.awaitTrue;
+import static io.pagewire.systemtests.ClusterChecks.pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.client.Access;
@@ -20,11 +22,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import io.pagewire.testkit.ClusterSpec;
 import io.pagewire.testkit.PagewireCluster;
 import org.junit.jupiter.api.Test;
@@ -50,22 +50,6 @@ abstract class SdkOperationsSuite {
 
     private Pagewire connect(PagewireCluster cluster, int node) {
         return cluster.node(node).connect(connectOptions());
-    }
-
-    static void awaitTrue(BooleanSupplier condition, long timeoutMs, String what) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + timeoutMs;
-        while (!condition.getAsBoolean()) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new AssertionError("timed out after " + timeoutMs + " ms waiting until " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
-    private static byte[] pattern(long seed, int length) {
-        byte[] bytes = new byte[length];
-        new Random(seed).nextBytes(bytes);
-        return bytes;
     }
 
     @Test

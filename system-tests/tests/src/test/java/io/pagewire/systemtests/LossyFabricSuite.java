@@ -1,0 +1,121 @@
+package io.pagewire.systemtests;
+
+import static io.pagewire.systemtests.ClusterChecks.pattern;
+import static io.pagewire.systemtests.ClusterChecks.total;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.client.Access;
+import io.pagewire.client.Completion;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
+import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.WorkRequest;
+import io.pagewire.testkit.ClusterSpec;
+import io.pagewire.testkit.PagewireCluster;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The node-level lossy fabric suite through the SDK: with 5 % loss, duplication and reordering
+ * injected on every node's sends (node settings, so containers get them too), writes with
+ * notifications complete in posting order, land every byte exactly once, and the event counter
+ * the application watches never falls and ends at one per write.
+ */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+abstract class LossyFabricSuite {
+    private static final int WRITES = 10_000;
+    private static final int SLOT = 256;
+    private static final int POST_BATCH = 100;
+
+    /** Every link drops, duplicates and reorders 5 % of batches; short timeouts so recovery is quick. */
+    static ClusterSpec spec() {
+        return ClusterSpec.nodes(2).set("pagewire.fabric.lossRate", "0.05").set("pagewire.fabric.duplicateRate", "0.05")
+                .set("pagewire.fabric.reorderRate", "0.05").set("pagewire.fabric.faultSeed", "17")
+                .set("pagewire.nic.ackTimeoutNs", "10ms").set("pagewire.nic.retryCount", "50");
+    }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void everyByteLandsOnceAndTheCounterNeverFalls(RegistrationMode mode, PagewireCluster cluster) throws Exception {
+        Pagewire node1 = cluster.node(1).connect();
+        Pagewire node2 = cluster.node(2).connect();
+        Endpoint local = node1.openEndpoint("lossy-" + mode);
+        Endpoint remote = node2.openEndpoint("lossy-" + mode);
+        double droppedBefore = total(node1, "pagewire_injected_faults_total");
+        double retransmittedBefore = total(node1, "pagewire_retransmitted_packets_total");
+        double duplicatesBefore = total(node2, "pagewire_duplicate_packets_total");
+        long length = (long) WRITES * SLOT;
+        long src = local.allocate(length);
+        long dst = remote.allocate(length);
+        ByteBuffer slots = ByteBuffer.allocate((int) length);
+        for (int i = 0; i < WRITES; i++) {
+            slots.put(slot(i));
+        }
+        local.store(src, slots.array());
+        MemoryRegion srcRegion = local.register(src, length, mode, Access.all());
+        MemoryRegion dstRegion = remote.register(dst, length, mode, Access.all());
+        EventCounter counter = remote.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        AtomicLong lastSeen = new AtomicLong();
+        ConcurrentLinkedQueue<String> violations = new ConcurrentLinkedQueue<>();
+        AutoCloseable watch = counter.onChange(value -> {
+            if (value < lastSeen.get()) {
+                violations.add("counter fell from " + lastSeen.get() + " to " + value);
+            }
+            lastSeen.set(value);
+        });
+        QueuePair qp = local.connect(remote);
+
+        List<CompletableFuture<Completion>> done = new ArrayList<>();
+        for (int first = 0; first < WRITES; first += POST_BATCH) {
+            List<WorkRequest> batch = new ArrayList<>();
+            for (int i = first; i < first + POST_BATCH; i++) {
+                batch.add(WorkRequest.writeWithNotify(srcRegion, src + (long) i * SLOT, SLOT, dst + (long) i * SLOT, dstRegion.rkey(),
+                        counter.id()));
+            }
+            done.addAll(qp.post(batch));
+            if (first >= 2 * POST_BATCH) {
+                qp.await(done.get(first - POST_BATCH - 1));
+            }
+        }
+        long previous = -1;
+        for (int i = 0; i < WRITES; i++) {
+            Completion c = qp.await(done.get(i));
+            assertThat(c.bytes()).as("write %d", i).isEqualTo(SLOT);
+            assertThat(c.wrId()).as("completions in posting order").isGreaterThan(previous);
+            previous = c.wrId();
+        }
+        assertThat(counter.await(WRITES, Duration.ofSeconds(30))).as("notifications, exactly one per write").isEqualTo(WRITES);
+        watch.close();
+        assertThat(violations).isEmpty();
+        byte[] landed = remote.load(dst, (int) length);
+        for (int i = 0; i < WRITES; i++) {
+            assertThat(ByteBuffer.wrap(landed, i * SLOT, SLOT)).as("slot %d", i).isEqualTo(ByteBuffer.wrap(slot(i)));
+        }
+        assertThat(total(node1, "pagewire_injected_faults_total") - droppedBefore).as("faults were injected").isPositive();
+        assertThat(total(node1, "pagewire_retransmitted_packets_total") - retransmittedBefore).as("losses were repaired").isPositive();
+        assertThat(total(node2, "pagewire_duplicate_packets_total") - duplicatesBefore).as("duplicates were recognised").isPositive();
+        qp.close();
+        local.close();
+        remote.close();
+    }
+
+    /** Slot i: its index, then bytes derived from it. */
+    private static byte[] slot(int i) {
+        byte[] bytes = pattern(i, SLOT);
+        ByteBuffer.wrap(bytes).putLong(i);
+        return bytes;
+    }
+}
