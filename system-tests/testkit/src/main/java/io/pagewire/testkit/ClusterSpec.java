@@ -73,6 +73,24 @@ public final class ClusterSpec {
         return this;
     }
 
+    /** A spec like this one with more settings ("name=value" pairs), checked as {@link #set} checks them. */
+    public ClusterSpec with(String... nameValuePairs) {
+        ClusterSpec copy = new ClusterSpec(nodes);
+        copy.settings.clear();
+        copy.settings.putAll(settings);
+        copy.backend = backend;
+        copy.image = image;
+        copy.startTimeout = startTimeout;
+        for (String pair : nameValuePairs) {
+            int eq = pair.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("a setting is written name=value, not '" + pair + "'");
+            }
+            copy.set(pair.substring(0, eq).strip(), pair.substring(eq + 1).strip());
+        }
+        return copy;
+    }
+
     public int size() {
         return nodes;
     }

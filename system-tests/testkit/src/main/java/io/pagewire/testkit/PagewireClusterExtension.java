@@ -23,6 +23,7 @@ import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
  *     ...
  * }
  * }</pre>
+ * A test of a per-test cluster may add settings of its own with {@link WithSettings}.
  * After each test it closes the SDK connections the test opened and checks that every node released
  * every session, frame and pin; when a test fails it prints every node's counters (and, for
  * containers, their logs). Where the nodes run is {@code -Dpagewire.testkit.backend=embedded|containers}
@@ -66,9 +67,15 @@ public final class PagewireClusterExtension implements BeforeAllCallback, AfterA
 
     @Override
     public void beforeEach(ExtensionContext context) {
-        if (!perClass) {
-            cluster = PagewireCluster.start(spec);
+        WithSettings settings = context.getTestMethod().map(m -> m.getAnnotation(WithSettings.class)).orElse(null);
+        if (perClass) {
+            if (settings != null) {
+                throw new IllegalStateException(context.getDisplayName() + ": @WithSettings needs a cluster per test; register the "
+                        + "extension on an instance field, not a static one");
+            }
+            return;
         }
+        cluster = PagewireCluster.start(settings == null ? spec : spec.with(settings.value()));
     }
 
     @Override

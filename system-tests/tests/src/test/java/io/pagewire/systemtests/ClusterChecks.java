@@ -1,6 +1,8 @@
 package io.pagewire.systemtests;
 
 import io.pagewire.client.Pagewire;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
@@ -35,15 +37,22 @@ final class ClusterChecks {
         }
     }
 
-    /** A meter of the node summed over its tags (e.g. "pagewire_retransmitted_packets_total"), 0 when the node has none yet. */
-    static double total(Pagewire node, String meter) {
+    /**
+     * A meter of the node summed over the series whose tags include every one given ("mode=SHADOW",
+     * "kind=major"); with no tags, over all of them. 0 when the node has no such series yet.
+     */
+    static double total(Pagewire node, String meter, String... tags) {
         Map<String, Double> byTags = node.stats().get(meter);
-        return byTags == null ? 0 : byTags.values().stream().mapToDouble(Double::doubleValue).sum();
-    }
-
-    /** One tagged value of a node's meter ("kind=drop"), 0 when absent. */
-    static double value(Pagewire node, String meter, String tags) {
-        Map<String, Double> byTags = node.stats().get(meter);
-        return byTags == null ? 0 : byTags.getOrDefault(tags, 0.0);
+        if (byTags == null) {
+            return 0;
+        }
+        double sum = 0;
+        for (Map.Entry<String, Double> series : byTags.entrySet()) {
+            List<String> have = Arrays.asList(series.getKey().split(","));
+            if (have.containsAll(Arrays.asList(tags))) {
+                sum += series.getValue();
+            }
+        }
+        return sum;
     }
 }

@@ -1,5 +1,7 @@
-package io.pagewire.node.verbs;
+package io.pagewire.systemtests;
 
+import static io.pagewire.systemtests.ClusterChecks.awaitTrue;
+import static io.pagewire.systemtests.ClusterChecks.total;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -7,6 +9,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
 import io.pagewire.client.Access;
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Pagewire;
@@ -14,36 +17,51 @@ import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
-import io.pagewire.node.nic.NicCounter;
 import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.EndpointRef;
 import io.pagewire.proto.verbs.VerbsGrpc;
+import io.pagewire.testkit.ClusterSpec;
+import io.pagewire.testkit.PagewireCluster;
+import io.pagewire.testkit.WithSettings;
 import java.util.EnumSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Every error path through the SDK: a typed exception whose message says what to fix, and the node carries on. */
+/**
+ * Every error path through the SDK, on a fresh two-node cluster per test: a typed exception whose
+ * message says what to fix, and the node carries on. Each binding says where the nodes run and how
+ * its applications connect.
+ */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class SdkErrorsTest extends SdkFixture {
+abstract class SdkErrorsSuite {
     private Endpoint a;
     private Endpoint b;
     private MemoryRegion src;
     private QueuePair qp;
 
-    private void startPair(java.util.function.Consumer<io.pagewire.node.NodeContext> configure) {
-        start(2, configure);
-        a = connect(cluster.node(1)).openEndpoint("a");
-        b = connect(cluster.node(2)).openEndpoint("b");
+    /** Two default test nodes; tests that need more say so with {@link WithSettings}. */
+    static ClusterSpec spec() {
+        return ClusterSpec.nodes(2).set("pagewire.nic.ackTimeoutNs", "50ms");
+    }
+
+    /** How the suite's applications reach their nodes (by default as the SDK chooses: rings when co-located). */
+    protected ConnectOptions connectOptions() {
+        return ConnectOptions.defaults();
+    }
+
+    private void startPair(PagewireCluster cluster) {
+        a = cluster.node(1).connect(connectOptions()).openEndpoint("a");
+        b = cluster.node(2).connect(connectOptions()).openEndpoint("b");
         long address = a.allocate(1 << 20);
         src = a.register(address, 1 << 20, RegistrationMode.PINNED, Access.all());
         qp = a.connect(b);
     }
 
     @Test
-    void anUnknownRkeyIsARemoteAccessError() {
-        startPair(c -> { });
+    void anUnknownRkeyIsARemoteAccessError(PagewireCluster cluster) {
+        startPair(cluster);
         long dst = b.allocate(4096);
         assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, 0x1f2eL)))
                 .isInstanceOf(PagewireException.RemoteAccessException.class)
@@ -57,8 +75,8 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void anUnsignalledRequestThatFailsStillCompletesAndSettlesTheOnesBeforeIt() {
-        startPair(c -> { });
+    void anUnsignalledRequestThatFailsStillCompletesAndSettlesTheOnesBeforeIt(PagewireCluster cluster) {
+        startPair(cluster);
         long dst = b.allocate(4096);
         MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
         java.util.List<CompletableFuture<io.pagewire.client.Completion>> done = qp.post(java.util.List.of(
@@ -73,8 +91,8 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void anAddressOutsideTheRegionIsARemoteAccessError() {
-        startPair(c -> { });
+    void anAddressOutsideTheRegionIsARemoteAccessError(PagewireCluster cluster) {
+        startPair(cluster);
         long dst = b.allocate(8192);
         MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.ON_DEMAND, Access.all());
         assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 100, dst + 4090, dstRegion.rkey())))
@@ -83,8 +101,8 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void aMissingAccessRightIsARemoteAccessError() {
-        startPair(c -> { });
+    void aMissingAccessRightIsARemoteAccessError(PagewireCluster cluster) {
+        startPair(cluster);
         long dst = b.allocate(4096);
         MemoryRegion readOnly = b.register(dst, 4096, RegistrationMode.SHADOW, EnumSet.of(Access.REMOTE_READ));
         assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, readOnly.rkey())))
@@ -93,8 +111,8 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void localMistakesAreRefusedWithTheReason() {
-        startPair(c -> { });
+    void localMistakesAreRefusedWithTheReason(PagewireCluster cluster) {
+        startPair(cluster);
         assertThatThrownBy(() -> qp.await(qp.write(src, src.address() + (1 << 20) - 4, 8, 0, 1)))
                 .isInstanceOf(PagewireException.InvalidRequestException.class)
                 .hasMessageContaining("is outside");
@@ -111,16 +129,14 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void aRegionFreedUnderAPostedRequestFailsItClearly() throws Exception {
-        startPair(c -> {
-            if (c.nodeId().equals("node-2")) {
-                c.nic().rnrDelayNs(300_000_000L);
-            }
-        });
+    @WithSettings("pagewire.nic.rnrDelayNs=300ms")
+    void aRegionFreedUnderAPostedRequestFailsItClearly(PagewireCluster cluster) throws Exception {
+        startPair(cluster);
         long dst = b.allocate(1 << 20); // never touched: the first packet is answered RNR NAK
         MemoryRegion dstRegion = b.register(dst, 1 << 20, RegistrationMode.ON_DEMAND, Access.all());
         CompletableFuture<io.pagewire.client.Completion> write = qp.write(src, src.address(), 1 << 20, dst, dstRegion.rkey());
-        awaitTrue(() -> cluster.node(1).nic().counters().get(NicCounter.RNR_NAKS_RECEIVED) > 0, 10_000, "the first RNR NAK");
+        Pagewire node1 = cluster.node(1).connect();
+        awaitTrue(() -> total(node1, "pagewire_rnr_naks_received_total") > 0, 10_000, "the first RNR NAK");
         // While the requester waits out the RNR delay, its source memory goes away.
         a.free(src.address());
         assertThatThrownBy(() -> qp.await(write))
@@ -129,18 +145,20 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void aDisconnectedApplicationsEndpointIsGoneAndItsPeersTimeOut() throws Exception {
-        startPair(c -> c.nic().ackTimeoutNs(20_000_000L).retryCount(3));
-        Pagewire third = Pagewire.connect(cluster.node(2).target());
+    @WithSettings({"pagewire.nic.ackTimeoutNs=20ms", "pagewire.nic.retryCount=3"})
+    void aDisconnectedApplicationsEndpointIsGoneAndItsPeersTimeOut(PagewireCluster cluster) throws Exception {
+        startPair(cluster);
+        Pagewire node2 = cluster.node(2).connect();
+        Pagewire third = cluster.node(2).connect(connectOptions());
         Endpoint doomed = third.openEndpoint("doomed");
         long dst = doomed.allocate(4096);
         MemoryRegion dstRegion = doomed.register(dst, 4096, RegistrationMode.PINNED, Access.all());
         QueuePair toDoomed = a.connect(doomed);
         toDoomed.await(toDoomed.write(src, src.address(), 8, dst, dstRegion.rkey()));
-        int sessionsBefore = cluster.node(2).sessions();
+        double sessionsBefore = total(node2, "pagewire_sessions");
         third.close();
-        awaitTrue(() -> cluster.node(2).sessions() == sessionsBefore - 1, 10_000, "the node ended the session");
-        assertThat(cluster.node(2).kernel().stats().pinnedPages()).isZero();
+        awaitTrue(() -> total(node2, "pagewire_sessions") == sessionsBefore - 1, 10_000, "the node ended the session");
+        assertThat(total(node2, "pagewire_memory_pages", "state=pinned")).isZero();
         assertThatThrownBy(() -> toDoomed.await(toDoomed.write(src, src.address(), 8, dst, dstRegion.rkey())))
                 .isInstanceOf(PagewireException.RetryExceededException.class)
                 .hasMessageContaining("no acknowledgement from queue pair");
@@ -148,8 +166,8 @@ class SdkErrorsTest extends SdkFixture {
     }
 
     @Test
-    void anotherSessionsEndpointCannotBeUsedAndAnUnknownOneIsNotFound() throws Exception {
-        startPair(c -> { });
+    void anotherSessionsEndpointCannotBeUsedAndAnUnknownOneIsNotFound(PagewireCluster cluster) throws Exception {
+        startPair(cluster);
         ManagedChannel channel = ManagedChannelBuilder.forTarget(cluster.node(1).target()).usePlaintext().build();
         try {
             VerbsGrpc.VerbsBlockingStub raw = VerbsGrpc.newBlockingStub(channel);
