@@ -183,4 +183,48 @@ abstract class SdkErrorsSuite {
         }
         assertThat(a.allocate(10)).as("the owner still works").isPositive();
     }
+
+    /** One page on node-1 to write from, an endpoint on node-2, and a queue pair between them. */
+    private record Small(Endpoint local, Endpoint target, MemoryRegion source, QueuePair qp) {
+        CompletableFuture<io.pagewire.client.Completion> write(QueuePair on, long dst, long rkey) {
+            return on.write(source, source.address(), 8, dst, rkey);
+        }
+    }
+
+    private Small smallPair(PagewireCluster cluster) {
+        Endpoint local = cluster.node(1).connect(connectOptions()).openEndpoint("small");
+        Endpoint target = cluster.node(2).connect(connectOptions()).openEndpoint("target");
+        long address = local.allocate(4096);
+        MemoryRegion source = local.register(address, 4096, RegistrationMode.PINNED, Access.all());
+        return new Small(local, target, source, local.connect(target));
+    }
+
+    @Test
+    @WithSettings({"pagewire.kernel.physicalMemoryBytes=1MiB", "pagewire.kernel.swapBytes=0"})
+    void aReceiverThatCannotFaultThePageInRefusesInsteadOfStallingForever(PagewireCluster cluster) {
+        Small p = smallPair(cluster);
+        // Fill the responder's memory with dirty pages that cannot go anywhere (no swap).
+        long hog = p.target().allocate(1L << 20);
+        p.target().store(hog, new byte[1 << 20]);
+        long dst = p.target().allocate(4096);
+        MemoryRegion dstRegion = p.target().register(dst, 4096, RegistrationMode.ON_DEMAND, Access.all());
+        assertThatThrownBy(() -> p.qp().await(p.write(p.qp(), dst, dstRegion.rkey())))
+                .isInstanceOf(PagewireException.RemoteOperationException.class)
+                .hasMessageContaining("a page fault on the destination failed").hasMessageContaining("out of memory");
+        // Once memory is freed the same page faults in, and a new queue pair's write lands.
+        p.target().free(hog);
+        QueuePair fresh = p.local().connect(p.target());
+        assertThat(fresh.await(p.write(fresh, dst, dstRegion.rkey())).bytes()).isEqualTo(8);
+    }
+
+    @Test
+    @WithSettings("pagewire.nic.rnrRetryCount=0")
+    void rnrRetriesRunOutWithAClearError(PagewireCluster cluster) {
+        Small p = smallPair(cluster);
+        long dst = p.target().allocate(4096); // never touched: the write is answered RNR NAK
+        MemoryRegion dstRegion = p.target().register(dst, 4096, RegistrationMode.ON_DEMAND, Access.all());
+        assertThatThrownBy(() -> p.qp().await(p.write(p.qp(), dst, dstRegion.rkey())))
+                .isInstanceOf(PagewireException.ReceiverNotReadyException.class)
+                .hasMessageContaining("answered RNR NAK").hasMessageContaining("pagewire.nic.rnrRetryCount");
+    }
 }
