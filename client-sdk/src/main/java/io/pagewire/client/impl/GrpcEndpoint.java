@@ -125,7 +125,7 @@ final class GrpcEndpoint implements Endpoint {
                 offeredRings = null;
                 if (mapped != null) {
                     rings = new RingClient(mapped, ringEvents(), this::ringNode, connection.options().busyPoll(),
-                            "pagewire-sdk-rings-" + ref.getEndpointId());
+                            "pagewire-sdk-rings-" + ref.getEndpointId(), RingBell.connect(mapped.path()));
                 }
                 opened.complete(this);
             }

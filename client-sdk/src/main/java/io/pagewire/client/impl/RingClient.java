@@ -1,6 +1,9 @@
 package io.pagewire.client.impl;
 
 import io.pagewire.client.PagewireException;
+import java.io.IOException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -28,6 +31,10 @@ final class RingClient implements AutoCloseable {
     private final SessionRings rings;
     private final Events events;
     private final Runnable doorbell;
+    /** The node's doorbell to this agent and this agent's to the node, or null: the stream carries both. */
+    private final RingBell bell;
+    /** Where the agent sleeps when it has a bell; null without one (it parks). */
+    private final Selector selector;
     private final ReentrantLock draining = new ReentrantLock();
     private final Thread agent;
     private final long spinNs;
@@ -35,14 +42,37 @@ final class RingClient implements AutoCloseable {
 
     /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
     private static final long NAP_NS = 2_000_000L;
+    /** With a bell: yields, and how long it naps, before it sleeps (properties for measuring other choices). */
+    private static final int BELL_YIELDS = Integer.getInteger("pagewire.rings.bellYields", 0);
+    private static final long BELL_NAP_NS = Long.getLong("pagewire.rings.bellNapNs", 0);
 
     /**
-     * @param doorbell wakes the node's ring agent (a message on the session stream)
+     * @param streamDoorbell wakes the node's ring agent with a message on the session stream
+     * @param bell the session's {@link RingBell}, or null when there is none to reach
      */
-    RingClient(SessionRings rings, Events events, Runnable doorbell, boolean busyPoll, String name) {
+    RingClient(SessionRings rings, Events events, Runnable streamDoorbell, boolean busyPoll, String name, RingBell bell) {
         this.rings = rings;
         this.events = events;
-        this.doorbell = doorbell;
+        Selector opened = null;
+        if (bell != null) {
+            try {
+                opened = Selector.open();
+                bell.channel().register(opened, SelectionKey.OP_READ);
+            } catch (IOException e) {
+                closeQuietly(opened);
+                opened = null;
+                bell.close(); // the node sees it go and rings on the stream instead
+                bell = null;
+            }
+        }
+        this.bell = bell;
+        this.selector = opened;
+        RingBell b = bell;
+        this.doorbell = b == null ? streamDoorbell : () -> {
+            if (!b.ring()) {
+                streamDoorbell.run();
+            }
+        };
         // Busy-polling applications wait by draining the ring themselves; the agent is for handlers.
         this.spinNs = busyPoll ? 50_000 : 5_000;
         this.agent = new Thread(this::run, name);
@@ -50,14 +80,23 @@ final class RingClient implements AutoCloseable {
         agent.start();
     }
 
-    /** The node rang: look at the event ring now. */
+    /** The node rang on the stream (or the client closes): look at the event ring now. */
     void wake() {
         LockSupport.unpark(agent);
+        if (selector != null) {
+            selector.wakeup();
+        }
+    }
+
+    /** Whether the node's wakes come over a {@link RingBell} (else over the session stream). */
+    boolean hasBell() {
+        return bell != null;
     }
 
     /** Drains the event ring; when it stays empty, idles as {@link RingIdler} says. */
     private void run() {
-        RingIdler idler = new RingIdler(spinNs, NAP_NS);
+        // With a bell a wake is cheap, so the agent sleeps soon instead of napping for milliseconds.
+        RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS) : new RingIdler(spinNs, BELL_YIELDS, BELL_NAP_NS);
         RingIdler.Agent self = new RingIdler.Agent() {
             @Override
             public void asleep(boolean value) {
@@ -68,12 +107,41 @@ final class RingClient implements AutoCloseable {
             public int poll() {
                 return drain();
             }
+
+            @Override
+            public void sleep(long maxNs) {
+                if (selector == null) {
+                    LockSupport.parkNanos(this, maxNs);
+                    return;
+                }
+                try {
+                    selector.select(Math.max(1, maxNs / 1_000_000));
+                    selector.selectedKeys().clear();
+                    bell.drain();
+                } catch (IOException | java.nio.channels.ClosedSelectorException e) {
+                    LockSupport.parkNanos(this, maxNs);
+                }
+            }
         };
-        while (!closed) {
-            if (drain() > 0) {
-                idler.reset();
-            } else {
-                idler.idle(self);
+        try {
+            while (!closed) {
+                if (drain() > 0) {
+                    idler.reset();
+                } else {
+                    idler.idle(self);
+                }
+            }
+        } finally {
+            closeQuietly(selector);
+        }
+    }
+
+    private static void closeQuietly(Selector selector) {
+        if (selector != null) {
+            try {
+                selector.close();
+            } catch (IOException e) {
+                // Nothing to do about a selector that will not close.
             }
         }
     }
@@ -158,6 +226,9 @@ final class RingClient implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        LockSupport.unpark(agent);
+        wake();
+        if (bell != null) {
+            bell.close();
+        }
     }
 }

@@ -20,6 +20,11 @@ public final class RingIdler {
 
         /** One more look at the rings (doing what is there); the number of records handled. */
         int poll();
+
+        /** Sleeps until a doorbell or {@code maxNs}; by default a park that the doorbell's unpark ends. */
+        default void sleep(long maxNs) {
+            LockSupport.parkNanos(this, maxNs);
+        }
     }
 
     private static final int YIELDS = 100;
@@ -33,6 +38,7 @@ public final class RingIdler {
     private static final long SLEEP_LIMIT_DEFAULT_NS = 50_000_000L;
 
     private final long spinNs;
+    private final int maxYields;
     private final long napNs;
     private final long sleepLimitNs = Long.getLong(SLEEP_LIMIT_PROP_NAME, SLEEP_LIMIT_DEFAULT_NS);
     private long idleSinceNs = -1;
@@ -40,7 +46,16 @@ public final class RingIdler {
     private int yields;
 
     public RingIdler(long spinNs, long napNs) {
+        this(spinNs, YIELDS, napNs);
+    }
+
+    /**
+     * An idler for an agent whose doorbell is cheap (a {@link RingBell}): it may yield fewer times and
+     * nap for less, or not at all, before it sleeps.
+     */
+    public RingIdler(long spinNs, int yields, long napNs) {
         this.spinNs = spinNs;
+        this.maxYields = yields;
         this.napNs = napNs;
     }
 
@@ -62,7 +77,7 @@ public final class RingIdler {
             Thread.onSpinWait();
             return;
         }
-        if (yields < YIELDS) {
+        if (yields < maxYields) {
             yields++;
             Thread.yield();
             return;
@@ -74,7 +89,7 @@ public final class RingIdler {
         }
         agent.asleep(true);
         if (agent.poll() == 0) {
-            LockSupport.parkNanos(this, sleepLimitNs);
+            agent.sleep(sleepLimitNs);
         }
         agent.asleep(false);
         reset();

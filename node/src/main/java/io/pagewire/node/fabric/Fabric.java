@@ -458,17 +458,47 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         /** When the last lane went down, for the log line of the reconnection; 0 before the first loss. */
         volatile long downSinceNs;
 
+        /** Whether this node sends on the lanes it dialled (see {@link #pick}). */
+        final boolean prefersDialled;
+
         PeerLink(String peer) {
             this.peer = peer;
+            this.prefersDialled = context.nodeId().compareTo(peer) < 0;
         }
 
-        /** The lane for a hint: the dialled lane it names if up, else the next one up, else an accepted one. */
+        /**
+         * The lane for a hint. Both nodes of a pair pick from the same connections, so that a queue
+         * pair's packets and the acknowledgements coming back share one TCP connection (where
+         * acknowledgements ride with data and one wake serves both): the node whose id sorts first
+         * prefers the lanes it dialled, the other the lanes it accepted; either falls back to the
+         * other kind when none of its preferred lanes is up.
+         */
         Lane pick(int hint) {
+            if (prefersDialled) {
+                Lane lane = pickDialled(hint);
+                return lane != null ? lane : pickAccepted(hint);
+            }
+            Lane lane = pickAccepted(hint);
+            return lane != null ? lane : pickDialled(hint);
+        }
+
+        private Lane pickDialled(int hint) {
             int n = outbound.length;
             int start = Math.floorMod(hint, n);
             for (int i = 0; i < n; i++) {
                 Lane lane = outbound[(start + i) % n];
                 if (lane != null && lane.isUp()) {
+                    return lane;
+                }
+            }
+            return null;
+        }
+
+        private Lane pickAccepted(int hint) {
+            // The lane the peer dialled under the index the hint names is the one it sends on.
+            int index = Math.floorMod(hint, outbound.length);
+            for (Lane lane : inbound) {
+                if (lane.index == index && lane.isUp()) {
                     return lane;
                 }
             }

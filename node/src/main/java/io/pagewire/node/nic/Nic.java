@@ -261,7 +261,7 @@ public final class Nic implements AutoCloseable {
             counters.increment(NicCounter.LINK_WAITS);
         }
         // The link may have turned writable between the check and the registration.
-        if (isWritable(peer, qp.qpn())) {
+        if (isWritable(peer, qp.laneHint())) {
             timers.schedule(1_000, () -> onPeerWritable(peer));
         }
     }

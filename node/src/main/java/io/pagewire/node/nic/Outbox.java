@@ -11,20 +11,20 @@ import io.pagewire.proto.fabric.PacketBatch;
 final class Outbox {
     private final Nic nic;
     private final DmaEngine dma;
-    private final int laneHint;
+    private int laneHint;
     private String peer;
     private PacketBatch.Builder batch = PacketBatch.newBuilder();
     private long[] locked = new long[8];
     private int lockedCount;
 
-    Outbox(Nic nic, int laneHint) {
+    Outbox(Nic nic) {
         this.nic = nic;
         this.dma = nic.dma();
-        this.laneHint = laneHint;
     }
 
-    void peer(String value) {
+    void peer(String value, int hint) {
         peer = value;
+        laneHint = hint;
     }
 
     void add(Packet packet) {

@@ -37,6 +37,8 @@ public final class QueuePair implements AutoCloseable {
     private final Requester requester;
     private final Responder responder;
     private final Outbox outbox;
+    /** Which lane the fabric carries this queue pair on: the same number on both ends once connected. */
+    private volatile int laneHint;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
     private String failure;
@@ -50,9 +52,13 @@ public final class QueuePair implements AutoCloseable {
         this.endpoint = endpoint;
         this.cq = cq;
         this.qpn = qpn;
-        this.outbox = new Outbox(nic, qpn);
+        this.outbox = new Outbox(nic);
         this.requester = new Requester(this);
         this.responder = new Responder(this);
+    }
+
+    int laneHint() {
+        return laneHint;
     }
 
     public int qpn() {
@@ -85,7 +91,10 @@ public final class QueuePair implements AutoCloseable {
                 throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
             }
             peer = remote;
-            outbox.peer(remote.node());
+            // Both ends of the pair name the same lane (the XOR of the two numbers is the same on either
+            // side), so the fabric can keep a queue pair's packets and their acknowledgements on one connection.
+            laneHint = qpn ^ remote.qpn();
+            outbox.peer(remote.node(), laneHint);
             requester.connect(remote);
             state = State.READY;
         } finally {

@@ -120,7 +120,7 @@ final class Requester {
             }
             // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
             // and a batch goes out as one stream message.
-            if (out.size() == 0 && !nic.isWritable(qp.peer().node(), qp.qpn())) {
+            if (out.size() == 0 && !nic.isWritable(qp.peer().node(), qp.laneHint())) {
                 if (!linkWaiting && highestSent < unacked) {
                     // Nothing in flight: a peer that stays unreachable must still end in RETRY_EXCEEDED.
                     lastProgressNs = nic.clock().nanoTime();

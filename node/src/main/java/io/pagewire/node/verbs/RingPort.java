@@ -1,7 +1,18 @@
 package io.pagewire.node.verbs;
 
+import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.RingIdler;
 import io.pagewire.client.impl.SessionRings;
+import java.io.IOException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.WorkRequest;
 import java.nio.file.Files;
@@ -19,10 +30,12 @@ import java.util.function.BiConsumer;
  * command buffers. Completions and counter changes go back on the sessions' event rings from
  * whichever thread produced them.
  *
- * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), naps for a
- * couple of milliseconds, then marks itself asleep in every ring's header and sleeps; an application
- * that posts to a sleeping agent rings its doorbell (a message on its session stream). See
- * {@link RingIdler}.
+ * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), then marks
+ * itself asleep in every ring's header and sleeps in a selector on the sessions' {@link RingBell}s: an
+ * application that posts to a sleeping agent writes a byte on its bell, and the agent wakes from
+ * that write alone. An application that could not reach its bell rings on its session stream
+ * instead (as every application did before bells), and the agent then naps before it sleeps, as
+ * {@link RingIdler} says.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -39,6 +52,15 @@ final class RingPort implements AutoCloseable {
     private final long spinNs;
     private volatile Thread agent;
     private volatile boolean running = true;
+    /** Where the agent sleeps, woken by bells and by {@link #wake}; null if none could be opened (it parks). */
+    private final Selector selector = openSelector();
+    /** Bells listening for their application, by ring file. */
+    private final Map<java.nio.file.Path, ServerSocketChannel> listening = new ConcurrentHashMap<>();
+    /** Sessions whose bell the agent is to watch (registered on the agent's thread, before it sleeps). */
+    private final Queue<Session> toWatch = new ConcurrentLinkedQueue<>();
+    /** With bells: yields, and how long the agent naps, before it sleeps (properties for measuring other choices). */
+    private static final int BELL_YIELDS = Integer.getInteger("pagewire.rings.bellYields", 0);
+    private static final long BELL_NAP_NS = Long.getLong("pagewire.rings.bellNapNs", 0);
     /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
     private static final long NAP_NS = 2_000_000L;
 
@@ -68,12 +90,32 @@ final class RingPort implements AutoCloseable {
         }
         String name = "pagewire-" + nodeId.replaceAll("[^A-Za-z0-9_.-]", "_") + "-" + endpoint.id() + "-"
                 + Long.toHexString(random.nextLong()) + ".rings";
-        return SessionRings.create(directory.resolve(name), ringBytes, random.nextLong());
+        SessionRings rings = SessionRings.create(directory.resolve(name), ringBytes, random.nextLong());
+        if (selector != null) {
+            ServerSocketChannel bell = RingBell.listen(rings.path());
+            if (bell != null) {
+                listening.put(rings.path(), bell);
+            }
+        }
+        return rings;
+    }
+
+    private static Selector openSelector() {
+        try {
+            return Selector.open();
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "no selector for ring bells; applications wake the ring agent over their streams", e);
+            return null;
+        }
     }
 
     /** Starts reading a session's request ring (and the agent, at the first session). */
     synchronized void activate(Session session) {
         active.add(session);
+        if (selector != null && listening.containsKey(session.rings().path())) {
+            toWatch.add(session);
+            selector.wakeup();
+        }
         if (agent == null) {
             Thread t = new Thread(this::run, "pagewire-rings-" + nodeId);
             t.setDaemon(true);
@@ -88,11 +130,24 @@ final class RingPort implements AutoCloseable {
         if (t != null) {
             LockSupport.unpark(t);
         }
+        if (selector != null) {
+            selector.wakeup();
+        }
     }
 
-    /** Stops reading a session's ring and deletes its file (the mapping goes when nothing refers to it). */
+    /** Stops reading a session's ring, closes its bell and deletes their files (the mapping goes when nothing refers to it). */
     void release(Session session, SessionRings rings) {
         active.remove(session);
+        RingBell bell = session.bell();
+        if (bell != null) {
+            bell.close();
+        }
+        discard(rings);
+    }
+
+    /** Deletes rings that were offered and never attached, or whose session ended, with their bell. */
+    void discard(SessionRings rings) {
+        discardListener(rings);
         rings.deleteFile();
     }
 
@@ -101,7 +156,7 @@ final class RingPort implements AutoCloseable {
         running = false;
         Thread t = agent;
         if (t != null) {
-            LockSupport.unpark(t);
+            wake();
             try {
                 t.join(5_000);
             } catch (InterruptedException e) {
@@ -109,12 +164,37 @@ final class RingPort implements AutoCloseable {
             }
             agent = null;
         }
+        if (selector != null) {
+            try {
+                selector.close();
+            } catch (IOException e) {
+                // The agent has stopped; nothing waits on the selector any more.
+            }
+        }
+        for (java.nio.file.Path rings : List.copyOf(listening.keySet())) {
+            discardListener(rings);
+        }
     }
 
     /** The duty cycle: read every ring; when they stay empty, idle as {@link RingIdler} says. */
     private void run() {
-        RingIdler idler = new RingIdler(spinNs, NAP_NS);
+        RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : new RingIdler(spinNs, BELL_YIELDS, BELL_NAP_NS);
         RingIdler.Agent self = new RingIdler.Agent() {
+            @Override
+            public void sleep(long maxNs) {
+                if (selector == null) {
+                    LockSupport.parkNanos(this, maxNs);
+                    return;
+                }
+                try {
+                    watchNewBells();
+                    selector.select(Math.max(1, maxNs / 1_000_000));
+                    answerBells();
+                } catch (IOException | ClosedSelectorException e) {
+                    LockSupport.parkNanos(this, maxNs);
+                }
+            }
+
             @Override
             public void asleep(boolean value) {
                 for (Session session : active) {
@@ -144,6 +224,68 @@ final class RingPort implements AutoCloseable {
                 idler.idle(self);
             }
         }
+    }
+
+    /** Watches the bells of sessions activated since the agent last slept (a selector registers on its own thread). */
+    private void watchNewBells() {
+        Session session;
+        while ((session = toWatch.poll()) != null) {
+            SessionRings rings = session.rings();
+            ServerSocketChannel server = rings == null ? null : listening.get(rings.path());
+            if (server == null) {
+                continue;
+            }
+            try {
+                server.register(selector, SelectionKey.OP_ACCEPT, session);
+            } catch (IOException e) {
+                discardListener(rings);
+            }
+        }
+    }
+
+    /** Accepts applications that connected to their bell, and reads the wakes that woke the agent. */
+    private void answerBells() {
+        for (SelectionKey key : selector.selectedKeys()) {
+            if (!key.isValid()) {
+                continue;
+            }
+            if (key.isAcceptable()) {
+                Session session = (Session) key.attachment();
+                SessionRings rings = session.rings();
+                try {
+                    SocketChannel channel = ((ServerSocketChannel) key.channel()).accept();
+                    if (channel != null) {
+                        RingBell bell = RingBell.accepted(channel);
+                        channel.register(selector, SelectionKey.OP_READ, bell);
+                        session.bell(bell);
+                        if (rings != null) {
+                            discardListener(rings); // one application per session: nobody else may connect
+                        }
+                    }
+                } catch (IOException e) {
+                    LOG.log(System.Logger.Level.DEBUG, "the bell of " + session.endpoint + " could not be accepted; its stream rings instead", e);
+                }
+            } else if (key.isReadable() && !((RingBell) key.attachment()).drain()) {
+                key.cancel(); // the application closed its bell
+            }
+        }
+        selector.selectedKeys().clear();
+    }
+
+    private void discardListener(SessionRings rings) {
+        discardListener(rings.path());
+    }
+
+    private void discardListener(java.nio.file.Path rings) {
+        ServerSocketChannel server = listening.remove(rings);
+        if (server != null) {
+            try {
+                server.close();
+            } catch (IOException e) {
+                // Closing a listener that failed already.
+            }
+        }
+        RingBell.deleteFile(rings);
     }
 
     /** One turn over every active session's request ring. */

@@ -9,6 +9,7 @@ import io.pagewire.proto.verbs.CompletionBatch;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
+import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.SessionRings;
 import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.PostRefused;
@@ -37,6 +38,7 @@ final class Session {
     private boolean endpointClosed;
 
     private final RingPort ringPort;
+    private volatile RingBell bell;
 
     Session(Endpoint endpoint, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
         this.ringPort = ringPort;
@@ -164,7 +166,7 @@ final class Session {
             return;
         }
         if (!attached.getFailure().isEmpty() || attached.getNonce() != rings.nonce() || endpointClosed) {
-            rings.deleteFile();
+            ringPort.discard(rings);
             return;
         }
         flushCompletions();
@@ -175,11 +177,23 @@ final class Session {
 
     private static final SessionEvent DOORBELL = SessionEvent.newBuilder().setDoorbell(Doorbell.getDefaultInstance()).build();
 
-    /** The application's ring agent sleeps: wake it (once; it clears the flag when it wakes). */
+    /** The application's ring agent sleeps: wake it (once; it clears the flag when it wakes), on its bell if it has one. */
     private void ringIfAsleep(SessionRings r) {
         if (r.takeAppAsleep()) {
-            send(DOORBELL);
+            RingBell b = bell;
+            if (b == null || !b.ring()) {
+                send(DOORBELL);
+            }
         }
+    }
+
+    /** The session's bell, once its application connected to it; null until then (wakes go on the stream). */
+    RingBell bell() {
+        return bell;
+    }
+
+    void bell(RingBell value) {
+        bell = value;
     }
 
     /** The active rings, or null. */

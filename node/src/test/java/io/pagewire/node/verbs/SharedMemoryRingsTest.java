@@ -24,6 +24,8 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** User-level access: a co-located application's posts, completions and counter changes on shared-memory rings. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -65,11 +67,11 @@ class SharedMemoryRingsTest extends SdkFixture {
         b.close();
         SdkFixture.awaitTrue(() -> {
             try {
-                return ringFiles().isEmpty();
+                return ringFiles().isEmpty() && bellFiles(rings).isEmpty();
             } catch (IOException e) {
                 return false;
             }
-        }, 10_000, "the node deleted the ring files of ended sessions");
+        }, 10_000, "the node deleted the ring and bell files of ended sessions");
     }
 
     @Test
@@ -109,15 +111,37 @@ class SharedMemoryRingsTest extends SdkFixture {
         qp.close();
     }
 
-    @Test
-    void sleepingAgentsAreWokenByTheirDoorbellsAlone() throws Exception {
+    private List<Path> bellFiles(Path directory) throws IOException {
+        try (Stream<Path> files = Files.list(directory)) {
+            return files.filter(p -> p.getFileName().toString().endsWith(".bell")).toList();
+        }
+    }
+
+    /**
+     * Doorbells over the bells (a Unix-domain socket beside each ring file), and over the session
+     * stream when a bell cannot be made: here a ring directory whose socket paths would pass the
+     * 108-byte limit of Linux.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"bells", "stream doorbells"})
+    void sleepingAgentsAreWokenByTheirDoorbellsAlone(String doorbells) throws Exception {
         // With the safety timeout an hour long, only a doorbell can wake a sleeping agent: if one were
         // lost, this test would hang until its timeout.
         String previous = System.getProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
         System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
+        boolean bells = doorbells.equals("bells");
+        Path directory = bells ? rings : Files.createDirectories(rings.resolve("a-directory-whose-name-is-long-enough-that-a-socket-path-in-it-cannot-be-made"));
         try {
-            start(2, c -> c.ringDirectory(rings.toString()));
+            start(2, c -> c.ringDirectory(directory.toString()));
             OnePagePair pair = onePagePair();
+            // A bell's socket file goes once its application connected; without bells none was made.
+            SdkFixture.awaitTrue(() -> {
+                try {
+                    return bellFiles(directory).isEmpty();
+                } catch (IOException e) {
+                    return false;
+                }
+            }, 10_000, "every application connected to its bell");
             Endpoint a = pair.a();
             Endpoint b = pair.b();
             long src = pair.src();
@@ -129,7 +153,7 @@ class SharedMemoryRingsTest extends SdkFixture {
             AutoCloseable watch = arrived.onChange(seen::add);
             QueuePair qp = a.connect(b);
             for (int i = 1; i <= 5; i++) {
-                Thread.sleep(20); // long enough for every ring agent to go to sleep (it naps for 2 ms first)
+                Thread.sleep(20); // long enough for every ring agent to go to sleep (it naps for at most 2 ms first)
                 a.store(src, new byte[] {(byte) i});
                 // A bounded wait: a lost doorbell must fail the test, not hang it.
                 qp.writeWithNotify(local, src, 1, dst, remote.rkey(), arrived.id()).get(20, TimeUnit.SECONDS);

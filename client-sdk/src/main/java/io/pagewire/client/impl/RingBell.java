@@ -1,0 +1,146 @@
+package io.pagewire.client.impl;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A session's doorbell between two processes on one host: a Unix-domain socket beside the ring file.
+ * Either side writes a byte to wake the other's ring agent, which sleeps in a selector on it; a wake
+ * costs one small write and one read, where the fallback (a message on the session's gRPC stream)
+ * passes through two event loops before it unparks the agent.
+ */
+public final class RingBell implements AutoCloseable {
+    /** Unix-domain socket paths are limited to 108 bytes on Linux (sun_path), terminator included. */
+    private static final int MAX_PATH_BYTES = 107;
+
+    private final SocketChannel channel;
+    private final ByteBuffer scratch = ByteBuffer.allocate(64);
+    private volatile boolean broken;
+
+    private RingBell(SocketChannel channel) {
+        this.channel = channel;
+    }
+
+    /** Where the bell of a ring file is: beside it, named after it. */
+    public static Path pathFor(Path rings) {
+        return rings.resolveSibling(rings.getFileName() + ".bell");
+    }
+
+    /**
+     * The node's side: listens for the application of a ring file, or returns null (and the session
+     * falls back to the stream's doorbell) when no socket can be made there.
+     */
+    public static ServerSocketChannel listen(Path rings) {
+        Path path = pathFor(rings);
+        if (path.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_PATH_BYTES) {
+            return null;
+        }
+        try {
+            ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            try {
+                server.bind(UnixDomainSocketAddress.of(path), 1);
+                server.configureBlocking(false);
+                return server;
+            } catch (IOException | RuntimeException e) {
+                server.close();
+                return null;
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            return null;
+        }
+    }
+
+    /** The node's side: a bell over an accepted connection (switched to non-blocking). */
+    public static RingBell accepted(SocketChannel channel) throws IOException {
+        channel.configureBlocking(false);
+        return new RingBell(channel);
+    }
+
+    /** The application's side: connects to the bell of a ring file, or returns null when there is none to reach. */
+    public static RingBell connect(Path rings) {
+        Path path = pathFor(rings);
+        if (!Files.exists(path)) {
+            return null;
+        }
+        try {
+            SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
+            try {
+                channel.connect(UnixDomainSocketAddress.of(path));
+                channel.configureBlocking(false);
+                return new RingBell(channel);
+            } catch (IOException | RuntimeException e) {
+                channel.close();
+                return null;
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            return null;
+        }
+    }
+
+    /** Deletes a bell's socket file (once its connection is made, or when the session ends). */
+    public static void deleteFile(Path rings) {
+        try {
+            Files.deleteIfExists(pathFor(rings));
+        } catch (IOException e) {
+            // A leftover socket file is harmless; names are never reused.
+        }
+    }
+
+    /**
+     * Wakes the other side. A full socket buffer means wakes are already waiting, which is as good.
+     *
+     * @return false when the bell is broken (the other side went away): use the stream's doorbell
+     */
+    public boolean ring() {
+        if (broken) {
+            return false;
+        }
+        try {
+            channel.write(ByteBuffer.wrap(new byte[] {1}));
+            return true;
+        } catch (IOException e) {
+            broken = true;
+            return false;
+        }
+    }
+
+    /** Reads the wakes waiting; false when the other side closed the bell. Called by the one thread that waits on it. */
+    public boolean drain() {
+        try {
+            int n;
+            do {
+                scratch.clear();
+                n = channel.read(scratch);
+            } while (n > 0);
+            if (n < 0) {
+                broken = true;
+                return false;
+            }
+            return true;
+        } catch (IOException e) {
+            broken = true;
+            return false;
+        }
+    }
+
+    /** The connection, for a selector to wait on (registered for OP_READ). */
+    public SocketChannel channel() {
+        return channel;
+    }
+
+    @Override
+    public void close() {
+        broken = true;
+        try {
+            channel.close();
+        } catch (IOException e) {
+            // Closing a socket that failed already.
+        }
+    }
+}
