@@ -42,9 +42,6 @@ final class RingClient implements AutoCloseable {
 
     /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
     private static final long NAP_NS = 2_000_000L;
-    /** With a bell: yields, and how long it naps, before it sleeps (properties for measuring other choices). */
-    private static final int BELL_YIELDS = Integer.getInteger("pagewire.rings.bellYields", 0);
-    private static final long BELL_NAP_NS = Long.getLong("pagewire.rings.bellNapNs", 0);
 
     /**
      * @param streamDoorbell wakes the node's ring agent with a message on the session stream
@@ -96,7 +93,7 @@ final class RingClient implements AutoCloseable {
     /** Drains the event ring; when it stays empty, idles as {@link RingIdler} says. */
     private void run() {
         // With a bell a wake is cheap, so the agent sleeps soon instead of napping for milliseconds.
-        RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS) : new RingIdler(spinNs, BELL_YIELDS, BELL_NAP_NS);
+        RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
         RingIdler.Agent self = new RingIdler.Agent() {
             @Override
             public void asleep(boolean value) {
@@ -114,13 +111,10 @@ final class RingClient implements AutoCloseable {
                     LockSupport.parkNanos(this, maxNs);
                     return;
                 }
-                try {
-                    selector.select(Math.max(1, maxNs / 1_000_000));
+                RingIdler.sleepOn(selector, maxNs, () -> { }, () -> {
                     selector.selectedKeys().clear();
                     bell.drain();
-                } catch (IOException | java.nio.channels.ClosedSelectorException e) {
-                    LockSupport.parkNanos(this, maxNs);
-                }
+                });
             }
         };
         try {

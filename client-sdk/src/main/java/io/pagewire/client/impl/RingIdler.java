@@ -1,5 +1,8 @@
 package io.pagewire.client.impl;
 
+import java.io.IOException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.Selector;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -49,11 +52,34 @@ public final class RingIdler {
         this(spinNs, YIELDS, napNs);
     }
 
+    /** With a bell: yields, and how long the agent naps, before it sleeps (properties for measuring other choices). */
+    private static final int BELL_YIELDS = Integer.getInteger("pagewire.rings.bellYields", 0);
+    private static final long BELL_NAP_NS = Long.getLong("pagewire.rings.bellNapNs", 0);
+
     /**
-     * An idler for an agent whose doorbell is cheap (a {@link RingBell}): it may yield fewer times and
-     * nap for less, or not at all, before it sleeps.
+     * An idler for an agent woken by {@link RingBell}s: a wake costs one write, so after its spin it
+     * sleeps at once (no yields, no naps, unless the properties above say otherwise).
      */
-    public RingIdler(long spinNs, int yields, long napNs) {
+    public static RingIdler withBells(long spinNs) {
+        return new RingIdler(spinNs, BELL_YIELDS, BELL_NAP_NS);
+    }
+
+    /**
+     * Sleeps in a selector that watches bells until one rings, it is woken, or {@code maxNs} pass;
+     * {@code beforeSelect} and {@code afterSelect} run on this thread around the wait (registering
+     * new bells, reading the wakes). A selector that fails or closes makes it park instead.
+     */
+    public static void sleepOn(Selector selector, long maxNs, Runnable beforeSelect, Runnable afterSelect) {
+        try {
+            beforeSelect.run();
+            selector.select(Math.max(1, maxNs / 1_000_000));
+            afterSelect.run();
+        } catch (IOException | ClosedSelectorException e) {
+            LockSupport.parkNanos(selector, maxNs);
+        }
+    }
+
+    private RingIdler(long spinNs, int yields, long napNs) {
         this.spinNs = spinNs;
         this.maxYields = yields;
         this.napNs = napNs;

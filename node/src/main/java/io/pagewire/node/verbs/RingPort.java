@@ -4,7 +4,6 @@ import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.RingIdler;
 import io.pagewire.client.impl.SessionRings;
 import java.io.IOException;
-import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
@@ -58,9 +57,6 @@ final class RingPort implements AutoCloseable {
     private final Map<java.nio.file.Path, ServerSocketChannel> listening = new ConcurrentHashMap<>();
     /** Sessions whose bell the agent is to watch (registered on the agent's thread, before it sleeps). */
     private final Queue<Session> toWatch = new ConcurrentLinkedQueue<>();
-    /** With bells: yields, and how long the agent naps, before it sleeps (properties for measuring other choices). */
-    private static final int BELL_YIELDS = Integer.getInteger("pagewire.rings.bellYields", 0);
-    private static final long BELL_NAP_NS = Long.getLong("pagewire.rings.bellNapNs", 0);
     /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
     private static final long NAP_NS = 2_000_000L;
 
@@ -178,7 +174,7 @@ final class RingPort implements AutoCloseable {
 
     /** The duty cycle: read every ring; when they stay empty, idle as {@link RingIdler} says. */
     private void run() {
-        RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : new RingIdler(spinNs, BELL_YIELDS, BELL_NAP_NS);
+        RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
         RingIdler.Agent self = new RingIdler.Agent() {
             @Override
             public void sleep(long maxNs) {
@@ -186,13 +182,7 @@ final class RingPort implements AutoCloseable {
                     LockSupport.parkNanos(this, maxNs);
                     return;
                 }
-                try {
-                    watchNewBells();
-                    selector.select(Math.max(1, maxNs / 1_000_000));
-                    answerBells();
-                } catch (IOException | ClosedSelectorException e) {
-                    LockSupport.parkNanos(this, maxNs);
-                }
+                RingIdler.sleepOn(selector, maxNs, RingPort.this::watchNewBells, RingPort.this::answerBells);
             }
 
             @Override
