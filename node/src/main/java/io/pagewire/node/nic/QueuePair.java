@@ -91,9 +91,10 @@ public final class QueuePair implements AutoCloseable {
                 throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
             }
             peer = remote;
-            // Both ends of the pair name the same lane (the XOR of the two numbers is the same on either
-            // side), so the fabric can keep a queue pair's packets and their acknowledgements on one connection.
-            laneHint = qpn ^ remote.qpn();
+            // Both ends of the pair name the same lane (a function of the two numbers that does not care
+            // which end computes it), so the fabric can keep a queue pair's packets and their
+            // acknowledgements on one connection; pairs with equal numbers at both ends still spread.
+            laneHint = 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn());
             outbox.peer(remote.node(), laneHint);
             requester.connect(remote);
             state = State.READY;

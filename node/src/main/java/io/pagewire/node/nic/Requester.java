@@ -47,6 +47,8 @@ final class Requester {
      * is in; a page faults once however many responses land on it meanwhile.
      */
     private final LongHashSet faultsPending = new LongHashSet();
+    /** The acknowledgement timeout backs off to at most 2^this times its configured value. */
+    private static final int MAX_BACKOFF_SHIFT = 2;
     /** READs with responses dropped for a local fault, asked for again (only those) once the faults are served. */
     private final java.util.ArrayList<SendWqe> refetching = new java.util.ArrayList<>(2);
     private boolean creditWaiting;
@@ -487,7 +489,7 @@ final class Requester {
             return false;
         }
         long unacked = unackedPsn();
-        if ((highestSent < unacked && !linkWaiting) || now - lastProgressNs < ctx.ackTimeoutNs()) {
+        if ((highestSent < unacked && !linkWaiting) || now - lastProgressNs < currentTimeoutNs()) {
             return false;
         }
         counters.increment(NicCounter.ACK_TIMEOUTS);
@@ -495,13 +497,24 @@ final class Requester {
         if (retries > ctx.retryCount()) {
             qp.fail(wqes.first(), CompletionStatus.RETRY_EXCEEDED, "no acknowledgement from queue pair " + qp.peer().qpn()
                     + " on node " + qp.peer().node() + " after " + ctx.retryCount() + " retransmissions ("
-                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart)" + (linkWaiting ? "; no lane to the node could take data" : ""));
+                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart, backing off to " + (ctx.ackTimeoutNs() << MAX_BACKOFF_SHIFT) / 1_000_000
+                    + " ms)" + (linkWaiting ? "; no lane to the node could take data" : ""));
             return false;
         }
         sendPsn = unacked;
         forgetRefetches();
         lastProgressNs = now;
         return true;
+    }
+
+    /**
+     * The acknowledgement timeout now: the configured one, doubled after each timeout that brought no
+     * progress, up to four times it. A fixed timeout under a queue longer than itself (a loaded host,
+     * a slow responder) makes go-back-N resend the whole window again and again, and the duplicates
+     * lengthen the queue further; backing off, as TCP's retransmission timer does, lets it drain.
+     */
+    private long currentTimeoutNs() {
+        return ctx.ackTimeoutNs() << Math.min(retries, MAX_BACKOFF_SHIFT);
     }
 
     /** The link to the peer came back: everything unacknowledged goes again (the responder drops what it has). */

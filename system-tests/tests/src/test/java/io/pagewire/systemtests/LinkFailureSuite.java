@@ -37,9 +37,12 @@ abstract class LinkFailureSuite {
     private static final int WRITES = 400;
     private static final int BEFORE_CUT = 100;
 
-    /** 20 ms acknowledgement timeouts, 150 retransmissions: a 3 s budget that a 300 ms cut fits in and a lasting cut exhausts. */
+    /**
+     * 20 ms acknowledgement timeouts backing off to 80 ms, 40 retransmissions: a budget of about 3 s
+     * that a 300 ms cut fits in and a lasting cut exhausts.
+     */
     static ClusterSpec spec() {
-        return ClusterSpec.nodes(2).set("pagewire.nic.ackTimeoutNs", "20ms").set("pagewire.nic.retryCount", "150")
+        return ClusterSpec.nodes(2).set("pagewire.nic.ackTimeoutNs", "20ms").set("pagewire.nic.retryCount", "40")
                 .set("pagewire.nic.sendWindowPackets", "16").set("pagewire.nic.readRequestPackets", "8");
     }
 
@@ -93,7 +96,7 @@ abstract class LinkFailureSuite {
         try {
             assertThatThrownBy(() -> qp.await(qp.write(srcRegion, src, SLOT, dst, dstRegion.rkey())))
                     .isInstanceOf(PagewireException.RetryExceededException.class)
-                    .hasMessageContaining("node-2").hasMessageContaining("150 retransmissions");
+                    .hasMessageContaining("node-2").hasMessageContaining("40 retransmissions");
             System.out.printf("a write over the cut link failed after %.2f s%n", (System.nanoTime() - start) / 1e9);
         } finally {
             cluster.node(1).healLink("node-2");
