@@ -20,7 +20,10 @@ public final class RingBell implements AutoCloseable {
     private static final int MAX_PATH_BYTES = 107;
 
     private final SocketChannel channel;
-    private final ByteBuffer scratch = ByteBuffer.allocate(64);
+    /** Where the wakes are read (direct: the channel reads into it without a copy). */
+    private final ByteBuffer scratch = ByteBuffer.allocateDirect(64);
+    /** The one byte a ring writes, reused under its own lock (no allocation and no copy per wake). */
+    private final ByteBuffer one = ByteBuffer.allocateDirect(1).put(0, (byte) 1);
     private volatile boolean broken;
 
     private RingBell(SocketChannel channel) {
@@ -102,7 +105,10 @@ public final class RingBell implements AutoCloseable {
             return false;
         }
         try {
-            channel.write(ByteBuffer.wrap(new byte[] {1}));
+            synchronized (one) {
+                one.clear();
+                channel.write(one);
+            }
             return true;
         } catch (IOException e) {
             broken = true;

@@ -85,10 +85,6 @@ final class RingClient implements AutoCloseable {
         }
     }
 
-    /** Whether the node's wakes come over a {@link RingBell} (else over the session stream). */
-    boolean hasBell() {
-        return bell != null;
-    }
 
     /** Drains the event ring; when it stays empty, idles as {@link RingIdler} says. */
     private void run() {
@@ -107,10 +103,6 @@ final class RingClient implements AutoCloseable {
 
             @Override
             public void sleep(long maxNs) {
-                if (selector == null) {
-                    LockSupport.parkNanos(this, maxNs);
-                    return;
-                }
                 RingIdler.sleepOn(selector, maxNs, () -> { }, () -> {
                     selector.selectedKeys().clear();
                     bell.drain();

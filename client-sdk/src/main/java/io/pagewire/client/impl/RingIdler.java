@@ -67,9 +67,14 @@ public final class RingIdler {
     /**
      * Sleeps in a selector that watches bells until one rings, it is woken, or {@code maxNs} pass;
      * {@code beforeSelect} and {@code afterSelect} run on this thread around the wait (registering
-     * new bells, reading the wakes). A selector that fails or closes makes it park instead.
+     * new bells, reading the wakes). Without a selector (none could be opened), or when it fails or
+     * closes, it parks instead, for a doorbell's unpark to end.
      */
     public static void sleepOn(Selector selector, long maxNs, Runnable beforeSelect, Runnable afterSelect) {
+        if (selector == null) {
+            LockSupport.parkNanos(maxNs);
+            return;
+        }
         try {
             beforeSelect.run();
             selector.select(Math.max(1, maxNs / 1_000_000));

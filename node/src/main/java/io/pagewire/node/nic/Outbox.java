@@ -11,7 +11,7 @@ import io.pagewire.proto.fabric.PacketBatch;
 final class Outbox {
     private final Nic nic;
     private final DmaEngine dma;
-    private int laneHint;
+    private volatile int laneHint;
     private String peer;
     private PacketBatch.Builder batch = PacketBatch.newBuilder();
     private long[] locked = new long[8];
@@ -20,6 +20,10 @@ final class Outbox {
     Outbox(Nic nic) {
         this.nic = nic;
         this.dma = nic.dma();
+    }
+
+    int laneHint() {
+        return laneHint;
     }
 
     void peer(String value, int hint) {

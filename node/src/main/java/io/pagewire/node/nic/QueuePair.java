@@ -37,8 +37,6 @@ public final class QueuePair implements AutoCloseable {
     private final Requester requester;
     private final Responder responder;
     private final Outbox outbox;
-    /** Which lane the fabric carries this queue pair on: the same number on both ends once connected. */
-    private volatile int laneHint;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
     private String failure;
@@ -57,8 +55,9 @@ public final class QueuePair implements AutoCloseable {
         this.responder = new Responder(this);
     }
 
+    /** Which lane the fabric carries this queue pair on: the same number on both ends once connected. */
     int laneHint() {
-        return laneHint;
+        return outbox.laneHint();
     }
 
     public int qpn() {
@@ -94,8 +93,7 @@ public final class QueuePair implements AutoCloseable {
             // Both ends of the pair name the same lane (a function of the two numbers that does not care
             // which end computes it), so the fabric can keep a queue pair's packets and their
             // acknowledgements on one connection; pairs with equal numbers at both ends still spread.
-            laneHint = 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn());
-            outbox.peer(remote.node(), laneHint);
+            outbox.peer(remote.node(), 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn()));
             requester.connect(remote);
             state = State.READY;
         } finally {

@@ -206,14 +206,19 @@ final class Requester {
         int received = wqe.responses.nextSetBit(index);
         int missing = received < 0 ? wqe.packets - index : received - index;
         int count = (int) Math.min(Math.min(ctx.readRequestPackets(), missing), Math.max(1, room));
+        requestResponses(wqe, index, count, out);
+        sendPsn = wqe.psnFirst + index + count;
+        return true;
+    }
+
+    /** Sends a READ request for {@code count} responses of a READ from response {@code index} on. */
+    private void requestResponses(SendWqe wqe, int index, int count, Outbox out) {
         long offset = (long) index * mtu;
         int length = (int) Math.min((long) count * mtu, wqe.wr.length() - offset);
         long psn = wqe.psnFirst + index;
         out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
                 .setRkey(wqe.wr.rkey()).setLength(length));
         noteSent(psn, psn + count - 1);
-        sendPsn = psn + count;
-        return true;
     }
 
     /**
@@ -229,12 +234,7 @@ final class Requester {
             }
             for (int first = wqe.refetch.nextSetBit(0); first >= 0; first = wqe.refetch.nextSetBit(first)) {
                 int end = Math.min(wqe.refetch.nextClearBit(first), first + ctx.readRequestPackets());
-                long offset = (long) first * mtu;
-                int length = (int) Math.min((long) (end - first) * mtu, wqe.wr.length() - offset);
-                long psn = wqe.psnFirst + first;
-                out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
-                        .setRkey(wqe.wr.rkey()).setLength(length));
-                noteSent(psn, psn + (end - first) - 1);
+                requestResponses(wqe, first, end - first, out);
                 wqe.refetch.clear(first, end);
                 first = end;
             }
@@ -370,6 +370,9 @@ final class Requester {
                 long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.RECEIVE, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     // Drop this response; once the page is in, ask again for it alone.
+                    if (wqe.refetch == null) {
+                        wqe.refetch = new java.util.BitSet(wqe.packets);
+                    }
                     if (wqe.refetch.isEmpty()) {
                         refetching.add(wqe);
                     }

@@ -17,8 +17,11 @@ final class SendWqe {
     final int packets;
     /** READ: responses received, by index. */
     final BitSet responses;
-    /** READ: responses dropped because their local page was not resident, to be asked for again once it is. */
-    final BitSet refetch;
+    /**
+     * READ: responses dropped because their local page was not resident, to be asked for again once it
+     * is; made at the first such drop (most READs never fault).
+     */
+    BitSet refetch;
     int responsesReceived;
     boolean atomicDone;
     long atomicResult;
@@ -30,7 +33,6 @@ final class SendWqe {
         this.psnFirst = psnFirst;
         this.packets = packets;
         this.responses = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
-        this.refetch = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
     }
 
     long psnLast() {

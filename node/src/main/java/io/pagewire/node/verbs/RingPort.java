@@ -33,8 +33,8 @@ import java.util.function.BiConsumer;
  * itself asleep in every ring's header and sleeps in a selector on the sessions' {@link RingBell}s: an
  * application that posts to a sleeping agent writes a byte on its bell, and the agent wakes from
  * that write alone. An application that could not reach its bell rings on its session stream
- * instead (as every application did before bells), and the agent then naps before it sleeps, as
- * {@link RingIdler} says.
+ * instead, which wakes the same selector ({@link #wake}). Only a node that could open no selector
+ * parks, and naps first, as {@link RingIdler} says.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -143,7 +143,7 @@ final class RingPort implements AutoCloseable {
 
     /** Deletes rings that were offered and never attached, or whose session ended, with their bell. */
     void discard(SessionRings rings) {
-        discardListener(rings);
+        discardListener(rings.path());
         rings.deleteFile();
     }
 
@@ -178,10 +178,6 @@ final class RingPort implements AutoCloseable {
         RingIdler.Agent self = new RingIdler.Agent() {
             @Override
             public void sleep(long maxNs) {
-                if (selector == null) {
-                    LockSupport.parkNanos(this, maxNs);
-                    return;
-                }
                 RingIdler.sleepOn(selector, maxNs, RingPort.this::watchNewBells, RingPort.this::answerBells);
             }
 
@@ -228,7 +224,7 @@ final class RingPort implements AutoCloseable {
             try {
                 server.register(selector, SelectionKey.OP_ACCEPT, session);
             } catch (IOException e) {
-                discardListener(rings);
+                discardListener(rings.path());
             }
         }
     }
@@ -249,7 +245,7 @@ final class RingPort implements AutoCloseable {
                         channel.register(selector, SelectionKey.OP_READ, bell);
                         session.bell(bell);
                         if (rings != null) {
-                            discardListener(rings); // one application per session: nobody else may connect
+                            discardListener(rings.path()); // one application per session: nobody else may connect
                         }
                     }
                 } catch (IOException e) {
@@ -260,10 +256,6 @@ final class RingPort implements AutoCloseable {
             }
         }
         selector.selectedKeys().clear();
-    }
-
-    private void discardListener(SessionRings rings) {
-        discardListener(rings.path());
     }
 
     private void discardListener(java.nio.file.Path rings) {
