@@ -11,10 +11,8 @@ import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.QueuePair;
-import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
 import io.pagewire.node.PrintClusterOnFailure;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -95,18 +93,6 @@ abstract class ClusterFixture {
         Completion c = await(cq, 60);
         assertThat(c.ok()).as("completion %s: %s", c, c.error()).isTrue();
         return c;
-    }
-
-    static byte[] pattern(long seed, int length) {
-        byte[] bytes = new byte[length];
-        new Random(seed).nextBytes(bytes);
-        return bytes;
-    }
-
-    static long crc(byte[] bytes) {
-        CRC32 crc = new CRC32();
-        crc.update(bytes);
-        return crc.getValue();
     }
 
     /** Two endpoints joined by a queue pair; {@code cq} is the local side's completion queue. */

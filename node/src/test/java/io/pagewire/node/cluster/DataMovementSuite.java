@@ -1,5 +1,7 @@
 package io.pagewire.node.cluster;
 
+import static io.pagewire.node.TestData.pattern;
+import static io.pagewire.node.TestData.crc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.node.nic.Access;

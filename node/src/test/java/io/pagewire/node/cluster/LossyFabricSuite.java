@@ -1,5 +1,6 @@
 package io.pagewire.node.cluster;
 
+import static io.pagewire.node.TestData.pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.node.nic.Access;

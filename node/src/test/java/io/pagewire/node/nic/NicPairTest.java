@@ -30,16 +30,30 @@ class NicPairTest {
         kernelB.close();
     }
 
+    /** An endpoint on each NIC with a queue pair between them, connected both ways. */
+    private record Pair(Endpoint ea, Endpoint eb, CompletionQueue cqa, QueuePair qa, QueuePair qb) {
+    }
+
+    private Pair connectedPair() {
+        Endpoint ea = a.openEndpoint("a");
+        Endpoint eb = b.openEndpoint("b");
+        CompletionQueue cqa = a.createCompletionQueue();
+        QueuePair qa = a.createQueuePair(ea, cqa);
+        QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
+        qa.connect(qb.address());
+        qb.connect(qa.address());
+        return new Pair(ea, eb, cqa, qa, qb);
+    }
+
     @Test
     void writeThenReadBackInEveryMode() throws Exception {
         for (RegistrationMode mode : RegistrationMode.values()) {
-            Endpoint ea = a.openEndpoint("a");
-            Endpoint eb = b.openEndpoint("b");
-            CompletionQueue cqa = a.createCompletionQueue();
-            QueuePair qa = a.createQueuePair(ea, cqa);
-            QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
-            qa.connect(qb.address());
-            qb.connect(qa.address());
+            Pair pair = connectedPair();
+            Endpoint ea = pair.ea();
+            Endpoint eb = pair.eb();
+            CompletionQueue cqa = pair.cqa();
+            QueuePair qa = pair.qa();
+            QueuePair qb = pair.qb();
             int len = 300_000;
             long src = ea.space().allocate(len);
             long back = ea.space().allocate(len);
@@ -72,13 +86,11 @@ class NicPairTest {
 
     @Test
     void unsignalledRequestsCompleteSilentlyUnlessTheyFail() throws Exception {
-        Endpoint ea = a.openEndpoint("a");
-        Endpoint eb = b.openEndpoint("b");
-        CompletionQueue cqa = a.createCompletionQueue();
-        QueuePair qa = a.createQueuePair(ea, cqa);
-        QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
-        qa.connect(qb.address());
-        qb.connect(qa.address());
+        Pair pair = connectedPair();
+        Endpoint ea = pair.ea();
+        Endpoint eb = pair.eb();
+        CompletionQueue cqa = pair.cqa();
+        QueuePair qa = pair.qa();
         long src = ea.space().allocate(8192);
         long dst = eb.space().allocate(8192);
         MemoryRegion ra = ea.register(src, 8192, RegistrationMode.PINNED, Access.all());

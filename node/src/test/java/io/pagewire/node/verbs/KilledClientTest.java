@@ -1,5 +1,6 @@
 package io.pagewire.node.verbs;
 
+import static io.pagewire.node.TestData.awaitTrue;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.node.PagewireNode;

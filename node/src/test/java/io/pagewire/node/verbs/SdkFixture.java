@@ -1,5 +1,6 @@
 package io.pagewire.node.verbs;
 
+import static io.pagewire.node.TestData.awaitTrue;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.client.ConnectOptions;
@@ -11,7 +12,6 @@ import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import io.pagewire.node.PrintClusterOnFailure;
@@ -72,16 +72,6 @@ abstract class SdkFixture {
         } finally {
             cluster.close();
             cluster = null;
-        }
-    }
-
-    static void awaitTrue(BooleanSupplier condition, long timeoutMs, String what) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + timeoutMs;
-        while (!condition.getAsBoolean()) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new AssertionError("timed out after " + timeoutMs + " ms waiting until " + what);
-            }
-            Thread.sleep(10);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.pagewire.node.verbs;
 
+import static io.pagewire.node.TestData.awaitTrue;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.client.Access;
@@ -60,12 +61,12 @@ class SharedMemoryRingsTest extends SdkFixture {
         assertThat(done.bytes()).isEqualTo(data.length);
         assertThat(arrived.await(1, Duration.ofSeconds(10))).isEqualTo(1);
         assertThat(b.load(dst, data.length)).isEqualTo(data);
-        SdkFixture.awaitTrue(() -> seen.contains(1L), 10_000, "the counter change arrived on the event ring");
+        awaitTrue(() -> seen.contains(1L), 10_000, "the counter change arrived on the event ring");
         watch.close();
         qp.close();
         a.close();
         b.close();
-        SdkFixture.awaitTrue(() -> {
+        awaitTrue(() -> {
             try {
                 return ringFiles().isEmpty() && bellFiles(rings).isEmpty();
             } catch (IOException e) {
@@ -135,7 +136,7 @@ class SharedMemoryRingsTest extends SdkFixture {
             start(2, c -> c.ringDirectory(directory.toString()));
             OnePagePair pair = onePagePair();
             // A bell's socket file goes once its application connected; without bells none was made.
-            SdkFixture.awaitTrue(() -> {
+            awaitTrue(() -> {
                 try {
                     return bellFiles(directory).isEmpty();
                 } catch (IOException e) {
@@ -158,7 +159,7 @@ class SharedMemoryRingsTest extends SdkFixture {
                 // A bounded wait: a lost doorbell must fail the test, not hang it.
                 qp.writeWithNotify(local, src, 1, dst, remote.rkey(), arrived.id()).get(20, TimeUnit.SECONDS);
                 long value = i;
-                SdkFixture.awaitTrue(() -> seen.contains(value), 20_000, "counter change " + value + " reached the sleeping handler agent");
+                awaitTrue(() -> seen.contains(value), 20_000, "counter change " + value + " reached the sleeping handler agent");
                 assertThat(b.load(dst, 1)).containsExactly((byte) i);
             }
             watch.close();

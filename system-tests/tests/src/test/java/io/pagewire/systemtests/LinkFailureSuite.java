@@ -1,7 +1,7 @@
 package io.pagewire.systemtests;
 
-import static io.pagewire.systemtests.ClusterChecks.crc;
-import static io.pagewire.systemtests.ClusterChecks.pattern;
+import static io.pagewire.node.TestData.crc;
+import static io.pagewire.node.TestData.pattern;
 import static io.pagewire.systemtests.ClusterChecks.total;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

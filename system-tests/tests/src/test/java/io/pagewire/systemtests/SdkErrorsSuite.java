@@ -1,6 +1,6 @@
 package io.pagewire.systemtests;
 
-import static io.pagewire.systemtests.ClusterChecks.awaitTrue;
+import static io.pagewire.node.TestData.awaitTrue;
 import static io.pagewire.systemtests.ClusterChecks.total;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,7 +1,7 @@
 package io.pagewire.systemtests;
 
-import static io.pagewire.systemtests.ClusterChecks.awaitTrue;
-import static io.pagewire.systemtests.ClusterChecks.pattern;
+import static io.pagewire.node.TestData.awaitTrue;
+import static io.pagewire.node.TestData.pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.client.Access;
