@@ -7,11 +7,17 @@ import io.grpc.netty.shaded.io.netty.channel.SelectStrategyFactory;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.net.SocketAddress;
+import java.net.UnixDomainSocketAddress;
+import java.nio.file.Path;
 import io.grpc.netty.shaded.io.netty.util.IntSupplier;
 import java.nio.channels.spi.SelectorProvider;
 import java.util.concurrent.ThreadFactory;
@@ -22,28 +28,35 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The Netty event loops of one node, shared by its gRPC server and its channels to peers and to no
  * other node: nodes in one JVM (the demo, the tests) then never wait on each other's work. Epoll
  * where the platform has it, NIO elsewhere. In latency mode an idle loop keeps polling its sockets
- * for {@code busyPollNs} before it blocks (a bounded spin, so a 2-core machine is not starved).
+ * for {@code busyPollNs} before it blocks (a bounded spin, so a 2-core machine is not starved). The
+ * loops also serve the Unix-domain sockets that ring bells use, so a bell that rings wakes the very
+ * thread that then sends on the fabric.
  */
 public final class NodeEventLoops implements AutoCloseable {
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final Class<? extends ServerChannel> serverChannelType;
     private final Class<? extends Channel> channelType;
+    private final Class<? extends ServerChannel> domainServerChannelType;
+    private final boolean epoll;
 
     public NodeEventLoops(String nodeId, int threads, long busyPollNs) {
         SelectStrategyFactory strategy = busyPollNs > 0 ? () -> new SpinThenBlock(busyPollNs) : null;
-        if (Epoll.isAvailable()) {
+        epoll = Epoll.isAvailable();
+        if (epoll) {
             boss = new EpollEventLoopGroup(1, threads("boss", nodeId));
             workers = strategy == null ? new EpollEventLoopGroup(threads, threads("loop", nodeId))
                     : new EpollEventLoopGroup(threads, threads("loop", nodeId), strategy);
             serverChannelType = EpollServerSocketChannel.class;
             channelType = EpollSocketChannel.class;
+            domainServerChannelType = EpollServerDomainSocketChannel.class;
         } else {
             boss = new NioEventLoopGroup(1, threads("boss", nodeId));
             workers = strategy == null ? new NioEventLoopGroup(threads, threads("loop", nodeId))
                     : new NioEventLoopGroup(threads, threads("loop", nodeId), SelectorProvider.provider(), strategy);
             serverChannelType = NioServerSocketChannel.class;
             channelType = NioSocketChannel.class;
+            domainServerChannelType = NioServerDomainSocketChannel.class;
         }
     }
 
@@ -61,6 +74,16 @@ public final class NodeEventLoops implements AutoCloseable {
 
     public Class<? extends Channel> channelType() {
         return channelType;
+    }
+
+    /** The server channel type for a Unix-domain socket on these loops. */
+    public Class<? extends ServerChannel> domainServerChannelType() {
+        return domainServerChannelType;
+    }
+
+    /** The address of a Unix-domain socket at {@code path}, in the form these loops' channels bind. */
+    public SocketAddress domainAddress(Path path) {
+        return epoll ? new DomainSocketAddress(path.toString()) : UnixDomainSocketAddress.of(path);
     }
 
     private static ThreadFactory threads(String role, String nodeId) {
@@ -105,7 +128,9 @@ public final class NodeEventLoops implements AutoCloseable {
                 idleSinceNs = now;
             }
             if (now - idleSinceNs < spinNs) {
-                Thread.onSpinWait();
+                // Yield, not a spin hint: a 2-core machine runs more pollers than cores, and the
+                // one that has the work must get a core within microseconds, not a time slice.
+                Thread.yield();
                 return SelectStrategy.CONTINUE;
             }
             idleSinceNs = -1;

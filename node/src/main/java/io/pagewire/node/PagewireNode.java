@@ -70,7 +70,8 @@ public final class PagewireNode implements AutoCloseable {
                 return t;
             });
             channels = ChannelFactory.inProcess(inProcessExecutor, context.fabric().maxMessageBytes());
-            eventLoops = null;
+            // No fabric sockets, but the ring bells still need a loop to be served on.
+            eventLoops = new NodeEventLoops(context.nodeId(), 1, context.busyPollNs());
         } else {
             inProcessExecutor = null;
             eventLoops = new NodeEventLoops(context.nodeId(), context.eventLoopThreads(), context.busyPollNs());
@@ -201,6 +202,11 @@ public final class PagewireNode implements AutoCloseable {
 
     public NodeContext context() {
         return context;
+    }
+
+    /** The node's own Netty event loops: its server, its lanes to peers and its ring bells run on them. */
+    public NodeEventLoops eventLoops() {
+        return eventLoops;
     }
 
     public KernelAgent kernel() {

@@ -4,21 +4,18 @@ import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * A session's doorbell between two processes on one host: a Unix-domain socket beside the ring file.
- * Either side writes a byte to wake the other's ring agent, which sleeps in a selector on it; a wake
- * costs one small write and one read, where the fallback (a message on the session's gRPC stream)
- * passes through two event loops before it unparks the agent.
+ * The application's end of a session's doorbell: a Unix-domain socket beside the ring file, which the
+ * node listens on with one of its event loops. Either side writes a byte to wake the other (the
+ * application's ring agent sleeps in a selector on it, the node's loop reads it among its sockets); a
+ * wake costs one small write and one read, where the fallback (a message on the session's gRPC
+ * stream) passes through two event loops before it reaches the agent.
  */
 public final class RingBell implements AutoCloseable {
-    /** Unix-domain socket paths are limited to 108 bytes on Linux (sun_path), terminator included. */
-    private static final int MAX_PATH_BYTES = 107;
-
     private final SocketChannel channel;
     /** Where the wakes are read (direct: the channel reads into it without a copy). */
     private final ByteBuffer scratch = ByteBuffer.allocateDirect(64);
@@ -33,36 +30,6 @@ public final class RingBell implements AutoCloseable {
     /** Where the bell of a ring file is: beside it, named after it. */
     public static Path pathFor(Path rings) {
         return rings.resolveSibling(rings.getFileName() + ".bell");
-    }
-
-    /**
-     * The node's side: listens for the application of a ring file, or returns null (and the session
-     * falls back to the stream's doorbell) when no socket can be made there.
-     */
-    public static ServerSocketChannel listen(Path rings) {
-        Path path = pathFor(rings);
-        if (path.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_PATH_BYTES) {
-            return null;
-        }
-        try {
-            ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-            try {
-                server.bind(UnixDomainSocketAddress.of(path), 1);
-                server.configureBlocking(false);
-                return server;
-            } catch (IOException | RuntimeException e) {
-                server.close();
-                return null;
-            }
-        } catch (IOException | UnsupportedOperationException e) {
-            return null;
-        }
-    }
-
-    /** The node's side: a bell over an accepted connection (switched to non-blocking). */
-    public static RingBell accepted(SocketChannel channel) throws IOException {
-        channel.configureBlocking(false);
-        return new RingBell(channel);
     }
 
     /** The application's side: connects to the bell of a ring file, or returns null when there is none to reach. */

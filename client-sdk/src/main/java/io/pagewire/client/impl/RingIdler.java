@@ -6,10 +6,11 @@ import java.nio.channels.Selector;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * How a ring agent (the node's or an application's) waits when its rings are empty: it spins for
- * {@code spinNs}, then yields a hundred times (polite polling: on a 2-core machine a spinning agent
- * would starve the transport threads it waits for), then naps with a doubling back-off (1 µs up to
- * 100 µs) until it has been idle for {@code napNs}, so that
+ * How an application's ring agent waits when its rings are empty: it polls for {@code spinNs},
+ * yielding the core between looks (on a 2-core machine a spinning agent would otherwise starve the
+ * node threads it waits for until the scheduler's next tick, milliseconds later), then yields a
+ * hundred times more, then naps with a doubling back-off (1 µs up to 100 µs) until it has been idle
+ * for {@code napNs}, so that
  * work arriving at a steady pace is picked up without a doorbell; only then it marks itself asleep in
  * the ring headers, looks once more, and sleeps until a writer rings the doorbell (which costs that
  * writer a message on the session stream). A truly idle agent thus burns no CPU, and a busy one pays
@@ -105,7 +106,9 @@ public final class RingIdler {
         }
         long idleForNs = now - idleSinceNs;
         if (idleForNs < spinNs) {
-            Thread.onSpinWait();
+            // Polling yields between looks: where pollers outnumber cores (2 cores, two nodes and an
+            // application), the one with work gets a core at once instead of after a time slice.
+            Thread.yield();
             return;
         }
         if (yields < maxYields) {

@@ -286,9 +286,16 @@ final class Perftest implements AutoCloseable {
             long start = System.nanoTime();
             forth.writeWithNotify(mine, mine.address(), size, theirs.address() + (i - 1) * stride, theirs.rkey(), arrivedThere.id());
             long deadline = start + Duration.ofSeconds(30).toNanos();
+            long spinUntil = start + BUSY_SPIN_NS;
             while (counts.pongs() < i) {
                 if (busyPoll) {
-                    Thread.onSpinWait();
+                    // Spin, then yield between looks: a waiter that never yields starves, on a
+                    // 2-core machine, the node and ring threads that bring its pong.
+                    if (System.nanoTime() - spinUntil < 0) {
+                        Thread.onSpinWait();
+                    } else {
+                        Thread.yield();
+                    }
                 } else {
                     // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
                     java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
@@ -304,6 +311,9 @@ final class Perftest implements AutoCloseable {
         }
         lastPingPong = counts;
     }
+
+    /** How long a busy-polling ping-pong spins on its pong before it yields between looks. */
+    private static final long BUSY_SPIN_NS = 20_000;
 
     /** The pings the far side answered and the pongs this side saw, by the counters' values. */
     static final class PingPongCounts {

@@ -1,64 +1,69 @@
 package io.pagewire.node.verbs;
 
+import io.grpc.netty.shaded.io.netty.bootstrap.ServerBootstrap;
+import io.grpc.netty.shaded.io.netty.buffer.ByteBuf;
+import io.grpc.netty.shaded.io.netty.buffer.Unpooled;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
+import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
+import io.grpc.netty.shaded.io.netty.channel.ChannelInitializer;
+import io.grpc.netty.shaded.io.netty.channel.EventLoop;
+import io.grpc.netty.shaded.io.netty.util.ReferenceCountUtil;
+import io.grpc.netty.shaded.io.netty.util.concurrent.ScheduledFuture;
 import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.RingIdler;
 import io.pagewire.client.impl.SessionRings;
-import java.io.IOException;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
-import java.util.Map;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import io.pagewire.node.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.WorkRequest;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.locks.LockSupport;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
 /**
  * User-level access for applications on the node's host: it creates each session's rings in shared
- * memory (a file in the ring directory) and runs the one duty-cycle agent that reads every active
- * session's request ring and posts what it finds, as Aeron's media driver reads its clients'
- * command buffers. Completions and counter changes go back on the sessions' event rings from
+ * memory (a file in the ring directory) and reads each active session's request ring on one of the
+ * node's own event loops, the loop that also carries the node's lanes, so a post goes from the ring to
+ * the fabric on one thread with no hand-off (as Aeron's media driver reads its clients' command
+ * buffers on its conductor). Completions and counter changes go back on the sessions' event rings from
  * whichever thread produced them.
  *
- * <p>An idle agent spins briefly (in latency mode for {@code pagewire.node.busyPollNs}), then marks
- * itself asleep in every ring's header and sleeps in a selector on the sessions' {@link RingBell}s: an
- * application that posts to a sleeping agent writes a byte on its bell, and the agent wakes from
- * that write alone. An application that could not reach its bell rings on its session stream
- * instead, which wakes the same selector ({@link #wake}). Only a node that could open no selector
- * parks, and naps first, as {@link RingIdler} says.
+ * <p>While a session's ring has work, or has been idle for less than the spin time (in latency mode
+ * {@code pagewire.node.busyPollNs}), its reader runs again as the loop's next task; then it marks
+ * itself asleep in the ring's header, looks once more, and stops. An application that posts to a
+ * sleeping reader writes a byte on the session's {@link RingBell} (a Unix-domain socket served on the
+ * same loop), and the loop wakes from that write alone; one that could not reach its bell rings on its
+ * session stream instead ({@link #wake}). A sleeping reader also looks every
+ * {@code pagewire.rings.sleepLimitNs}, so a lost doorbell costs no more than that.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
-    /** Posts taken from one session's ring before the agent moves to the next session. */
+    /** Posts taken from one session's ring per turn before the loop does other work. */
     private static final int POSTS_PER_TURN = 64;
+    /** Unix-domain socket paths are limited to 108 bytes on Linux (sun_path), terminator included. */
+    private static final int MAX_BELL_PATH_BYTES = 107;
+    /** What the node writes on a bell to wake its application (a duplicate per ring; never released). */
+    private static final ByteBuf WAKE = Unpooled.unreleasableBuffer(Unpooled.directBuffer(1).writeByte(1));
 
     private final String nodeId;
     private final Path directory;
     private final int ringBytes;
     private final BiConsumer<Session, Post> poster;
+    private final NodeEventLoops loops;
     private final SecureRandom random = new SecureRandom();
-    private final List<Session> active = new CopyOnWriteArrayList<>();
-    /** How long the agent spins on empty rings before it sleeps. */
+    /** The reader of every session whose rings were made and not yet released, by ring file. */
+    private final Map<Path, SessionReader> readers = new ConcurrentHashMap<>();
+    /** How long a reader keeps looking at an empty ring before it sleeps. */
     private final long spinNs;
-    private volatile Thread agent;
-    private volatile boolean running = true;
-    /** Where the agent sleeps, woken by bells and by {@link #wake}; null if none could be opened (it parks). */
-    private final Selector selector = openSelector();
-    /** Bells listening for their application, by ring file. */
-    private final Map<java.nio.file.Path, ServerSocketChannel> listening = new ConcurrentHashMap<>();
-    /** Sessions whose bell the agent is to watch (registered on the agent's thread, before it sleeps). */
-    private final Queue<Session> toWatch = new ConcurrentLinkedQueue<>();
-    /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
-    private static final long NAP_NS = 2_000_000L;
+    /** Looks at every sleeping reader's ring now and then: a lost doorbell costs no more than this period. */
+    private final ScheduledFuture<?> safetyNet;
 
     /** One decoded POST record. */
     record Post(int qpn, List<WorkRequest> requests) {
@@ -66,17 +71,22 @@ final class RingPort implements AutoCloseable {
 
     /**
      * @param directory where ring files are made; null turns user-level access off
+     * @param loops the node's event loops, where the rings are read and the bells served
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
      */
-    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, BiConsumer<Session, Post> poster) {
+    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, NodeEventLoops loops, BiConsumer<Session, Post> poster) {
         this.nodeId = nodeId;
         this.directory = directory;
         this.ringBytes = ringBytes;
         this.spinNs = spinNs;
+        this.loops = loops;
         this.poster = poster;
+        long period = Long.getLong(RingIdler.SLEEP_LIMIT_PROP_NAME, 50_000_000L);
+        this.safetyNet = directory == null ? null
+                : loops.workers().next().scheduleAtFixedRate(this::lookAtSleepers, period, period, TimeUnit.NANOSECONDS);
     }
 
-    /** Creates a session's ring file; throws with the reason when the node offers no rings. */
+    /** Creates a session's ring file and its bell; throws with the reason when the node offers no rings. */
     SessionRings create(Endpoint endpoint) {
         if (directory == null) {
             throw new IllegalStateException("node " + nodeId + " offers no shared-memory rings (pagewire.node.ringDirectory is empty)");
@@ -87,209 +97,260 @@ final class RingPort implements AutoCloseable {
         String name = "pagewire-" + nodeId.replaceAll("[^A-Za-z0-9_.-]", "_") + "-" + endpoint.id() + "-"
                 + Long.toHexString(random.nextLong()) + ".rings";
         SessionRings rings = SessionRings.create(directory.resolve(name), ringBytes, random.nextLong());
-        if (selector != null) {
-            ServerSocketChannel bell = RingBell.listen(rings.path());
-            if (bell != null) {
-                listening.put(rings.path(), bell);
-            }
-        }
+        SessionReader reader = new SessionReader(rings, loops.workers().next());
+        readers.put(rings.path(), reader);
+        reader.listen();
         return rings;
     }
 
-    private static Selector openSelector() {
-        try {
-            return Selector.open();
-        } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "no selector for ring bells; applications wake the ring agent over their streams", e);
-            return null;
+    /** Starts reading a session's request ring. */
+    void activate(Session session) {
+        SessionReader reader = readers.get(session.rings().path());
+        if (reader != null) {
+            reader.session = session;
+            reader.execute(reader::attachBell);
+            reader.kickFromAnywhere();
         }
     }
 
-    /** Starts reading a session's request ring (and the agent, at the first session). */
-    synchronized void activate(Session session) {
-        active.add(session);
-        if (selector != null && listening.containsKey(session.rings().path())) {
-            toWatch.add(session);
-            selector.wakeup();
-        }
-        if (agent == null) {
-            Thread t = new Thread(this::run, "pagewire-rings-" + nodeId);
-            t.setDaemon(true);
-            agent = t;
-            t.start();
-        }
-    }
-
-    /** A doorbell from an application: the agent looks at the rings now. */
-    void wake() {
-        Thread t = agent;
-        if (t != null) {
-            LockSupport.unpark(t);
-        }
-        if (selector != null) {
-            selector.wakeup();
+    /** A doorbell from an application on its session stream: its reader looks at the ring now. */
+    void wake(Session session) {
+        SessionRings rings = session.rings();
+        SessionReader reader = rings == null ? null : readers.get(rings.path());
+        if (reader != null) {
+            reader.kickFromAnywhere();
         }
     }
 
     /** Stops reading a session's ring, closes its bell and deletes their files (the mapping goes when nothing refers to it). */
     void release(Session session, SessionRings rings) {
-        active.remove(session);
-        RingBell bell = session.bell();
-        if (bell != null) {
-            bell.close();
-        }
         discard(rings);
     }
 
     /** Deletes rings that were offered and never attached, or whose session ended, with their bell. */
     void discard(SessionRings rings) {
-        discardListener(rings.path());
+        SessionReader reader = readers.remove(rings.path());
+        if (reader != null) {
+            reader.release();
+        }
+        RingBell.deleteFile(rings.path());
         rings.deleteFile();
     }
 
     @Override
-    public synchronized void close() {
-        running = false;
-        Thread t = agent;
-        if (t != null) {
-            wake();
-            try {
-                t.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            agent = null;
+    public void close() {
+        if (safetyNet != null) {
+            safetyNet.cancel(false);
         }
-        if (selector != null) {
-            try {
-                selector.close();
-            } catch (IOException e) {
-                // The agent has stopped; nothing waits on the selector any more.
-            }
-        }
-        for (java.nio.file.Path rings : List.copyOf(listening.keySet())) {
-            discardListener(rings);
+        for (SessionReader reader : List.copyOf(readers.values())) {
+            discard(reader.rings);
         }
     }
 
-    /** The duty cycle: read every ring; when they stay empty, idle as {@link RingIdler} says. */
-    private void run() {
-        RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
-        RingIdler.Agent self = new RingIdler.Agent() {
-            @Override
-            public void sleep(long maxNs) {
-                RingIdler.sleepOn(selector, maxNs, RingPort.this::watchNewBells, RingPort.this::answerBells);
-            }
+    private void lookAtSleepers() {
+        for (SessionReader reader : readers.values()) {
+            reader.kickFromAnywhere();
+        }
+    }
 
-            @Override
-            public void asleep(boolean value) {
-                for (Session session : active) {
-                    SessionRings rings = session.rings();
-                    if (rings != null) {
-                        rings.nodeAsleep(value);
-                    }
-                }
-            }
+    /**
+     * One session's ring reader and bell, confined to one event loop: every field but the volatile
+     * ones is touched on that loop only.
+     */
+    private final class SessionReader implements Runnable {
+        final SessionRings rings;
+        final EventLoop loop;
+        volatile Session session;
+        volatile boolean released;
+        /** The bell's listening socket until the application connects; then null. */
+        private Channel listener;
+        /** The application's end of the bell once it connected. */
+        private volatile Channel bell;
+        /** Whether a turn is queued on the loop (or running). */
+        private boolean scheduled;
+        private long idleSinceNs = -1;
+        private final Runnable kick = this::kick;
 
-            @Override
-            public int poll() {
-                return doWork();
+        SessionReader(SessionRings rings, EventLoop loop) {
+            this.rings = rings;
+            this.loop = loop;
+        }
+
+        /** Opens the bell's socket beside the ring file; without one (path too long, no socket) the stream rings. */
+        void listen() {
+            Path path = RingBell.pathFor(rings.path());
+            if (path.toString().getBytes(StandardCharsets.UTF_8).length > MAX_BELL_PATH_BYTES) {
+                return;
             }
-        };
-        while (running) {
-            int work;
             try {
-                work = doWork();
+                listener = new ServerBootstrap().group(loop).channel(loops.domainServerChannelType())
+                        .childHandler(new ChannelInitializer<>() {
+                            @Override
+                            protected void initChannel(Channel ch) {
+                                ch.pipeline().addLast(new BellHandler());
+                            }
+                        })
+                        .bind(loops.domainAddress(path)).syncUninterruptibly().channel();
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "the ring agent of node " + nodeId + " failed a turn", e);
-                work = 0;
+                LOG.log(System.Logger.Level.DEBUG, "no bell at " + path + "; the application rings on its stream", e);
+                listener = null;
             }
-            if (work > 0) {
-                idler.reset();
+        }
+
+        /** Hands the node's end of the bell to the session, once both exist (on the loop). */
+        void attachBell() {
+            Session s = session;
+            Channel ch = bell;
+            if (s != null && ch != null && !released) {
+                s.bell(this::ring);
+            }
+        }
+
+        /** Wakes the application: one byte on the bell; false when there is no bell to ring. */
+        private boolean ring() {
+            Channel ch = bell;
+            if (ch == null || !ch.isActive()) {
+                return false;
+            }
+            ch.writeAndFlush(WAKE.duplicate(), ch.voidPromise());
+            return true;
+        }
+
+        void kickFromAnywhere() {
+            if (loop.inEventLoop()) {
+                kick();
             } else {
-                idler.idle(self);
+                execute(kick);
             }
         }
-    }
 
-    /** Watches the bells of sessions activated since the agent last slept (a selector registers on its own thread). */
-    private void watchNewBells() {
-        Session session;
-        while ((session = toWatch.poll()) != null) {
-            SessionRings rings = session.rings();
-            ServerSocketChannel server = rings == null ? null : listening.get(rings.path());
-            if (server == null) {
-                continue;
-            }
+        void execute(Runnable task) {
             try {
-                server.register(selector, SelectionKey.OP_ACCEPT, session);
-            } catch (IOException e) {
-                discardListener(rings.path());
+                loop.execute(task);
+            } catch (RejectedExecutionException e) {
+                // The node is shutting down its loops; nothing is read any more.
             }
         }
-    }
 
-    /** Accepts applications that connected to their bell, and reads the wakes that woke the agent. */
-    private void answerBells() {
-        for (SelectionKey key : selector.selectedKeys()) {
-            if (!key.isValid()) {
-                continue;
+        /** On the loop: take a turn now unless one is queued already. */
+        private void kick() {
+            if (scheduled || released || session == null) {
+                return;
             }
-            if (key.isAcceptable()) {
-                Session session = (Session) key.attachment();
-                SessionRings rings = session.rings();
-                try {
-                    SocketChannel channel = ((ServerSocketChannel) key.channel()).accept();
-                    if (channel != null) {
-                        RingBell bell = RingBell.accepted(channel);
-                        channel.register(selector, SelectionKey.OP_READ, bell);
-                        session.bell(bell);
-                        if (rings != null) {
-                            discardListener(rings.path()); // one application per session: nobody else may connect
-                        }
+            scheduled = true;
+            rings.nodeAsleep(false);
+            run();
+        }
+
+        /** One turn: read the ring; queue the next turn while there is work or the spin lasts, else sleep. */
+        @Override
+        public void run() {
+            if (released) {
+                scheduled = false;
+                return;
+            }
+            if (readOnce() > 0) {
+                idleSinceNs = -1;
+                execute(this);
+                return;
+            }
+            long now = System.nanoTime();
+            if (idleSinceNs < 0) {
+                idleSinceNs = now;
+            }
+            if (now - idleSinceNs < spinNs) {
+                Thread.yield(); // another poller may need this core more (2 cores, more pollers)
+                execute(this);
+                return;
+            }
+            rings.nodeAsleep(true);
+            if (readOnce() > 0) {
+                rings.nodeAsleep(false);
+                idleSinceNs = -1;
+                execute(this);
+                return;
+            }
+            idleSinceNs = -1;
+            scheduled = false;
+        }
+
+        private int readOnce() {
+            Session s = session;
+            try {
+                return rings.requests().read((type, buffer, offset, length) -> {
+                    if (type != SessionRings.POST) {
+                        return;
                     }
-                } catch (IOException e) {
-                    LOG.log(System.Logger.Level.DEBUG, "the bell of " + session.endpoint + " could not be accepted; its stream rings instead", e);
+                    List<WorkRequest> requestsRead = RingCodec.decodePost(buffer, offset, length);
+                    if (requestsRead == null) {
+                        LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + s.endpoint + " was dropped");
+                        return;
+                    }
+                    poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead));
+                }, POSTS_PER_TURN);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "reading the rings of " + s.endpoint + " on node " + nodeId + " failed a turn", e);
+                return 0;
+            }
+        }
+
+        /** Stops reading and closes the bell's sockets (on the loop). */
+        void release() {
+            released = true;
+            Session s = session;
+            if (s != null) {
+                s.bell(null);
+            }
+            execute(() -> {
+                closeListener();
+                Channel ch = bell;
+                if (ch != null) {
+                    ch.close();
                 }
-            } else if (key.isReadable() && !((RingBell) key.attachment()).drain()) {
-                key.cancel(); // the application closed its bell
-            }
+            });
         }
-        selector.selectedKeys().clear();
-    }
 
-    private void discardListener(java.nio.file.Path rings) {
-        ServerSocketChannel server = listening.remove(rings);
-        if (server != null) {
-            try {
-                server.close();
-            } catch (IOException e) {
-                // Closing a listener that failed already.
+        private void closeListener() {
+            if (listener != null) {
+                listener.close();
+                listener = null;
             }
+            RingBell.deleteFile(rings.path());
         }
-        RingBell.deleteFile(rings);
-    }
 
-    /** One turn over every active session's request ring. */
-    private int doWork() {
-        int work = 0;
-        for (Session session : active) {
-            SessionRings rings = session.rings();
-            if (rings == null) {
-                continue;
-            }
-            work += rings.requests().read((type, buffer, offset, length) -> {
-                if (type != SessionRings.POST) {
+        /** The node's end of one application's bell: a byte read is a doorbell. */
+        private final class BellHandler extends ChannelInboundHandlerAdapter {
+            @Override
+            public void channelActive(ChannelHandlerContext ctx) {
+                if (bell != null || released) {
+                    ctx.close(); // one application per session: nobody else may connect
                     return;
                 }
-                List<WorkRequest> requestsRead = RingCodec.decodePost(buffer, offset, length);
-                if (requestsRead == null) {
-                    LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + session.endpoint + " was dropped");
-                    return;
+                bell = ctx.channel();
+                closeListener();
+                attachBell();
+                ctx.fireChannelActive();
+            }
+
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ReferenceCountUtil.release(msg);
+                kick();
+            }
+
+            @Override
+            public void channelInactive(ChannelHandlerContext ctx) {
+                Session s = session;
+                if (ctx.channel() == bell && s != null) {
+                    s.bell(null); // the application closed its bell: wakes go on the stream
                 }
-                poster.accept(session, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead));
-            }, POSTS_PER_TURN);
+                ctx.fireChannelInactive();
+            }
+
+            @Override
+            public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                ctx.close();
+            }
         }
-        return work;
     }
 }

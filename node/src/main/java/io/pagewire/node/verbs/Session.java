@@ -9,7 +9,6 @@ import io.pagewire.proto.verbs.CompletionBatch;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
-import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.SessionRings;
 import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.PostRefused;
@@ -38,7 +37,12 @@ final class Session {
     private boolean endpointClosed;
 
     private final RingPort ringPort;
-    private volatile RingBell bell;
+    private volatile Bell bell;
+
+    /** The node's end of a session's bell: wakes the application's ring agent; false when it cannot (the stream must). */
+    interface Bell {
+        boolean ring();
+    }
 
     Session(Endpoint endpoint, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
         this.ringPort = ringPort;
@@ -180,19 +184,15 @@ final class Session {
     /** The application's ring agent sleeps: wake it (once; it clears the flag when it wakes), on its bell if it has one. */
     private void ringIfAsleep(SessionRings r) {
         if (r.takeAppAsleep()) {
-            RingBell b = bell;
+            Bell b = bell;
             if (b == null || !b.ring()) {
                 send(DOORBELL);
             }
         }
     }
 
-    /** The session's bell, once its application connected to it; null until then (wakes go on the stream). */
-    RingBell bell() {
-        return bell;
-    }
-
-    void bell(RingBell value) {
+    /** Sets the session's bell, once its application connected to it; null until then and after (wakes go on the stream). */
+    void bell(Bell value) {
         bell = value;
     }
 

@@ -89,7 +89,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         this.scheduler = scheduler;
         String directory = node.context().ringDirectory();
         this.rings = new RingPort(node.id(), directory == null || directory.isEmpty() ? null : java.nio.file.Path.of(directory),
-                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS,
+                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS, node.eventLoops(),
                 (session, post) -> {
                     try {
                         post(session, post.qpn(), post.requests());
@@ -102,7 +102,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                 });
     }
 
-    /** How long the ring agent spins on empty rings before it sleeps, outside latency mode. */
+    /** How long a session's ring reader keeps looking at an empty ring before it sleeps, outside latency mode. */
     private static final long RING_IDLE_SPIN_NS = 5_000;
 
     /** Sessions open now. */
@@ -150,7 +150,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                     } else if (request.hasRingsAttached()) {
                         session.ringsAttached(request.getRingsAttached());
                     } else if (request.hasDoorbell()) {
-                        rings.wake();
+                        rings.wake(session);
                     } else if (request.hasWatch()) {
                         EventCounter counter = counter(session, request.getWatch().getCounterId());
                         if (request.getWatch().getStop()) {
