@@ -17,7 +17,7 @@ public final class NodeContext {
     private int port = 7100;
     private int metricsPort = 9464;
     private long shutdownGraceNs = 10_000_000_000L;
-    private int eventLoopThreads = 2;
+    private int eventLoopThreads = 1;
     private long busyPollNs;
     private String ringDirectory = System.getProperty("pagewire.node.ringDirectory", defaultRingDirectory());
     private int ringBytes = 1 << 20;
@@ -60,7 +60,12 @@ public final class NodeContext {
         return this;
     }
 
-    /** Threads of the node's own Netty event loops (its server and its channels to peers). */
+    /**
+     * Threads of the node's own Netty event loops (its server, its channels to peers, its ring
+     * readers). One by default, like one NIC engine: a session's posts then reach the wire on the
+     * thread that read them. More spread many peers' lanes over more cores, at the price of a
+     * hand-off wherever a session's loop is not its lane's.
+     */
     public NodeContext eventLoopThreads(int value) {
         eventLoopThreads = value;
         return this;
