@@ -162,8 +162,8 @@ final class RingPort implements AutoCloseable {
         final EventLoop loop;
         volatile Session session;
         volatile boolean released;
-        /** The bell's listening socket until the application connects; then null. */
-        private Channel listener;
+        /** The bell's listening socket until the application connects; then null (set by the creating thread, closed on the loop). */
+        private volatile Channel listener;
         /** The application's end of the bell once it connected. */
         private volatile Channel bell;
         /** Whether a turn is queued on the loop (or running). */
@@ -311,8 +311,9 @@ final class RingPort implements AutoCloseable {
         }
 
         private void closeListener() {
-            if (listener != null) {
-                listener.close();
+            Channel l = listener;
+            if (l != null) {
+                l.close();
                 listener = null;
             }
             RingBell.deleteFile(rings.path());
