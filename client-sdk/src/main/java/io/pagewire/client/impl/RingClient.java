@@ -105,7 +105,14 @@ final class RingClient implements AutoCloseable {
             public void sleep(long maxNs) {
                 RingIdler.sleepOn(selector, maxNs, () -> { }, () -> {
                     selector.selectedKeys().clear();
-                    bell.drain();
+                    if (!bell.drain()) {
+                        // The node closed its end: stop watching it, or every select would return at
+                        // once and the agent would spin; wakes come on the stream from now on.
+                        SelectionKey key = bell.channel().keyFor(selector);
+                        if (key != null) {
+                            key.cancel();
+                        }
+                    }
                 });
             }
         };
