@@ -122,12 +122,10 @@ final class RingPort implements AutoCloseable {
         }
     }
 
-    /** Stops reading a session's ring, closes its bell and deletes their files (the mapping goes when nothing refers to it). */
-    void release(Session session, SessionRings rings) {
-        discard(rings);
-    }
-
-    /** Deletes rings that were offered and never attached, or whose session ended, with their bell. */
+    /**
+     * Stops reading rings that were offered and never attached, or whose session ended; closes their
+     * bell and deletes both files (the mapping goes when nothing refers to it).
+     */
     void discard(SessionRings rings) {
         SessionReader reader = readers.remove(rings.path());
         if (reader != null) {
@@ -212,7 +210,11 @@ final class RingPort implements AutoCloseable {
             if (ch == null || !ch.isActive()) {
                 return false;
             }
-            ch.writeAndFlush(WAKE.duplicate(), ch.voidPromise());
+            // Bytes the application has not read yet wake it as well: an application that sets its
+            // "asleep" flag and never reads its bell must not make the node queue bytes without end.
+            if (ch.isWritable()) {
+                ch.writeAndFlush(WAKE.duplicate(), ch.voidPromise());
+            }
             return true;
         }
 

@@ -214,7 +214,7 @@ final class Session {
             offeredRings = null;
         }
         if (rings != null) {
-            ringPort.release(this, rings);
+            ringPort.discard(rings);
         }
         for (Map.Entry<Integer, LongConsumer> watch : watches.entrySet()) {
             EventCounter counter = endpoint.eventCounter(watch.getKey());
