@@ -58,21 +58,12 @@ final class Errors {
     /** How long a busy-polling waiter spins before it yields between looks. */
     static final long SPIN_NS = 20_000;
 
-    /** One step of a busy-polling wait: a spin hint until {@code spinUntilNs}, a yield after. */
-    static void backOff(long spinUntilNs) {
-        if (System.nanoTime() - spinUntilNs < 0) {
-            Thread.onSpinWait();
-        } else {
-            Thread.yield();
-        }
-    }
-
     /** Waits for a future and rethrows its failure as the SDK's exception. */
     static <T> T join(java.util.concurrent.CompletableFuture<T> future, boolean spin, String target) {
         if (spin) {
             long spinUntil = System.nanoTime() + SPIN_NS;
             while (!future.isDone()) {
-                backOff(spinUntil);
+                RingIdler.backOff(spinUntil);
             }
         }
         try {

@@ -80,7 +80,7 @@ final class GrpcQueuePair implements QueuePair {
             long spinUntil = System.nanoTime() + Errors.SPIN_NS;
             while (!completion.isDone()) {
                 endpoint.pollRings();
-                Errors.backOff(spinUntil);
+                RingIdler.backOff(spinUntil);
             }
         }
         return Errors.join(completion, busyPoll, endpoint.connection().target());

@@ -2,6 +2,7 @@ package io.pagewire.client.impl;
 
 import io.pagewire.client.PagewireException;
 import java.io.IOException;
+import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.List;
@@ -103,17 +104,7 @@ final class RingClient implements AutoCloseable {
 
             @Override
             public void sleep(long maxNs) {
-                RingIdler.sleepOn(selector, maxNs, () -> { }, () -> {
-                    selector.selectedKeys().clear();
-                    if (!bell.drain()) {
-                        // The node closed its end: stop watching it, or every select would return at
-                        // once and the agent would spin; wakes come on the stream from now on.
-                        SelectionKey key = bell.channel().keyFor(selector);
-                        if (key != null) {
-                            key.cancel();
-                        }
-                    }
-                });
+                sleepOnBell(maxNs);
             }
         };
         try {
@@ -126,6 +117,32 @@ final class RingClient implements AutoCloseable {
             }
         } finally {
             closeQuietly(selector);
+        }
+    }
+
+    /**
+     * Sleeps in the bell's selector until the node rings, {@link #wake} is called, or {@code maxNs}
+     * pass. Without a selector (no bell), or when it fails or closes, it parks for the unpark of
+     * {@link #wake}.
+     */
+    private void sleepOnBell(long maxNs) {
+        if (selector == null) {
+            LockSupport.parkNanos(maxNs);
+            return;
+        }
+        try {
+            selector.select(Math.max(1, maxNs / 1_000_000));
+            selector.selectedKeys().clear();
+            if (!bell.drain()) {
+                // The node closed its end: stop watching it, or every select would return at once
+                // and the agent would spin; wakes come on the stream from now on.
+                SelectionKey key = bell.channel().keyFor(selector);
+                if (key != null) {
+                    key.cancel();
+                }
+            }
+        } catch (IOException | ClosedSelectorException e) {
+            LockSupport.parkNanos(selector, maxNs);
         }
     }
 

@@ -1,8 +1,5 @@
 package io.pagewire.client.impl;
 
-import java.io.IOException;
-import java.nio.channels.ClosedSelectorException;
-import java.nio.channels.Selector;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -66,22 +63,15 @@ public final class RingIdler {
     }
 
     /**
-     * Sleeps in a selector that watches bells until one rings, it is woken, or {@code maxNs} pass;
-     * {@code beforeSelect} and {@code afterSelect} run on this thread around the wait (registering
-     * new bells, reading the wakes). Without a selector (none could be opened), or when it fails or
-     * closes, it parks instead, for a doorbell's unpark to end.
+     * One step of a bounded busy wait that started at some time: a spin hint until
+     * {@code spinUntilNs}, a yield after, so that on a small machine the waiter does not starve the
+     * threads that bring what it waits for.
      */
-    public static void sleepOn(Selector selector, long maxNs, Runnable beforeSelect, Runnable afterSelect) {
-        if (selector == null) {
-            LockSupport.parkNanos(maxNs);
-            return;
-        }
-        try {
-            beforeSelect.run();
-            selector.select(Math.max(1, maxNs / 1_000_000));
-            afterSelect.run();
-        } catch (IOException | ClosedSelectorException e) {
-            LockSupport.parkNanos(selector, maxNs);
+    public static void backOff(long spinUntilNs) {
+        if (System.nanoTime() - spinUntilNs < 0) {
+            Thread.onSpinWait();
+        } else {
+            Thread.yield();
         }
     }
 

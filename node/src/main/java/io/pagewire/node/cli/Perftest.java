@@ -291,11 +291,7 @@ final class Perftest implements AutoCloseable {
                 if (busyPoll) {
                     // Spin, then yield between looks: a waiter that never yields starves, on a
                     // 2-core machine, the node and ring threads that bring its pong.
-                    if (System.nanoTime() - spinUntil < 0) {
-                        Thread.onSpinWait();
-                    } else {
-                        Thread.yield();
-                    }
+                    io.pagewire.client.impl.RingIdler.backOff(spinUntil);
                 } else {
                     // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
                     java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
