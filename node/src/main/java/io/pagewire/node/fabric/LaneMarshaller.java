@@ -2,6 +2,7 @@ package io.pagewire.node.fabric;
 
 import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.ExtensionRegistryLite;
+import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.KnownLength;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
@@ -49,7 +50,9 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
             } else {
                 message = stream.readAllBytes();
             }
-            CodedInputStream in = CodedInputStream.newInstance(message);
+            // An input over a buffer it knows to be immutable: only then does aliasing hand out views
+            // (CodedInputStream.newInstance(byte[]) would still copy every payload).
+            CodedInputStream in = UnsafeByteOperations.unsafeWrap(message).newCodedInput();
             in.enableAliasing(true);
             in.setSizeLimit(Integer.MAX_VALUE);
             return LaneFrame.parseFrom(in, ExtensionRegistryLite.getEmptyRegistry());

@@ -426,7 +426,10 @@ final class Responder {
             counters.increment(NicCounter.DUPLICATE_PACKETS);
             return;
         }
-        held[slot] = packet;
+        // A received payload is a view of its whole lane message: a packet kept past this message keeps
+        // only its own bytes, not up to a batch's worth of neighbours.
+        held[slot] = packet.getPayload().isEmpty() ? packet
+                : packet.toBuilder().setPayload(ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build();
         counters.increment(NicCounter.OUT_OF_ORDER_PACKETS);
     }
 
