@@ -277,13 +277,24 @@ public final class Fabric implements PacketTransport, AutoCloseable {
 
             @Override
             public void onNext(LaneFrame frame) {
+                try {
+                    if (receive(frame)) {
+                        requests.request(1);
+                    }
+                } finally {
+                    LaneMarshaller.release(frame);
+                }
+            }
+
+            /** Handles one frame; false when it ended the lane. */
+            private boolean receive(LaneFrame frame) {
                 Lane lane = laneRef.get();
                 if (frame.hasHello()) {
                     if (!frame.getHello().getNodeId().equals(link.peer)) {
                         LOG.log(System.Logger.Level.WARNING, "node at " + link.target + " says it is " + frame.getHello().getNodeId()
                                 + ", expected " + link.peer);
                         lane.close(Status.FAILED_PRECONDITION.withDescription("wrong peer").asRuntimeException());
-                        return;
+                        return false;
                     }
                     link.outbound[index] = lane;
                     link.dialling[index] = false;
@@ -292,7 +303,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 } else {
                     deliver(link, frame);
                 }
-                requests.request(1);
+                return true;
             }
 
             @Override
@@ -560,17 +571,28 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             return new StreamObserver<>() {
                 @Override
                 public void onNext(LaneFrame frame) {
+                    try {
+                        if (receive(frame)) {
+                            out.request(1);
+                        }
+                    } finally {
+                        LaneMarshaller.release(frame);
+                    }
+                }
+
+                /** Handles one frame; false when it ended the lane. */
+                private boolean receive(LaneFrame frame) {
                     Lane lane = laneRef.get();
                     if (lane == null) {
                         if (!frame.hasHello()) {
                             out.onError(Status.INVALID_ARGUMENT.withDescription("a lane must start with a LaneHello").asRuntimeException());
-                            return;
+                            return false;
                         }
                         String peer = frame.getHello().getNodeId();
                         if (closed || faults.isCut(peer) || peer.equals(context.nodeId())) {
                             out.onError(Status.UNAVAILABLE.withDescription("node " + context.nodeId() + " does not accept a lane from "
                                     + peer + (faults.isCut(peer) ? ": link cut" : "")).asRuntimeException());
-                            return;
+                            return false;
                         }
                         PeerLink link = link(peer);
                         lane = new Lane(peer, frame.getHello().getLaneIndex(), Lane.Direction.INBOUND, out);
@@ -582,7 +604,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                     } else {
                         deliver(linkRef.get(), frame);
                     }
-                    out.request(1);
+                    return true;
                 }
 
                 @Override

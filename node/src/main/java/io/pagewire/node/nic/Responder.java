@@ -337,7 +337,8 @@ final class Responder {
     }
 
     private void defer(Packet packet) {
-        deferred = packet;
+        // Kept past its lane message, whose buffers a payload is a view of; a READ or FETCH_ADD needs none.
+        deferred = packet.getPayload().isEmpty() ? packet : packet.toBuilder().clearPayload().build();
         stalled = true;
     }
 

@@ -12,45 +12,84 @@ import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
-/** The lane marshaller's receive side: payloads are views of the one array a message is read into. */
+/** The lane marshaller's receive side: payloads are views of the receiving thread's reused message array. */
 class LaneMarshallerTest {
     private static final int PACKETS = 32;
     private static final int PAYLOAD = 4096;
 
     @Test
     void parsedPayloadsCarryTheBytesSent() throws Exception {
-        LaneFrame sent = frame();
+        LaneFrame sent = frame(0);
         LaneFrame parsed = LaneMarshaller.INSTANCE.parse(LaneMarshaller.INSTANCE.stream(sent));
         assertEquals(sent, parsed);
+        LaneMarshaller.release(parsed);
     }
 
     /**
-     * A 128 KiB lane message must cost one 128 KiB array, not a second copy per payload: protobuf
-     * only aliases when its input knows the buffer is immutable, and a plain byte-array input does not.
+     * A 128 KiB lane message must cost neither a copy per payload (protobuf only aliases when its
+     * input knows the buffer is immutable, and a plain byte-array input does not) nor, once its frame
+     * is released, an array of its own: the receiving thread's array is reused.
      */
     @Test
-    void parsingAllocatesTheMessageOnceNotOncePerPayload() throws Exception {
-        byte[] wire = frame().toByteArray();
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        long tid = Thread.currentThread().getId();
+    void parsingAReleasedFrameAfterAnotherAllocatesNothingTheSizeOfTheMessage() throws Exception {
+        byte[] wire = frame(0).toByteArray();
         for (int i = 0; i < 200; i++) { // let the JIT settle so its own allocations are not counted
-            LaneMarshaller.INSTANCE.parse(known(wire));
+            LaneMarshaller.release(LaneMarshaller.INSTANCE.parse(known(wire)));
         }
         int rounds = 50;
-        long before = threads.getThreadAllocatedBytes(tid);
+        long before = allocatedBytes();
         for (int i = 0; i < rounds; i++) {
-            LaneMarshaller.INSTANCE.parse(known(wire));
+            LaneMarshaller.release(LaneMarshaller.INSTANCE.parse(known(wire)));
         }
-        long perMessage = (threads.getThreadAllocatedBytes(tid) - before) / rounds;
-        assertTrue(perMessage < wire.length * 3L / 2, "parsing a " + wire.length + "-byte lane message allocated " + perMessage
-                + " bytes: payloads are being copied out of the message instead of aliased");
+        long perMessage = (allocatedBytes() - before) / rounds;
+        assertTrue(perMessage < wire.length / 4, "parsing a " + wire.length + "-byte lane message allocated " + perMessage
+                + " bytes: its payloads were copied, or its array was not reused");
     }
 
-    private static LaneFrame frame() {
+    /** Until its frame is released, the thread's array is not reused: a frame parsed meanwhile gets its own. */
+    @Test
+    void aFrameKeepsItsBytesUntilReleased() {
+        LaneFrame first = LaneMarshaller.INSTANCE.parse(known(frame(1).toByteArray()));
+        LaneFrame nested = LaneMarshaller.INSTANCE.parse(known(frame(2).toByteArray()));
+        assertEquals(frame(1), first, "a frame parsed before the first was released overwrote it");
+        assertEquals(frame(2), nested);
+        LaneMarshaller.release(nested); // not the borrower: nothing happens
+        assertEquals(frame(1), first);
+        LaneMarshaller.release(first);
+        LaneFrame third = LaneMarshaller.INSTANCE.parse(known(frame(3).toByteArray()));
+        assertEquals(frame(3), third);
+        assertEquals(frame(3).getBatch().getPackets(0).getPayload(), first.getBatch().getPackets(0).getPayload(),
+                "the released frame's array was not reused");
+        LaneMarshaller.release(third);
+    }
+
+    @Test
+    void anUnparsableMessageSaysWhyAndLeavesTheArrayFree() {
+        io.grpc.StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(io.grpc.StatusRuntimeException.class,
+                () -> LaneMarshaller.INSTANCE.parse(known(new byte[] {(byte) 0x0A, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF})));
+        assertEquals(io.grpc.Status.Code.INTERNAL, e.getStatus().getCode());
+        assertTrue(e.getStatus().getDescription().startsWith("a lane frame could not be parsed"), e.getStatus().getDescription());
+        LaneFrame next = LaneMarshaller.INSTANCE.parse(known(frame(4).toByteArray()));
+        LaneFrame after = LaneMarshaller.INSTANCE.parse(known(frame(5).toByteArray()));
+        LaneMarshaller.release(next);
+        LaneMarshaller.release(after);
+        LaneFrame reusing = LaneMarshaller.INSTANCE.parse(known(frame(6).toByteArray()));
+        assertEquals(frame(6).getBatch().getPackets(0).getPayload(), next.getBatch().getPackets(0).getPayload(),
+                "the array stayed lent after a failed parse");
+        LaneMarshaller.release(reusing);
+    }
+
+    private static long allocatedBytes() {
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        return threads.getThreadAllocatedBytes(Thread.currentThread().getId());
+    }
+
+    /** A batch of full packets whose bytes depend on {@code seed}. */
+    private static LaneFrame frame(int seed) {
         PacketBatch.Builder batch = PacketBatch.newBuilder();
         for (int i = 0; i < PACKETS; i++) {
             byte[] payload = new byte[PAYLOAD];
-            java.util.Arrays.fill(payload, (byte) i);
+            java.util.Arrays.fill(payload, (byte) (seed * 31 + i));
             batch.addPackets(Packet.newBuilder().setPsn(i).setRemoteAddress(0x10000L + (long) i * PAYLOAD).setPayload(ByteString.copyFrom(payload)));
         }
         return LaneFrame.newBuilder().setBatch(batch).build();
