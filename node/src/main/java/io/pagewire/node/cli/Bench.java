@@ -45,6 +45,8 @@ final class Bench {
     private final Ucx ucx;
     /** Every figure's value, one per round, in the order they were first measured. */
     final Map<String, List<Double>> figures = new LinkedHashMap<>();
+    /** False while a pass only warms the nodes up. */
+    private boolean recording = true;
 
     Bench(Budget budget, PrintWriter log, Path logDirectory, Ucx ucx) {
         this.budget = budget;
@@ -65,6 +67,17 @@ final class Bench {
                     perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, Long.MAX_VALUE, (long) (budget.nodeWarmupSeconds() * 1e9), 0, 1,
                             128, done -> { });
                 }
+            }
+            // Each size, mode and the raw stream bring their own code paths, which C2 compiles (and
+            // recompiles as type profiles change) the first times they run: once over every one of them,
+            // unrecorded, so that no round measures a compiler thread taking one of the two cores.
+            log.printf("# warming up every bandwidth path once (not recorded)%n");
+            log.flush();
+            recording = false;
+            try {
+                bandwidth(pair, budget.warmupSeconds());
+            } finally {
+                recording = true;
             }
             for (int round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
@@ -188,6 +201,9 @@ final class Bench {
     }
 
     private void record(String name, double value) {
+        if (!recording) {
+            return;
+        }
         figures.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
         log.printf("  %-72s %12.2f%n", name, value);
         log.flush();
