@@ -26,12 +26,13 @@ final class Bench {
 
     /**
      * How long each measurement runs. {@code nodeWarmupSeconds} of traffic go through each pair of node
-     * processes before the first round: on a 2-core machine their JIT compilers keep a core busy for
-     * the first 30-40 s of traffic, which no short per-figure warm-up can hide.
+     * processes, then an unrecorded round 0, before the first round: on a 2-core machine their JIT
+     * compilers keep a core busy for the first 30-40 s of traffic, and again whenever a path runs for
+     * the first time, which no short per-figure warm-up can hide.
      */
     record Budget(double bandwidthSeconds, double nodeWarmupSeconds, double warmupSeconds, int latencyIterations, int latencyWarmup) {
         static Budget full() {
-            return new Budget(3, 40, 1, 3000, 1000);
+            return new Budget(3, 20, 1, 3000, 1000);
         }
 
         static Budget quick() {
@@ -68,14 +69,17 @@ final class Bench {
                             128, done -> { });
                 }
             }
-            // Each size, mode and the raw stream bring their own code paths, which C2 compiles (and
-            // recompiles as type profiles change) the first times they run: once over every one of them,
-            // unrecorded, so that no round measures a compiler thread taking one of the two cores.
-            log.printf("# warming up every bandwidth path once (not recorded)%n");
+            // Each size, mode, wait and the raw stream bring their own code paths, which C2 compiles (and
+            // recompiles as type profiles change) the first times they run, in the nodes and here: a
+            // round 0 runs every one of them unrecorded, so that no round measures a compiler thread
+            // taking one of the two cores (it made busy-polling's p99 milliseconds).
+            log.printf("# round 0: every path once, not recorded (JIT warm-up)%n");
             log.flush();
             recording = false;
             try {
                 bandwidth(pair, budget.warmupSeconds());
+                latency(pair, spinning);
+                modes(pair);
             } finally {
                 recording = true;
             }
