@@ -277,13 +277,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
 
             @Override
             public void onNext(LaneFrame frame) {
-                try {
-                    if (receive(frame)) {
-                        requests.request(1);
-                    }
-                } finally {
-                    LaneMarshaller.release(frame);
-                }
+                handle(frame, this::receive, () -> requests.request(1));
             }
 
             /** Handles one frame; false when it ended the lane. */
@@ -409,6 +403,20 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         Nic n = nic;
         if (n != null && lane.isReady()) {
             n.onPeerWritable(lane.peer);
+        }
+    }
+
+    /**
+     * Hands a lane's frame to its handler, asks for the next unless the handler ended the lane, and
+     * gives the frame's receive buffer back (its payloads are not read after this).
+     */
+    private static void handle(LaneFrame frame, java.util.function.Predicate<LaneFrame> handler, Runnable requestNext) {
+        try {
+            if (handler.test(frame)) {
+                requestNext.run();
+            }
+        } finally {
+            LaneMarshaller.release(frame);
         }
     }
 
@@ -571,13 +579,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             return new StreamObserver<>() {
                 @Override
                 public void onNext(LaneFrame frame) {
-                    try {
-                        if (receive(frame)) {
-                            out.request(1);
-                        }
-                    } finally {
-                        LaneMarshaller.release(frame);
-                    }
+                    handle(frame, this::receive, () -> out.request(1));
                 }
 
                 /** Handles one frame; false when it ended the lane. */
