@@ -230,22 +230,18 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private CompletableFuture<Void> prefetchFaulting(MemoryRegion region, long firstVpn, int pages, Advice advice, boolean write) {
-        OnDemandTranslator onDemand = (OnDemandTranslator) nic.dma().translator(RegistrationMode.ON_DEMAND);
+        Translator translator = nic.dma().translator(region.mode());
         List<CompletableFuture<?>> faults = new ArrayList<>();
         for (int i = 0; i < pages; i++) {
             long vpn = firstVpn + i;
             Translation resident = space.translate(vpn);
             if (resident != null) {
-                if (region.mode() == RegistrationMode.ON_DEMAND) {
-                    onDemand.cache(space, vpn, resident);
-                }
+                translator.faultServed(region, vpn, resident);
                 nic.counters().increment(NicCounter.PREFETCHED_PAGES);
             } else if (advice != Advice.PREFETCH_NO_FAULT) {
                 faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
                     nic.countFault(Side.RECEIVE, fault.kind(), region.mode());
-                    if (region.mode() == RegistrationMode.ON_DEMAND) {
-                        onDemand.cache(space, vpn, fault.translation());
-                    }
+                    translator.faultServed(region, vpn, fault.translation());
                     nic.counters().increment(NicCounter.PREFETCHED_PAGES);
                 }));
             }

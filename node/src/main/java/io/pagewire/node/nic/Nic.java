@@ -39,10 +39,8 @@ public final class Nic implements AutoCloseable {
     private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
     private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
     private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
-    /** Pages the NIC has a fault raised for (responder side), so a page faults once however many packets hit it. */
-    private final Set<Long> faultsInFlight = ConcurrentHashMap.newKeySet();
-    /** Pages whose last fault the kernel could not serve, with its reason. */
-    private final Map<Long, String> failedFaults = new ConcurrentHashMap<>();
+    private final ResponderFaults responderFaults = new ResponderFaults(this);
+    private final ReceiveFaultPolicy[] receivePolicies;
     private final AtomicInteger nextQpn = new AtomicInteger(1);
     private final AtomicInteger nextCqId = new AtomicInteger(1);
     private final SecureRandom keys = new SecureRandom();
@@ -74,7 +72,8 @@ public final class Nic implements AutoCloseable {
         translators[RegistrationMode.SHADOW.ordinal()] = new ShadowTranslator(shadow);
         translators[RegistrationMode.ON_DEMAND.ordinal()] = new OnDemandTranslator(this);
         this.dma = new DmaEngine(kernel.memory(), translators);
-        this.credits = new CreditPool(kernel.systemBuffer().slotCount());
+        this.receivePolicies = ReceiveFaultPolicy.forEveryMode(this, new CreditPool(kernel.systemBuffer().slotCount()));
+        this.credits = receivePolicy(RegistrationMode.SHADOW).credits();
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
         timers.schedule(sweepIntervalNs, this::sweep);
     }
@@ -295,44 +294,14 @@ public final class Nic implements AutoCloseable {
         counters.increment(counter, mode);
     }
 
-    /** A receive into a non-resident ON_DEMAND page: fault it in; once in, cache its translation. */
-    void raiseReceiveFault(MemoryRegion region, long vpn) {
-        raiseFault(region, vpn, true, Side.RECEIVE);
+    /** The faults raised for peers' requests (receive targets, READ sources). */
+    ResponderFaults responderFaults() {
+        return responderFaults;
     }
 
-    /** A READ at the responder found its source page out: fault it in for the requester's next try. */
-    void raiseResponderSendFault(MemoryRegion region, long vpn) {
-        raiseFault(region, vpn, false, Side.SEND);
-    }
-
-    /**
-     * Why the last receive fault on a page failed, if it did, forgetting it: the responder then
-     * refuses the request instead of answering RNR NAK for ever.
-     */
-    String takeFailedFault(AddressSpace space, long vpn) {
-        return failedFaults.remove(Tlb.key(space.id(), vpn));
-    }
-
-    private void raiseFault(MemoryRegion region, long vpn, boolean write, Side side) {
-        AddressSpace space = region.endpoint().space();
-        long key = Tlb.key(space.id(), vpn);
-        if (!faultsInFlight.add(key)) {
-            return; // one fault per page at a time; retransmissions find it served
-        }
-        kernel.faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
-            faultsInFlight.remove(key);
-            if (error != null) {
-                Throwable cause = error.getCause() != null ? error.getCause() : error;
-                counters.increment(NicCounter.RECEIVE_FAULTS_FAILED);
-                failedFaults.put(Tlb.key(space.id(), vpn), cause.getMessage());
-            }
-            if (fault != null) {
-                countFault(side, fault.kind(), region.mode());
-                if (region.mode() == RegistrationMode.ON_DEMAND) {
-                    ((OnDemandTranslator) dma.translator(RegistrationMode.ON_DEMAND)).cache(space, vpn, fault.translation());
-                }
-            }
-        });
+    /** What a receive into a page of this mode does when the page is not resident. */
+    ReceiveFaultPolicy receivePolicy(RegistrationMode mode) {
+        return receivePolicies[mode.ordinal()];
     }
 
     /** Releases the pin a PIN_ON_MISS entry held when the TLB replaced it. */
@@ -370,9 +339,9 @@ public final class Nic implements AutoCloseable {
         }
     }
 
-    /** Whether writes under this rkey may park in the responder's system buffer (and so spend credits). */
-    static boolean parksUnder(long rkey) {
-        return (rkey & RKEY_MODE_MASK) == RegistrationMode.SHADOW.ordinal();
+    /** The registration mode a region's rkey names in its low bits. */
+    static RegistrationMode modeOfRkey(long rkey) {
+        return RegistrationMode.values()[(int) (rkey & RKEY_MODE_MASK)];
     }
 
     void publish(MemoryRegion region) {

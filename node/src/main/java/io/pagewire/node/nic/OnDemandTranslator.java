@@ -25,6 +25,11 @@ final class OnDemandTranslator extends TlbTranslator {
         return Tlb.pack(t.frame(), t.generation());
     }
 
+    @Override
+    public void faultServed(MemoryRegion region, long vpn, Translation translation) {
+        cache(region.endpoint().space(), vpn, translation);
+    }
+
     /** Puts a translation the kernel gave into the TLB, unless an invalidation overtook it. */
     void cache(AddressSpace space, long vpn, Translation t) {
         Tlb.Reservation reservation = reserve(Tlb.key(space.id(), vpn));

@@ -154,7 +154,7 @@ final class Requester {
         long remote = wqe.wr.remoteAddress() + offset;
         boolean firstTransmission = sendPsn > chargedThrough;
         // Only writes that may park in the responder's system buffer spend credits.
-        int parts = Nic.parksUnder(wqe.wr.rkey()) ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
+        int parts = nic.receivePolicy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && creditLimit - creditsUsed < parts) {
             if (!creditWaiting) {
                 creditWaiting = true;
@@ -303,9 +303,7 @@ final class Requester {
             return;
         }
         nic.countFault(side, fault.kind(), mode);
-        if (mode == RegistrationMode.ON_DEMAND) {
-            ((OnDemandTranslator) dma.translator(mode)).cache(wqe.local.endpoint().space(), vpn, fault.translation());
-        }
+        dma.translator(mode).faultServed(wqe.local, vpn, fault.translation());
     }
 
     // ---- answers from the responder ----------------------------------------------------------------

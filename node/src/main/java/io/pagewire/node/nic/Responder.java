@@ -17,9 +17,9 @@ import java.util.TreeMap;
  * in PSN order: packets that arrive ahead of a gap wait in a reorder window, duplicates are answered
  * again rather than executed again, and a gap that persists is NAKed.
  *
- * <p>What a receive into a non-resident page does depends on the destination region's mode: PINNED
- * never meets one, PIN_ON_MISS stalls while the kernel pins the page, ON_DEMAND raises a fault and
- * answers RNR NAK, SHADOW parks the data in the system buffer. Parked data is acknowledged, credited
+ * <p>What a receive into a non-resident page does is the destination region's
+ * {@link ReceiveFaultPolicy}: PINNED never meets one, PIN_ON_MISS stalls while the kernel pins the
+ * page, ON_DEMAND raises a fault and answers RNR NAK, SHADOW parks the data in the system buffer. Parked data is acknowledged, credited
  * and followed by its notifications only once it is in place, so a completion or a notification is
  * never seen before its data, and notifications stay in order (the sequence window). Guarded by the
  * queue pair's lock.
@@ -140,61 +140,72 @@ final class Responder {
             }
         }
         long psn = packet.getPsn();
-        AddressSpace space = qp.endpoint().space();
-        ByteBuffer src = payload.asReadOnlyByteBuffer();
-        int pageSize = dma.pageSize();
-        int length = src.remaining();
-        int direct = 0;
+        ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
+        int direct;
         try {
-            while (src.hasRemaining()) {
-                long at = packet.getRemoteAddress() + (length - src.remaining());
-                int offset = (int) (at & (pageSize - 1));
-                int chunk = Math.min(pageSize - offset, src.remaining());
-                long vpn = at >>> dma.pageShift();
-                boolean behindParked = region.mode() == RegistrationMode.SHADOW && nic.kernel().systemBuffer().hasParked(space, vpn);
-                long t = behindParked ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, Side.RECEIVE, out::flush);
-                int limit = src.limit();
-                src.limit(src.position() + chunk);
-                try {
-                    if (t != Translator.NOT_RESIDENT) {
-                        try {
-                            dma.memory().write(Tlb.frameOf(t), offset, src);
-                        } finally {
-                            dma.release(t, true);
-                        }
-                        direct++;
-                    } else if (region.mode() == RegistrationMode.SHADOW) {
-                        park(space, at, src, psn);
-                    } else {
-                        // ON_DEMAND: a receive page fault. Fault it in and tell the requester to come back,
-                        // unless the last fault on this page already failed for good.
-                        String failed = nic.takeFailedFault(space, vpn);
-                        if (failed != null) {
-                            return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the destination failed: " + failed, out);
-                        }
-                        nic.raiseReceiveFault(region, vpn);
-                        return receiverNotReady(psn, out);
-                    }
-                } finally {
-                    src.limit(limit);
-                }
-            }
+            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
-        } catch (RegionInvalidException e) {
-            return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out);
-        } catch (BadAddressException e) {
+        } catch (RegionInvalidException | BadAddressException e) {
             return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out);
         } catch (KernelException e) {
             return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out);
         }
-        if (region.mode() == RegistrationMode.SHADOW) {
+        if (direct < 0) {
+            return receiverNotReady(psn, out);
+        }
+        if (policy.spendsCredits()) {
             creditLimit += direct; // parked parts are credited when they are placed
         }
         if (notify) {
             notifyWhenVisible(psn, counter);
         }
         return 1;
+    }
+
+    /**
+     * Writes a received payload at [va, va + size) of a region page by page; a page that is missing is
+     * left to the region's receive-fault policy.
+     *
+     * @return how many parts were written directly (the rest were parked), or -1 when the policy says
+     *         the receiver is not ready (nothing after the missing page was written)
+     */
+    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Outbox out) {
+        AddressSpace space = region.endpoint().space();
+        ByteBuffer src = payload.asReadOnlyByteBuffer();
+        int pageSize = dma.pageSize();
+        int length = src.remaining();
+        int direct = 0;
+        ReceiveFaultPolicy.Parking parking = null;
+        while (src.hasRemaining()) {
+            long at = va + (length - src.remaining());
+            int offset = (int) (at & (pageSize - 1));
+            int chunk = Math.min(pageSize - offset, src.remaining());
+            long vpn = at >>> dma.pageShift();
+            long t = policy.queuedBehind(space, vpn) ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, Side.RECEIVE, out::flush);
+            int limit = src.limit();
+            src.limit(src.position() + chunk);
+            try {
+                if (t != Translator.NOT_RESIDENT) {
+                    try {
+                        dma.memory().write(Tlb.frameOf(t), offset, src);
+                    } finally {
+                        dma.release(t, true);
+                    }
+                    direct++;
+                } else {
+                    if (parking == null) {
+                        parking = (s, address, part) -> park(s, address, part, psn);
+                    }
+                    if (policy.missing(region, vpn, at, src, parking) == ReceiveFaultPolicy.Verdict.NOT_READY) {
+                        return -1;
+                    }
+                }
+            } finally {
+                src.limit(limit);
+            }
+        }
+        return direct;
     }
 
     private void park(AddressSpace space, long address, ByteBuffer part, long psn) {
@@ -208,7 +219,6 @@ final class Responder {
             qp.parkAbandoned();
             throw e;
         }
-        counters.increment(NicCounter.PARKED_PARTS, RegistrationMode.SHADOW);
     }
 
     /** A parked part is in place (or was dropped with its memory): credit it, release what waited for it. */
@@ -301,7 +311,7 @@ final class Responder {
             }
             if (payload == null) {
                 // The source page is out: fault it in; the requester asks again from this response.
-                nic.raiseResponderSendFault(region, notResident[0]);
+                nic.responderFaults().raise(region, notResident[0], false, Side.SEND);
                 out.flush();
                 if (again) {
                     return 0;

@@ -1,5 +1,7 @@
 package io.pagewire.node.nic;
 
+import io.pagewire.kernel.Translation;
+
 /**
  * How one registration mode turns a region's virtual page into a frame for the DMA engine: a
  * strategy chosen per memory region by its {@link RegistrationMode}.
@@ -18,6 +20,13 @@ interface Translator {
 
     /** The translation of a page after a miss, or {@link #NOT_RESIDENT}. */
     long resolve(MemoryRegion region, long vpn, boolean write, Side side);
+
+    /**
+     * A page fault raised for this mode was served: the mode may cache the kernel's translation now
+     * (ON_DEMAND fills its TLB; the others learn of pages another way or not at all).
+     */
+    default void faultServed(MemoryRegion region, long vpn, Translation translation) {
+    }
 
     /** Forgets a translation whose frame was reclaimed after it was cached. */
     void dropStale(MemoryRegion region, long vpn, long translation);

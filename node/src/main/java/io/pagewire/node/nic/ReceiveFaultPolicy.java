@@ -1,0 +1,134 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.KernelException;
+import java.nio.ByteBuffer;
+
+/**
+ * What a receive does when the page it lands on is not resident: the one place where the four
+ * registration modes differ on the receive side, for RDMA-write targets and posted receive buffers
+ * alike. PINNED never meets a missing page; PIN_ON_MISS stalls the lane while the kernel pins the page
+ * (its translator's miss path, so a missing page never reaches the policy); SHADOW parks the data in
+ * the node's system buffer, which the credits it keeps bound; ON_DEMAND raises a NIC page fault and
+ * answers RNR NAK so that the requester comes back once the page is in.
+ */
+abstract class ReceiveFaultPolicy {
+    /** What became of a part whose page was missing. */
+    enum Verdict {
+        /** Taken: it is placed later, and the responder acknowledges it then. */
+        PARKED,
+        /** Not taken: the responder answers RNR NAK and the requester sends it again. */
+        NOT_READY
+    }
+
+    /** Where SHADOW puts a part it takes: the responder, which tracks parked parts by PSN. */
+    interface Parking {
+        void park(AddressSpace space, long address, ByteBuffer part);
+    }
+
+    /** The policy of each mode, indexed by ordinal; SHADOW's holds the node's receive credits. */
+    static ReceiveFaultPolicy[] forEveryMode(Nic nic, CreditPool credits) {
+        ReceiveFaultPolicy[] policies = new ReceiveFaultPolicy[RegistrationMode.values().length];
+        policies[RegistrationMode.PINNED.ordinal()] = new NeverFaults(RegistrationMode.PINNED);
+        policies[RegistrationMode.PIN_ON_MISS.ordinal()] = new NeverFaults(RegistrationMode.PIN_ON_MISS);
+        policies[RegistrationMode.SHADOW.ordinal()] = new ParkInSystemBuffer(nic, credits);
+        policies[RegistrationMode.ON_DEMAND.ordinal()] = new RnrWhileFaulting(nic);
+        return policies;
+    }
+
+    /**
+     * Whether receives into this mode's pages spend the responder's credits: true only where data may
+     * wait in the system buffer, which credits keep from overflowing.
+     */
+    boolean spendsCredits() {
+        return false;
+    }
+
+    /** The receive credits this policy guards its buffer with, or null. */
+    CreditPool credits() {
+        return null;
+    }
+
+    /**
+     * Whether data for this page must not be written directly even though the page is resident:
+     * earlier data for it still waits to be placed, and placing this first would reorder them.
+     */
+    boolean queuedBehind(AddressSpace space, long vpn) {
+        return false;
+    }
+
+    /**
+     * A part of a receive found its page missing.
+     *
+     * @throws KernelException when the page can never come in (the request is refused)
+     * @throws io.pagewire.kernel.SystemBufferFullException when there is nowhere to park it (RNR NAK)
+     */
+    abstract Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking);
+
+    /** PINNED and PIN_ON_MISS: every page is translated (pinned if need be, stalling) before it is written. */
+    private static final class NeverFaults extends ReceiveFaultPolicy {
+        private final RegistrationMode mode;
+
+        NeverFaults(RegistrationMode mode) {
+            this.mode = mode;
+        }
+
+        @Override
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+            throw new IllegalStateException(mode + " translates every page it receives into; page 0x" + Long.toHexString(address)
+                    + " of " + region + " came back missing");
+        }
+    }
+
+    /** SHADOW (NetVM): the part waits in the system buffer and is placed when the kernel pages its page in. */
+    private static final class ParkInSystemBuffer extends ReceiveFaultPolicy {
+        private final Nic nic;
+        private final CreditPool credits;
+
+        ParkInSystemBuffer(Nic nic, CreditPool credits) {
+            this.nic = nic;
+            this.credits = credits;
+        }
+
+        @Override
+        boolean spendsCredits() {
+            return true;
+        }
+
+        @Override
+        CreditPool credits() {
+            return credits;
+        }
+
+        @Override
+        boolean queuedBehind(AddressSpace space, long vpn) {
+            return nic.kernel().systemBuffer().hasParked(space, vpn);
+        }
+
+        @Override
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+            parking.park(region.endpoint().space(), address, part);
+            nic.counters().increment(NicCounter.PARKED_PARTS, RegistrationMode.SHADOW);
+            return Verdict.PARKED;
+        }
+    }
+
+    /** ON_DEMAND (NIC on-demand paging): a NIC page fault, and RNR NAK until the page is in. */
+    private static final class RnrWhileFaulting extends ReceiveFaultPolicy {
+        private final Nic nic;
+
+        RnrWhileFaulting(Nic nic) {
+            this.nic = nic;
+        }
+
+        @Override
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+            String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
+            if (failed != null) {
+                throw new KernelException("a page fault on the destination failed: " + failed);
+            }
+            nic.responderFaults().raise(region, vpn, true, Side.RECEIVE);
+            return Verdict.NOT_READY;
+        }
+    }
+}

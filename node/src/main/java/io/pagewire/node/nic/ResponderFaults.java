@@ -1,0 +1,48 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.AddressSpace;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The page faults a NIC raises for its peers' requests (a receive into a non-resident ON_DEMAND page,
+ * a READ from a non-resident source): served asynchronously by the kernel's fault service, one fault
+ * per page at a time however many packets hit it, and the reason the last one failed kept so that the
+ * responder refuses the request instead of answering RNR NAK for ever.
+ */
+final class ResponderFaults {
+    private final Nic nic;
+    private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    private final Map<Long, String> failed = new ConcurrentHashMap<>();
+
+    ResponderFaults(Nic nic) {
+        this.nic = nic;
+    }
+
+    /** Faults a page in for a later retry of the request that found it missing; once in, its mode may cache it. */
+    void raise(MemoryRegion region, long vpn, boolean write, Side side) {
+        AddressSpace space = region.endpoint().space();
+        long key = Tlb.key(space.id(), vpn);
+        if (!inFlight.add(key)) {
+            return; // retransmissions find it served
+        }
+        nic.kernel().faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
+            inFlight.remove(key);
+            if (error != null) {
+                Throwable cause = error.getCause() != null ? error.getCause() : error;
+                nic.counters().increment(NicCounter.RECEIVE_FAULTS_FAILED);
+                failed.put(key, cause.getMessage());
+            }
+            if (fault != null) {
+                nic.countFault(side, fault.kind(), region.mode());
+                nic.dma().translator(region.mode()).faultServed(region, vpn, fault.translation());
+            }
+        });
+    }
+
+    /** Why the last fault on a page failed, if it did, forgetting it. */
+    String takeFailure(AddressSpace space, long vpn) {
+        return failed.remove(Tlb.key(space.id(), vpn));
+    }
+}
