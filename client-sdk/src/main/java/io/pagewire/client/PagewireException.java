@@ -113,4 +113,13 @@ public class PagewireException extends RuntimeException {
             super(message);
         }
     }
+
+    /** A received message was longer than the receive buffer posted for it (ibverbs' local length error). */
+    public static final class LengthException extends PagewireException {
+        private static final long serialVersionUID = 1L;
+
+        public LengthException(String message) {
+            super(message);
+        }
+    }
 }

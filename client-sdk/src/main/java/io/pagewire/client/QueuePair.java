@@ -29,6 +29,31 @@ public interface QueuePair extends AutoCloseable {
 
     CompletableFuture<Completion> fetchAdd(int counterId, long add);
 
+    /** SEND of [localAddress, +length) into the peer's next posted receive; with none posted, the peer answers RNR and this retries. */
+    default CompletableFuture<Completion> send(MemoryRegion local, long localAddress, int length) {
+        return post(List.of(WorkRequest.send(local, localAddress, length))).get(0);
+    }
+
+    /** A SEND whose receive completion at the peer carries {@code immediate}. */
+    default CompletableFuture<Completion> sendWithImm(MemoryRegion local, long localAddress, int length, int immediate) {
+        return post(List.of(WorkRequest.sendWithImm(local, localAddress, length, immediate))).get(0);
+    }
+
+    /** An RDMA WRITE that then consumes the peer's next posted receive, completing it with {@code immediate}. */
+    default CompletableFuture<Completion> writeWithImm(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
+            int immediate) {
+        return post(List.of(WorkRequest.writeWithImm(local, localAddress, length, remoteAddress, rkey, immediate))).get(0);
+    }
+
+    /**
+     * Posts a receive buffer, [address, +length) of a region with LOCAL_WRITE (ibverbs' {@code ibv_post_recv}):
+     * the next SEND from the peer lands in it, in posting order. The future completes with opcode RECV
+     * (bytes received, immediate data if sent) or RECV_RDMA_WITH_IMM, or exceptionally: a
+     * {@link PagewireException.LengthException} for a message longer than the buffer, flushed when the queue
+     * pair fails or closes. May be posted before the queue pair connects.
+     */
+    CompletableFuture<Completion> postReceive(MemoryRegion region, long address, int length);
+
     /** Posts several work requests in one message; one future per request, in order. */
     List<CompletableFuture<Completion>> post(List<WorkRequest> requests);
 

@@ -11,7 +11,19 @@ package io.pagewire.client;
  * now and then, as perftest does every {@code --cq-mod} requests. A failed request always completes.
  */
 public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
-        int counterId, long add, boolean signaled) {
+        int counterId, long add, boolean signaled, int immediate) {
+
+    public WorkRequest {
+        if (opcode == Opcode.RECV || opcode == Opcode.RECV_RDMA_WITH_IMM) {
+            throw new IllegalArgumentException(opcode + " names a receive's completion; post receives with QueuePair.postReceive");
+        }
+    }
+
+    /** A request without immediate data. */
+    public WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey, int counterId,
+            long add, boolean signaled) {
+        this(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0);
+    }
 
     /**
      * The same request without a completion of its own when it succeeds (ibverbs: no
@@ -21,7 +33,22 @@ public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, 
         if (opcode == Opcode.FETCH_ADD) {
             throw new IllegalArgumentException("a FETCH_ADD cannot be unsignalled: its result arrives only in its completion");
         }
-        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false);
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate);
+    }
+
+    /** SEND of [localAddress, +length) into the peer's next posted receive. */
+    public static WorkRequest send(MemoryRegion local, long localAddress, int length) {
+        return new WorkRequest(Opcode.SEND, local, localAddress, length, 0, 0, 0, 0, true, 0);
+    }
+
+    /** A SEND whose receive completion at the peer carries {@code immediate}. */
+    public static WorkRequest sendWithImm(MemoryRegion local, long localAddress, int length, int immediate) {
+        return new WorkRequest(Opcode.SEND_WITH_IMM, local, localAddress, length, 0, 0, 0, 0, true, immediate);
+    }
+
+    /** An RDMA WRITE that then consumes the peer's next posted receive, completing it with {@code immediate}. */
+    public static WorkRequest writeWithImm(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey, int immediate) {
+        return new WorkRequest(Opcode.WRITE_WITH_IMM, local, localAddress, length, remoteAddress, rkey, 0, 0, true, immediate);
     }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */

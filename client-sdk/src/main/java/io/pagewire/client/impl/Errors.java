@@ -43,6 +43,7 @@ final class Errors {
             case RETRY_EXCEEDED -> new PagewireException.RetryExceededException(message);
             case RNR_RETRY_EXCEEDED -> new PagewireException.ReceiverNotReadyException(message);
             case FLUSHED -> new PagewireException.FlushedException(message);
+            case LOCAL_LENGTH_ERROR -> new PagewireException.LengthException(message);
             default -> new PagewireException(message);
         };
     }

@@ -50,6 +50,8 @@ final class GrpcEndpoint implements Endpoint {
     /** Settles when the node ends the session stream, which it does after closing the endpoint. */
     private final CompletableFuture<Void> streamEnded = new CompletableFuture<>();
     private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
+    /** The work request ids of posted receives not yet completed (their completions skip the send queue's order). */
+    private final Set<Long> pendingReceives = ConcurrentHashMap.newKeySet();
     private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     private final AtomicLong nextWrId = new AtomicLong(1);
@@ -160,8 +162,9 @@ final class GrpcEndpoint implements Endpoint {
     private RingClient.Events ringEvents() {
         return new RingClient.Events() {
             @Override
-            public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
-                GrpcEndpoint.this.completed(wrId, qpn, opcode, status, bytes, value, error);
+            public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
+                    int immediate) {
+                GrpcEndpoint.this.completed(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate);
             }
 
             @Override
@@ -201,6 +204,7 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     private void refused(long wrId, String error) {
+        pendingReceives.remove(wrId);
         CompletableFuture<Completion> future = pending.remove(wrId);
         if (future != null) {
             future.completeExceptionally(new PagewireException.InvalidRequestException(error));
@@ -217,16 +221,19 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     private void completed(CompletionEvent c) {
-        completed(c.getWrId(), c.getQpn(), c.getOpcodeValue(), c.getStatusValue(), c.getBytes(), c.getValue(), c.getError());
+        completed(c.getWrId(), c.getQpn(), c.getOpcodeValue(), c.getStatusValue(), c.getBytes(), c.getValue(), c.getError(),
+                c.getHasImmediate(), c.getImmediate());
     }
 
     /**
      * A completion from the stream or the event ring; a successful one builds no wire message. It first
      * settles the unsignalled requests of its queue pair posted before it.
      */
-    private void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
+    private void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
+            int immediate) {
         PostOrder order = orders.get(qpn);
-        if (order != null) {
+        // A receive's completion says nothing about the send queue's order (and, flushed, may carry no opcode).
+        if (order != null && !pendingReceives.remove(wrId)) {
             order.completed(wrId, this::impliedSuccess);
         }
         CompletableFuture<Completion> future = pending.remove(wrId);
@@ -234,7 +241,7 @@ final class GrpcEndpoint implements Endpoint {
             return;
         }
         if (status == SUCCESS) {
-            future.complete(new Completion(wrId, qpn, WireOpcodes.fromWire(opcode), bytes, value));
+            future.complete(new Completion(wrId, qpn, WireOpcodes.fromWire(opcode), bytes, value, hasImmediate, immediate));
         } else {
             future.completeExceptionally(Errors.fromCompletion(CompletionEvent.newBuilder().setWrId(wrId).setQpn(qpn)
                     .setOpcodeValue(opcode).setStatusValue(status).setError(error == null ? "" : error).build()));
@@ -311,6 +318,24 @@ final class GrpcEndpoint implements Endpoint {
         return futures;
     }
 
+    /** Posts a receive buffer to a queue pair; its future settles with the receive's completion. */
+    CompletableFuture<Completion> postReceive(int qpn, MemoryRegion region, long address, int length) {
+        long wrId = nextWrId.getAndIncrement();
+        CompletableFuture<Completion> future = new CompletableFuture<>();
+        pendingReceives.add(wrId);
+        pending.put(wrId, future);
+        try {
+            send(SessionRequest.newBuilder().setPostReceive(io.pagewire.proto.verbs.PostReceiveRequest.newBuilder().setQpn(qpn)
+                    .addReceives(io.pagewire.proto.verbs.ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
+                            .setAddress(address).setLength(length))).build());
+        } catch (RuntimeException e) {
+            pendingReceives.remove(wrId);
+            pending.remove(wrId);
+            future.completeExceptionally(e);
+        }
+        return future;
+    }
+
     private static PostRequest.Builder postMessage(int qpn, List<io.pagewire.client.WorkRequest> requests, long[] wrIds) {
         PostRequest.Builder post = PostRequest.newBuilder().setQpn(qpn);
         for (int i = 0; i < wrIds.length; i++) {
@@ -325,7 +350,8 @@ final class GrpcEndpoint implements Endpoint {
                     .setRkey(wr.rkey())
                     .setCounterId(wr.counterId())
                     .setAdd(wr.add())
-                    .setUnsignaled(!wr.signaled()));
+                    .setUnsignaled(!wr.signaled())
+                    .setImmediate(wr.immediate()));
         }
         return post;
     }

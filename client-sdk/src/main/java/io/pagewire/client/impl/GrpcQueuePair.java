@@ -66,6 +66,11 @@ final class GrpcQueuePair implements QueuePair {
     }
 
     @Override
+    public CompletableFuture<Completion> postReceive(MemoryRegion region, long address, int length) {
+        return endpoint.postReceive(qpn(), region, address, length);
+    }
+
+    @Override
     public List<CompletableFuture<Completion>> post(List<WorkRequest> requests) {
         return endpoint.post(qpn(), requests);
     }

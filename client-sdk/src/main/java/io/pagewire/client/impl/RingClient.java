@@ -22,7 +22,7 @@ final class RingClient implements AutoCloseable {
     /** What the events on the ring become. */
     interface Events {
         /** {@code opcode} and {@code status} are verbs.proto's numbers; {@code error} is null on success. */
-        void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error);
+        void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate, int immediate);
 
         void refused(int qpn, long wrId, String error);
 
@@ -174,7 +174,7 @@ final class RingClient implements AutoCloseable {
                 int errorLength = b.getInt(at + 20);
                 String error = errorLength > 0 ? b.getStringWithoutLengthUtf8(at + SessionRings.COMPLETION_FIXED_BYTES, errorLength) : null;
                 events.completed(b.getLong(at), b.getInt(at + 8), b.getInt(at + 12), b.getInt(at + 16), b.getLong(at + 24),
-                        b.getLong(at + 32), error);
+                        b.getLong(at + 32), error, (b.getInt(at + 40) & SessionRings.HAS_IMMEDIATE_FLAG) != 0, b.getInt(at + 44));
             }
             case SessionRings.REFUSED -> events.refused(b.getInt(at + 8), b.getLong(at),
                     b.getStringWithoutLengthUtf8(at + SessionRings.REFUSED_FIXED_BYTES, b.getInt(at + 12)));
@@ -225,6 +225,7 @@ final class RingClient implements AutoCloseable {
                 b.putLong(at + 32, wr.remoteAddress());
                 b.putLong(at + 40, wr.rkey());
                 b.putLong(at + 48, wr.add());
+                b.putInt(at + 56, wr.immediate());
             }
             ring.commit(index);
         }

@@ -30,11 +30,11 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *           | event ring: capacity bytes of records + Agrona trailer         |
  *           +---------------------------------------------------------------+
  *
- *  POST (request ring, type 1):      qpn (4) | count (4) | count x work request (56 each):
+ *  POST (request ring, type 1):      qpn (4) | count (4) | count x work request (64 each):
  *      wr id (8) | opcode and flags (4) | lkey (4) | local address (8) | length (4) | counter id (4)
- *      | remote address (8) | rkey (8) | add (8)
+ *      | remote address (8) | rkey (8) | add (8) | immediate (4) | padding (4)
  *  COMPLETION (event ring, type 1):  wr id (8) | qpn (4) | opcode (4) | status (4) | error length (4)
- *      | bytes (8) | value (8) | error (UTF-8)
+ *      | bytes (8) | value (8) | flags (4: bit 0, has immediate) | immediate (4) | error (UTF-8)
  *  REFUSED (event ring, type 2):     wr id (8) | qpn (4) | error length (4) | error (UTF-8)
  *  COUNTER (event ring, type 3):     counter id (4) | padding (4) | value (8)
  * </pre>
@@ -43,7 +43,7 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * 16 bits of its word, flags above it: {@link #UNSIGNALED_FLAG}.
  */
 public final class SessionRings {
-    public static final long MAGIC = 0x50_57_52_49_4E_47_30_31L; // "PWRING01"
+    public static final long MAGIC = 0x50_57_52_49_4E_47_30_32L; // "PWRING02"
     public static final int HEADER_BYTES = 128;
     private static final int NONCE_OFFSET = 8;
     private static final int CAPACITY_OFFSET = 16;
@@ -56,10 +56,12 @@ public final class SessionRings {
     public static final int COUNTER = 3;
 
     public static final int POST_HEADER_BYTES = 8;
-    public static final int WORK_REQUEST_BYTES = 56;
+    public static final int WORK_REQUEST_BYTES = 64;
     /** In a work request's opcode word: it completes silently when it succeeds. */
     public static final int UNSIGNALED_FLAG = 1 << 16;
-    public static final int COMPLETION_FIXED_BYTES = 40;
+    public static final int COMPLETION_FIXED_BYTES = 48;
+    /** In a completion's flags: it carries immediate data. */
+    public static final int HAS_IMMEDIATE_FLAG = 1;
     public static final int REFUSED_FIXED_BYTES = 16;
     public static final int COUNTER_BYTES = 16;
 

@@ -41,7 +41,8 @@ class RingClientTest {
             SocketChannel nodeEnd = server.accept();
             RingClient client = new RingClient(rings, new RingClient.Events() {
                 @Override
-                public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error) {
+                public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
+                        int immediate) {
                 }
 
                 @Override

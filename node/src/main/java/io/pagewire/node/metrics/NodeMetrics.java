@@ -86,6 +86,9 @@ public final class NodeMetrics {
             counter(Metric.COMPLETIONS, c, x -> x.completions(status), Tags.of("status", status.name()));
         }
         for (Completion.Opcode op : Completion.Opcode.values()) {
+            if (op == Completion.Opcode.RECV || op == Completion.Opcode.RECV_RDMA_WITH_IMM) {
+                continue; // a receive is not timed from a post: it waits for whenever the peer sends
+            }
             if (op == Completion.Opcode.FETCH_ADD) {
                 latency[op.ordinal()][RegistrationMode.values().length] = latencyTimer(op, "none");
             } else {

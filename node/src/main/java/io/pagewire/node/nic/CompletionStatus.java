@@ -15,6 +15,8 @@ public enum CompletionStatus {
     RETRY_EXCEEDED,
     /** Receiver not ready after the configured number of RNR retries. */
     RNR_RETRY_EXCEEDED,
+    /** A received message was longer than the posted receive buffer it was to land in. */
+    LOCAL_LENGTH_ERROR,
     /** A local page could not be brought in (memory exhausted, pin limit). */
     LOCAL_MEMORY_ERROR,
     /** The queue pair had failed or was closed before this request could run. */

@@ -288,9 +288,12 @@ public final class Nic implements AutoCloseable {
     }
 
     void countFault(Side side, FaultKind kind, RegistrationMode mode) {
-        NicCounter counter = side == Side.SEND
-                ? (kind == FaultKind.MAJOR ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR)
-                : (kind == FaultKind.MAJOR ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR);
+        boolean major = kind == FaultKind.MAJOR;
+        NicCounter counter = switch (side) {
+            case SEND -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;
+            case RECEIVE -> major ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR;
+            case RECEIVE_BUFFER -> major ? NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR : NicCounter.RECEIVE_BUFFER_FAULTS_MINOR;
+        };
         counters.increment(counter, mode);
     }
 

@@ -34,7 +34,14 @@ public enum NicCounter {
     INVALID_REQUEST_NAKS_SENT(29, "malformed requests refused"),
     PREFETCHED_PAGES(30, "pages brought in or translated by advise"),
     LINK_WAITS(31, "times a queue pair waited for its lane to take more data (gRPC flow control)"),
-    RECEIVE_FAULTS_FAILED(32, "receive-side page faults the kernel could not serve");
+    RECEIVE_FAULTS_FAILED(32, "receive-side page faults the kernel could not serve"),
+    RECEIVE_BUFFER_FAULTS_MINOR(33, "page faults on posted receive buffers served without I/O"),
+    RECEIVE_BUFFER_FAULTS_MAJOR(34, "page faults on posted receive buffers served from swap"),
+    RECEIVE_BUFFER_PARKED_PARTS(35, "parts of SENDs parked in the system buffer (their receive buffer was not resident)"),
+    RECEIVE_BUFFER_RNR_NAKS_SENT(36, "RNR NAKs sent for a page fault on a posted receive buffer"),
+    NO_RECEIVE_RNR_NAKS_SENT(37, "RNR NAKs sent because no receive was posted"),
+    SENDS_COMPLETED(38, "SEND work requests completed successfully"),
+    RECEIVES_COMPLETED(39, "posted receives completed successfully");
 
     private final int id;
     private final String label;

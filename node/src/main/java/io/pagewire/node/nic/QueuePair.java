@@ -37,6 +37,7 @@ public final class QueuePair implements AutoCloseable {
     private final Requester requester;
     private final Responder responder;
     private final Outbox outbox;
+    private final ReceiveQueue receives;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
     private String failure;
@@ -51,6 +52,7 @@ public final class QueuePair implements AutoCloseable {
         this.cq = cq;
         this.qpn = qpn;
         this.outbox = new Outbox(nic);
+        this.receives = new ReceiveQueue(nic.context().cqCapacity());
         this.requester = new Requester(this);
         this.responder = new Responder(this);
     }
@@ -158,6 +160,42 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /**
+     * Posts a receive buffer for the next SEND (or WRITE_WITH_IMM) from the peer, as
+     * {@code ibv_post_recv}; it may be posted before the queue pair connects. A bad buffer is thrown
+     * at once; on a failed queue pair the receive completes as flushed.
+     */
+    public void postReceive(ReceiveRequest request) {
+        postReceives(List.of(request));
+    }
+
+    /** Posts several receives, in order. */
+    public void postReceives(List<ReceiveRequest> requests) {
+        lock.lock();
+        try {
+            for (ReceiveRequest request : requests) {
+                switch (state) {
+                    case INIT, READY -> receives.post(endpoint, request);
+                    case ERROR -> completeReceive(request, Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, "queue pair " + qpn
+                            + " is ERROR" + (failure == null ? "" : " after an earlier failure: " + failure), false, 0);
+                    case CLOSED -> throw new NicException("queue pair " + qpn + " is closed");
+                }
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /** Receives posted and not yet consumed by a message. */
+    public int postedReceives() {
+        lock.lock();
+        try {
+            return receives.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Requests posted and not yet completed. */
     public int outstanding() {
         lock.lock();
@@ -188,6 +226,7 @@ public final class QueuePair implements AutoCloseable {
             }
             state = State.CLOSED;
             requester.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
+            flushReceives("queue pair " + qpn + " was closed");
             returnCreditsIfDone();
         } finally {
             unlockAndSend();
@@ -328,9 +367,11 @@ public final class QueuePair implements AutoCloseable {
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
             counters.increment(switch (wr.opcode()) {
-                case WRITE, WRITE_WITH_NOTIFY -> NicCounter.WRITES_COMPLETED;
+                case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM -> NicCounter.WRITES_COMPLETED;
                 case READ -> NicCounter.READS_COMPLETED;
                 case FETCH_ADD -> NicCounter.ATOMICS_COMPLETED;
+                case SEND, SEND_WITH_IMM -> NicCounter.SENDS_COMPLETED;
+                case RECV, RECV_RDMA_WITH_IMM -> NicCounter.RECEIVES_COMPLETED;
             });
         }
         if (status == CompletionStatus.SUCCESS && !wr.signaled()) {
@@ -350,6 +391,32 @@ public final class QueuePair implements AutoCloseable {
         state = State.ERROR;
         failure = error;
         requester.failAll(wqe, status, error, "flushed: queue pair " + qpn + " failed: " + error);
+        flushReceives("flushed: queue pair " + qpn + " failed: " + error);
+    }
+
+    ReceiveQueue receives() {
+        return receives;
+    }
+
+    /** Completes a posted receive on this queue pair's completion queue. */
+    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
+            boolean hasImmediate, int immediate) {
+        NicCounters counters = nic.counters();
+        counters.countCompletion(status);
+        if (status == CompletionStatus.SUCCESS) {
+            counters.increment(NicCounter.RECEIVES_COMPLETED);
+        }
+        Completion completion = new Completion(request.wrId(), qpn, opcode, status, status == CompletionStatus.SUCCESS ? bytes : 0, 0,
+                error, hasImmediate, immediate);
+        if (!cq.push(completion) && state == State.READY) {
+            fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
+        }
+    }
+
+    private void flushReceives(String reason) {
+        for (ReceiveQueue.Posted posted = receives.take(); posted != null; posted = receives.take()) {
+            completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0);
+        }
     }
 
     private void pump() {

@@ -63,7 +63,7 @@ abstract class ReceiveFaultPolicy {
      * @throws KernelException when the page can never come in (the request is refused)
      * @throws io.pagewire.kernel.SystemBufferFullException when there is nowhere to park it (RNR NAK)
      */
-    abstract Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking);
+    abstract Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking);
 
     /** PINNED and PIN_ON_MISS: every page is translated (pinned if need be, stalling) before it is written. */
     private static final class NeverFaults extends ReceiveFaultPolicy {
@@ -74,7 +74,7 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
             throw new IllegalStateException(mode + " translates every page it receives into; page 0x" + Long.toHexString(address)
                     + " of " + region + " came back missing");
         }
@@ -106,9 +106,12 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
             parking.park(region.endpoint().space(), address, part);
             nic.counters().increment(NicCounter.PARKED_PARTS, RegistrationMode.SHADOW);
+            if (side == Side.RECEIVE_BUFFER) {
+                nic.counters().increment(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, RegistrationMode.SHADOW);
+            }
             return Verdict.PARKED;
         }
     }
@@ -122,12 +125,12 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
             String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
             if (failed != null) {
                 throw new KernelException("a page fault on the destination failed: " + failed);
             }
-            nic.responderFaults().raise(region, vpn, true, Side.RECEIVE);
+            nic.responderFaults().raise(region, vpn, true, side);
             return Verdict.NOT_READY;
         }
     }

@@ -134,9 +134,10 @@ final class Requester {
             linkWaiting = false;
             SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
             boolean sent = switch (wqe.wr.opcode()) {
-                case WRITE, WRITE_WITH_NOTIFY -> sendWriteSegment(wqe, out);
+                case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> sendDataSegment(wqe, out);
                 case READ -> sendReadRequest(wqe, out, unacked);
                 case FETCH_ADD -> sendFetchAdd(wqe, out);
+                case RECV, RECV_RDMA_WITH_IMM -> throw new IllegalStateException("a receive is never on the send queue");
             };
             if (!sent) {
                 break;
@@ -147,14 +148,18 @@ final class Requester {
         }
     }
 
-    private boolean sendWriteSegment(SendWqe wqe, Outbox out) {
+    /** One segment of a message that carries data: a WRITE (any flavour) or a SEND. */
+    private boolean sendDataSegment(SendWqe wqe, Outbox out) {
         int index = (int) (sendPsn - wqe.psnFirst);
         long offset = (long) index * mtu;
         int length = (int) Math.min(mtu, wqe.wr.length() - offset);
+        boolean send = wqe.wr.isSend();
         long remote = wqe.wr.remoteAddress() + offset;
         boolean firstTransmission = sendPsn > chargedThrough;
-        // Only writes that may park in the responder's system buffer spend credits.
-        int parts = nic.receivePolicy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
+        // Writes spend credits only where they may park in the responder's system buffer; a SEND always
+        // does, for as many pages as its segment can touch: which buffer it lands in is the responder's choice.
+        int parts = send ? sendCredits(length, remotePageShift)
+                : nic.receivePolicy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && creditLimit - creditsUsed < parts) {
             if (!creditWaiting) {
                 creditWaiting = true;
@@ -172,25 +177,46 @@ final class Requester {
             creditWaiting = false;
         }
         boolean last = index == wqe.packets - 1;
-        boolean notify = wqe.wr.opcode() == Completion.Opcode.WRITE_WITH_NOTIFY;
-        Opcode opcode;
-        if (wqe.packets == 1) {
-            opcode = notify ? Opcode.WRITE_ONLY_WITH_NOTIFY : Opcode.WRITE_ONLY;
-        } else if (index == 0) {
-            opcode = Opcode.WRITE_FIRST;
-        } else if (last) {
-            opcode = notify ? Opcode.WRITE_LAST_WITH_NOTIFY : Opcode.WRITE_LAST;
-        } else {
-            opcode = Opcode.WRITE_MIDDLE;
+        Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
+        Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload);
+        if (!send) {
+            packet.setRemoteAddress(remote).setRkey(wqe.wr.rkey());
         }
-        Packet.Builder packet = qp.packet(opcode, sendPsn).setRemoteAddress(remote).setRkey(wqe.wr.rkey()).setPayload(payload);
-        if (notify && last) {
-            packet.setCounterId(wqe.wr.counterId());
+        if (last) {
+            switch (wqe.wr.opcode()) {
+                case WRITE_WITH_NOTIFY -> packet.setCounterId(wqe.wr.counterId());
+                case WRITE_WITH_IMM, SEND_WITH_IMM -> packet.setImmediate(wqe.wr.immediate());
+                default -> { }
+            }
         }
         out.add(packet);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;
+    }
+
+    /**
+     * The credits a SEND segment of {@code length} bytes spends: the most pages it can touch wherever
+     * the receive buffer starts. The responder grants back the same number, so the two agree without
+     * the requester knowing the buffer.
+     */
+    static int sendCredits(int length, int pageShift) {
+        return length == 0 ? 0 : (int) (((length + (1L << pageShift) - 2) >>> pageShift) + 1);
+    }
+
+    /** The wire opcode of a segment: ONLY for a one-packet message, else FIRST, MIDDLE..., LAST. */
+    private static Opcode segmentOpcode(Completion.Opcode kind, boolean only, boolean first, boolean last) {
+        return switch (kind) {
+            case WRITE -> only ? Opcode.WRITE_ONLY : first ? Opcode.WRITE_FIRST : last ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+            case WRITE_WITH_NOTIFY -> only ? Opcode.WRITE_ONLY_WITH_NOTIFY : first ? Opcode.WRITE_FIRST
+                    : last ? Opcode.WRITE_LAST_WITH_NOTIFY : Opcode.WRITE_MIDDLE;
+            case WRITE_WITH_IMM -> only ? Opcode.WRITE_ONLY_WITH_IMMEDIATE : first ? Opcode.WRITE_FIRST
+                    : last ? Opcode.WRITE_LAST_WITH_IMMEDIATE : Opcode.WRITE_MIDDLE;
+            case SEND -> only ? Opcode.SEND_ONLY : first ? Opcode.SEND_FIRST : last ? Opcode.SEND_LAST : Opcode.SEND_MIDDLE;
+            case SEND_WITH_IMM -> only ? Opcode.SEND_ONLY_WITH_IMMEDIATE : first ? Opcode.SEND_FIRST
+                    : last ? Opcode.SEND_LAST_WITH_IMMEDIATE : Opcode.SEND_MIDDLE;
+            default -> throw new IllegalArgumentException(kind + " carries no data segments");
+        };
     }
 
     private boolean sendReadRequest(SendWqe wqe, Outbox out, long unacked) {

@@ -47,8 +47,13 @@ final class Responder {
     private boolean ackDue;
     /** Parked parts not yet in place, by PSN. */
     private final TreeMap<Long, Integer> parkedByPsn = new TreeMap<>();
-    /** Notifications waiting for parked data before them, in PSN order. */
-    private final ArrayDeque<PendingNotification> notifications = new ArrayDeque<>();
+    /** Notifications and receive completions waiting for parked data before them, in PSN order. */
+    private final ArrayDeque<Delivery> notifications = new ArrayDeque<>();
+    /** The posted receive the SEND in progress lands in, and the PSN that SEND began at. */
+    private ReceiveQueue.Posted receiving;
+    private long receivingFirstPsn;
+    /** Bytes of the WRITE in progress so far (a WRITE_WITH_IMM's receive completion reports its length). */
+    private long writeMessageBytes;
     /** A READ or FETCH_ADD that must wait for parked writes before it. */
     private Packet deferred;
     /** Set by an execution that stopped the queue (RNR, deferral, refusal). */
@@ -111,8 +116,9 @@ final class Responder {
 
     private long execute(Packet packet, Outbox out) {
         return switch (packet.getOpcode()) {
-            case WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, WRITE_LAST_WITH_NOTIFY, WRITE_ONLY_WITH_NOTIFY ->
-                    executeWrite(packet, out);
+            case WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, WRITE_LAST_WITH_NOTIFY, WRITE_ONLY_WITH_NOTIFY,
+                    WRITE_LAST_WITH_IMMEDIATE, WRITE_ONLY_WITH_IMMEDIATE -> executeWrite(packet, out);
+            case SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY, SEND_LAST_WITH_IMMEDIATE, SEND_ONLY_WITH_IMMEDIATE -> executeSend(packet, out);
             case READ_REQUEST -> executeRead(packet, out, false);
             case FETCH_ADD -> executeFetchAdd(packet, out);
             default -> refuse(packet, Syndrome.NAK_INVALID_REQUEST, "opcode " + packet.getOpcode() + " is not a request", out);
@@ -139,11 +145,17 @@ final class Responder {
                         + qp.endpoint() + (counter == null ? " does not exist" : " does not allow notifications (REMOTE_WRITE)"), out);
             }
         }
+        boolean immediate = packet.getOpcode() == Opcode.WRITE_LAST_WITH_IMMEDIATE || packet.getOpcode() == Opcode.WRITE_ONLY_WITH_IMMEDIATE;
         long psn = packet.getPsn();
+        if (immediate && qp.receives().size() == 0) {
+            // The immediate data needs a posted receive to complete; the data waits with it (ibverbs' RNR).
+            counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+            return receiverNotReady(psn, out);
+        }
         ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
         int direct;
         try {
-            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, out);
+            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, Side.RECEIVE, out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
         } catch (RegionInvalidException | BadAddressException e) {
@@ -157,10 +169,99 @@ final class Responder {
         if (policy.spendsCredits()) {
             creditLimit += direct; // parked parts are credited when they are placed
         }
+        Opcode opcode = packet.getOpcode();
+        writeMessageBytes = (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
+                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE ? 0 : writeMessageBytes) + payload.size();
         if (notify) {
-            notifyWhenVisible(psn, counter);
+            deliverWhenVisible(new Delivery(psn, counter, null, null, 0, 0));
+        }
+        if (immediate) {
+            ReceiveQueue.Posted receive = qp.receives().take();
+            deliverWhenVisible(new Delivery(psn, null, receive.request(), Completion.Opcode.RECV_RDMA_WITH_IMM, writeMessageBytes,
+                    packet.getImmediate()));
         }
         return 1;
+    }
+
+    // ---- SEND ---------------------------------------------------------------------------------------
+
+    /**
+     * A SEND segment: the first takes the oldest posted receive (or answers RNR NAK when there is none),
+     * each lands at its offset in that buffer under the buffer's receive-fault policy, and the last
+     * completes the receive once every part is in place.
+     */
+    private long executeSend(Packet packet, Outbox out) {
+        ByteString payload = packet.getPayload();
+        Opcode opcode = packet.getOpcode();
+        long psn = packet.getPsn();
+        boolean first = opcode == Opcode.SEND_FIRST || opcode == Opcode.SEND_ONLY || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+        boolean last = opcode != Opcode.SEND_FIRST && opcode != Opcode.SEND_MIDDLE;
+        if (payload.size() > mtu || (!last && payload.size() != mtu)) {
+            return refuse(packet, Syndrome.NAK_INVALID_REQUEST, "SEND segment of " + payload.size() + " bytes: segments are "
+                    + mtu + " bytes (the MTU) but the last, which may be shorter", out);
+        }
+        if (first && (receiving == null || receivingFirstPsn != psn)) {
+            if (receiving != null) {
+                return refuse(packet, Syndrome.NAK_INVALID_REQUEST, "a new SEND began at psn " + psn + " before the one from psn "
+                        + receivingFirstPsn + " ended", out);
+            }
+            ReceiveQueue.Posted next = qp.receives().take();
+            if (next == null) {
+                counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+                return receiverNotReady(psn, out);
+            }
+            receiving = next;
+            receivingFirstPsn = psn;
+        } else if (!first && receiving == null) {
+            return refuse(packet, Syndrome.NAK_INVALID_REQUEST, opcode + " at psn " + psn + " continues no SEND", out);
+        }
+        ReceiveRequest buffer = receiving.request();
+        long offset = (psn - receivingFirstPsn) * mtu;
+        if (offset + payload.size() > buffer.length()) {
+            String error = "length error: the SEND from psn " + receivingFirstPsn + " is longer than the " + buffer.length()
+                    + "-byte receive buffer posted for it (at least " + (offset + payload.size()) + " bytes)";
+            return failReceive(packet, CompletionStatus.LOCAL_LENGTH_ERROR, Syndrome.NAK_INVALID_REQUEST, error, out);
+        }
+        MemoryRegion region = receiving.region();
+        ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
+        int direct;
+        try {
+            direct = place(region, policy, buffer.address() + offset, payload, psn, Side.RECEIVE_BUFFER, out);
+        } catch (SystemBufferFullException e) {
+            return receiverNotReady(psn, out);
+        } catch (RegionInvalidException | BadAddressException e) {
+            return failReceive(packet, CompletionStatus.LOCAL_PROTECTION_ERROR, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out);
+        } catch (KernelException e) {
+            return failReceive(packet, CompletionStatus.LOCAL_MEMORY_ERROR, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out);
+        }
+        if (direct < 0) {
+            counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
+            return receiverNotReady(psn, out);
+        }
+        // The requester spent sendCredits for this segment; what it did not park comes back now, the rest when placed.
+        int parked = DmaEngine.pagesSpanned(buffer.address() + offset, payload.size(), dma.pageShift()) - direct;
+        creditLimit += Requester.sendCredits(payload.size(), dma.pageShift()) - parked;
+        if (last) {
+            boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+            receiving = null;
+            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(),
+                    immediate ? packet.getImmediate() : null));
+        }
+        return 1;
+    }
+
+    /**
+     * The receive being filled cannot take this message: it completes with {@code status}, the sender's
+     * request is refused, and the queue pair moves to ERROR, flushing what else was posted (as an RC
+     * responder does after a local length or protection error).
+     */
+    private long failReceive(Packet packet, CompletionStatus status, Syndrome syndrome, String error, Outbox out) {
+        ReceiveRequest buffer = receiving.request();
+        receiving = null;
+        qp.completeReceive(buffer, Completion.Opcode.RECV, status, 0, error, false, 0);
+        long consumed = refuse(packet, syndrome, error, out);
+        qp.fail(null, CompletionStatus.FLUSHED, "receive " + buffer.wrId() + " failed: " + error);
+        return consumed;
     }
 
     /**
@@ -170,7 +271,7 @@ final class Responder {
      * @return how many parts were written directly (the rest were parked), or -1 when the policy says
      *         the receiver is not ready (nothing after the missing page was written)
      */
-    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Outbox out) {
+    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Side side, Outbox out) {
         AddressSpace space = region.endpoint().space();
         ByteBuffer src = payload.asReadOnlyByteBuffer();
         int pageSize = dma.pageSize();
@@ -182,7 +283,7 @@ final class Responder {
             int offset = (int) (at & (pageSize - 1));
             int chunk = Math.min(pageSize - offset, src.remaining());
             long vpn = at >>> dma.pageShift();
-            long t = policy.queuedBehind(space, vpn) ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, Side.RECEIVE, out::flush);
+            long t = policy.queuedBehind(space, vpn) ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, side, out::flush);
             int limit = src.limit();
             src.limit(src.position() + chunk);
             try {
@@ -197,7 +298,7 @@ final class Responder {
                     if (parking == null) {
                         parking = (s, address, part) -> park(s, address, part, psn);
                     }
-                    if (policy.missing(region, vpn, at, src, parking) == ReceiveFaultPolicy.Verdict.NOT_READY) {
+                    if (policy.missing(region, vpn, at, src, side, parking) == ReceiveFaultPolicy.Verdict.NOT_READY) {
                         return -1;
                     }
                 }
@@ -251,23 +352,30 @@ final class Responder {
         return parkedByPsn.isEmpty() ? Long.MAX_VALUE : parkedByPsn.firstKey();
     }
 
-    private void notifyWhenVisible(long psn, EventCounter counter) {
-        if (notifications.isEmpty() && lowestParkedPsn() > psn) {
-            deliver(counter);
+    /** Delivers at once unless parked data before it (or an earlier delivery) still waits. */
+    private void deliverWhenVisible(Delivery delivery) {
+        if (notifications.isEmpty() && lowestParkedPsn() > delivery.psn()) {
+            deliver(delivery);
         } else {
-            notifications.add(new PendingNotification(psn, counter));
+            notifications.add(delivery);
         }
     }
 
     private void deliverNotifications() {
         while (!notifications.isEmpty() && lowestParkedPsn() > notifications.peek().psn()) {
-            deliver(notifications.poll().counter());
+            deliver(notifications.poll());
         }
     }
 
-    private void deliver(EventCounter counter) {
-        counter.getAndAdd(1);
-        counters.increment(NicCounter.NOTIFICATIONS_DELIVERED);
+    private void deliver(Delivery delivery) {
+        if (delivery.counter() != null) {
+            delivery.counter().getAndAdd(1);
+            counters.increment(NicCounter.NOTIFICATIONS_DELIVERED);
+        } else {
+            Integer immediate = delivery.immediate();
+            qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
+                    immediate != null, immediate == null ? 0 : immediate);
+        }
     }
 
     // ---- READ and FETCH_ADD -------------------------------------------------------------------------
@@ -426,8 +534,10 @@ final class Responder {
 
     /** The sequence state, for diagnostics. */
     String describe() {
-        return String.format("responder expected=%d credits=%d ackSent=%d parked psns=%d notificationsWaiting=%d%s",
-                expectedPsn, creditLimit, ackSentPsn, parkedByPsn.size(), notifications.size(), deferred == null ? "" : " deferred=" + deferred.getPsn());
+        return String.format("responder expected=%d credits=%d ackSent=%d parked psns=%d deliveriesWaiting=%d receivesPosted=%d%s%s",
+                expectedPsn, creditLimit, ackSentPsn, parkedByPsn.size(), notifications.size(), qp.receives().size(),
+                receiving == null ? "" : " receiving wr " + receiving.request().wrId() + " from psn " + receivingFirstPsn,
+                deferred == null ? "" : " deferred=" + deferred.getPsn());
     }
 
     private void hold(Packet packet) {
@@ -454,6 +564,11 @@ final class Responder {
         return null;
     }
 
-    private record PendingNotification(long psn, EventCounter counter) {
+    /**
+     * What becomes visible once a message's data is in place: an event counter's increment, or a
+     * posted receive's completion (with its byte count and, when the sender gave one, immediate data).
+     */
+    private record Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes,
+            Integer immediate) {
     }
 }

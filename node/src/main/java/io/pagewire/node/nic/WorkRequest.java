@@ -6,18 +6,49 @@ package io.pagewire.node.nic;
  * address), event counters on the peer's endpoint by id. An unsignalled request ({@code signaled}
  * false, ibverbs' work request without {@code IBV_SEND_SIGNALED}) puts no completion on the queue
  * when it succeeds; a failed one always does, and so does a FETCH_ADD, whose result travels only in
- * its completion.
+ * its completion. {@code immediate} is what SEND_WITH_IMM and WRITE_WITH_IMM deliver in the peer's
+ * receive completion.
  */
 public record WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
-        long remoteAddress, long rkey, int counterId, long add, boolean signaled) {
+        long remoteAddress, long rkey, int counterId, long add, boolean signaled, int immediate) {
 
     public WorkRequest {
         signaled |= opcode == Completion.Opcode.FETCH_ADD;
+        if (opcode == Completion.Opcode.RECV || opcode == Completion.Opcode.RECV_RDMA_WITH_IMM) {
+            throw new IllegalArgumentException(opcode + " is a receive completion, not a work request; post a ReceiveRequest");
+        }
+    }
+
+    public WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
+            long remoteAddress, long rkey, int counterId, long add, boolean signaled) {
+        this(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0);
     }
 
     /** The same request, completing silently when it succeeds. */
     public WorkRequest unsignaled() {
-        return new WorkRequest(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, false);
+        return new WorkRequest(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate);
+    }
+
+    /** SEND of [localAddress, +length) into the peer's next posted receive. */
+    public static WorkRequest send(long wrId, int lkey, long localAddress, int length) {
+        return new WorkRequest(wrId, Completion.Opcode.SEND, lkey, localAddress, length, 0, 0, 0, 0, true, 0);
+    }
+
+    /** A SEND whose receive completion carries {@code immediate}. */
+    public static WorkRequest sendWithImm(long wrId, int lkey, long localAddress, int length, int immediate) {
+        return new WorkRequest(wrId, Completion.Opcode.SEND_WITH_IMM, lkey, localAddress, length, 0, 0, 0, 0, true, immediate);
+    }
+
+    /** An RDMA WRITE that then consumes the peer's next posted receive, completing it with {@code immediate}. */
+    public static WorkRequest writeWithImm(long wrId, int lkey, long localAddress, int length, long remoteAddress, long rkey,
+            int immediate) {
+        return new WorkRequest(wrId, Completion.Opcode.WRITE_WITH_IMM, lkey, localAddress, length, remoteAddress, rkey, 0, 0, true,
+                immediate);
+    }
+
+    /** Whether this request is a two-sided SEND (data into a posted receive, not an address). */
+    public boolean isSend() {
+        return opcode == Completion.Opcode.SEND || opcode == Completion.Opcode.SEND_WITH_IMM;
     }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */

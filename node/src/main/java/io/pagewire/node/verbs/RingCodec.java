@@ -37,7 +37,7 @@ final class RingCodec {
             boolean signaled = (opcodeAndFlags & SessionRings.UNSIGNALED_FLAG) == 0;
             requests.add(new WorkRequest(buffer.getLong(at), opcode, buffer.getInt(at + 12), buffer.getLong(at + 16),
                     buffer.getInt(at + 24), buffer.getLong(at + 32), buffer.getLong(at + 40), buffer.getInt(at + 28), buffer.getLong(at + 48),
-                    signaled));
+                    signaled, buffer.getInt(at + 56)));
         }
         return requests;
     }
@@ -61,7 +61,9 @@ final class RingCodec {
         b.putInt(index + 20, error.length);
         b.putLong(index + 24, c.bytes());
         b.putLong(index + 32, c.value());
-        b.putBytes(index + 40, error);
+        b.putInt(index + 40, c.hasImmediate() ? SessionRings.HAS_IMMEDIATE_FLAG : 0);
+        b.putInt(index + 44, c.immediate());
+        b.putBytes(index + SessionRings.COMPLETION_FIXED_BYTES, error);
         ring.commit(index);
         return true;
     }

@@ -79,7 +79,9 @@ final class Session {
                 .setStatus(status(c.status()))
                 .setBytes(c.bytes())
                 .setValue(c.value())
-                .setError(c.error() == null ? "" : c.error()));
+                .setError(c.error() == null ? "" : c.error())
+                .setHasImmediate(c.hasImmediate())
+                .setImmediate(c.immediate()));
     }
 
     /** Sends the collected completions as one message. */
@@ -244,7 +246,10 @@ final class Session {
             case WRITE_WITH_NOTIFY -> Completion.Opcode.WRITE_WITH_NOTIFY;
             case READ -> Completion.Opcode.READ;
             case FETCH_ADD -> Completion.Opcode.FETCH_ADD;
-            default -> null;
+            case SEND -> Completion.Opcode.SEND;
+            case SEND_WITH_IMM -> Completion.Opcode.SEND_WITH_IMM;
+            case WRITE_WITH_IMM -> Completion.Opcode.WRITE_WITH_IMM;
+            default -> null; // unset, unknown, or a receive's opcode, which no work request has
         };
     }
 

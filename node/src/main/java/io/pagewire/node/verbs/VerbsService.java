@@ -12,6 +12,7 @@ import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.QpAddress;
+import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.proto.verbs.AdviseRequest;
@@ -145,6 +146,8 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                                 .setPageSize(node.kernel().memory().pageSize())).build());
                     } else if (request.hasPost()) {
                         post(session, request.getPost());
+                    } else if (request.hasPostReceive()) {
+                        postReceives(session, request.getPostReceive());
                     } else if (request.hasAttachRings()) {
                         session.offerRings();
                     } else if (request.hasRingsAttached()) {
@@ -165,6 +168,10 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                     } else if (request.hasPost()) {
                         for (WorkRequest wr : request.getPost().getRequestsList()) {
                             session.refused(request.getPost().getQpn(), wr.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
+                        }
+                    } else if (request.hasPostReceive()) {
+                        for (io.pagewire.proto.verbs.ReceiveRequest r : request.getPostReceive().getReceivesList()) {
+                            session.refused(request.getPostReceive().getQpn(), r.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
                         }
                     } else {
                         end(session);
@@ -201,9 +208,21 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         List<io.pagewire.node.nic.WorkRequest> requests = new ArrayList<>(post.getRequestsCount());
         for (WorkRequest wr : post.getRequestsList()) {
             requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), Session.nicOpcode(wr.getOpcode()), wr.getLkey(), wr.getLocalAddress(),
-                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd(), !wr.getUnsignaled()));
+                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate()));
         }
         post(session, post.getQpn(), requests);
+    }
+
+    /** Posts receive buffers; each one refused (bad lkey, range, access, full queue) is reported on its own. */
+    private void postReceives(Session session, io.pagewire.proto.verbs.PostReceiveRequest post) {
+        QueuePair qp = queuePair(session, post.getQpn());
+        for (io.pagewire.proto.verbs.ReceiveRequest r : post.getReceivesList()) {
+            try {
+                qp.postReceive(new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength()));
+            } catch (NicException e) {
+                session.refused(post.getQpn(), r.getWrId(), e.getMessage());
+            }
+        }
     }
 
     /** Posts work requests from the stream or from a ring; each one refused is reported on its own. */

@@ -78,7 +78,7 @@ abstract class ClusterFixture {
         QueuePair remoteQp = remote.nic().createQueuePair(remote, remoteCq);
         qp.connect(remoteQp.address());
         remoteQp.connect(qp.address());
-        return new Connection(local, remote, qp, remoteQp, cq);
+        return new Connection(local, remote, qp, remoteQp, cq, remoteCq);
     }
 
     /** The next completion, failing the test (with the cluster's state) if none comes in time. */
@@ -95,7 +95,8 @@ abstract class ClusterFixture {
         return c;
     }
 
-    /** Two endpoints joined by a queue pair; {@code cq} is the local side's completion queue. */
-    protected record Connection(Endpoint local, Endpoint remote, QueuePair qp, QueuePair remoteQp, CompletionQueue cq) {
+    /** Two endpoints joined by a queue pair; {@code cq} is the local side's completion queue, {@code remoteCq} the other's. */
+    protected record Connection(Endpoint local, Endpoint remote, QueuePair qp, QueuePair remoteQp, CompletionQueue cq,
+            CompletionQueue remoteCq) {
     }
 }

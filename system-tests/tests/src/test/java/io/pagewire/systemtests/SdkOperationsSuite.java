@@ -197,4 +197,83 @@ abstract class SdkOperationsSuite {
                 .hasMessageContaining("event counter " + counter.id() + " on endpoint " + b.id() + " (b) does not exist");
         b.freeAsync(dst).join();
     }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void sendsLandInPostedReceivesAndWritesWithImmediateDataConsumeThem(RegistrationMode mode, PagewireCluster cluster) {
+        Endpoint a = connect(cluster, 1).openEndpoint("sender");
+        Endpoint b = connect(cluster, 2).openEndpoint("receiver");
+        int big = 3 * 4096 + 5;
+        long src = a.allocate(big);
+        a.store(src, pattern(11, big));
+        MemoryRegion srcRegion = a.register(src, big, mode, Access.all());
+        long buffers = b.allocate(4 * 16384);
+        MemoryRegion receiveRegion = b.register(buffers, 4 * 16384, mode, Access.all());
+        QueuePair qa = a.createQueuePair();
+        QueuePair qb = b.createQueuePair();
+        // A receive may be posted before the pair connects, as with ibv_post_recv in INIT.
+        CompletableFuture<Completion> first = qb.postReceive(receiveRegion, buffers, 16384);
+        qa.connect(qb.address());
+        qb.connect(qa.address());
+        CompletableFuture<Completion> second = qb.postReceive(receiveRegion, buffers + 16384, 16384);
+        CompletableFuture<Completion> third = qb.postReceive(receiveRegion, buffers + 2 * 16384, 16384);
+
+        assertThat(qa.await(qa.send(srcRegion, src, big)).opcode()).isEqualTo(Opcode.SEND);
+        Completion received = qb.await(first);
+        assertThat(received.opcode()).isEqualTo(Opcode.RECV);
+        assertThat(received.bytes()).isEqualTo(big);
+        assertThat(received.hasImmediate()).isFalse();
+        assertThat(b.load(buffers, big)).isEqualTo(pattern(11, big));
+
+        qa.await(qa.sendWithImm(srcRegion, src, 100, 0xCAFE));
+        received = qb.await(second);
+        assertThat(received.bytes()).isEqualTo(100);
+        assertThat(received.hasImmediate()).isTrue();
+        assertThat(received.immediate()).isEqualTo(0xCAFE);
+
+        long target = buffers + 3 * 16384;
+        assertThat(qa.await(qa.writeWithImm(srcRegion, src, 4096, target, receiveRegion.rkey(), -7)).opcode()).isEqualTo(Opcode.WRITE_WITH_IMM);
+        received = qb.await(third);
+        assertThat(received.opcode()).isEqualTo(Opcode.RECV_RDMA_WITH_IMM);
+        assertThat(received.bytes()).isEqualTo(4096);
+        assertThat(received.immediate()).isEqualTo(-7);
+        assertThat(b.load(target, 4096)).isEqualTo(java.util.Arrays.copyOf(pattern(11, big), 4096));
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void aSendWaitsForAReceiveAndOneLongerThanItsBufferFailsOnBothSides(PagewireCluster cluster) throws Exception {
+        Endpoint a = connect(cluster, 1).openEndpoint("sender");
+        Endpoint b = connect(cluster, 2).openEndpoint("receiver");
+        long src = a.allocate(4096);
+        a.store(src, pattern(5, 4096));
+        MemoryRegion srcRegion = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
+        long buffer = b.allocate(4096);
+        MemoryRegion receiveRegion = b.register(buffer, 4096, RegistrationMode.PINNED, Access.all());
+        QueuePair qa = a.createQueuePair();
+        QueuePair qb = b.createQueuePair();
+        qa.connect(qb.address());
+        qb.connect(qa.address());
+
+        CompletableFuture<Completion> early = qa.send(srcRegion, src, 64);
+        Thread.sleep(50);
+        assertThat(early).as("no receive is posted: the peer answers RNR and the SEND waits").isNotDone();
+        Completion received = qb.await(qb.postReceive(receiveRegion, buffer, 4096));
+        assertThat(received.bytes()).isEqualTo(64);
+        qa.await(early);
+        assertThat(b.load(buffer, 64)).isEqualTo(java.util.Arrays.copyOf(pattern(5, 4096), 64));
+
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(qb.postReceive(receiveRegion, buffer + 4090, 16)))
+                .as("a buffer outside its region is refused").isInstanceOf(io.pagewire.client.PagewireException.InvalidRequestException.class);
+        CompletableFuture<Completion> small = qb.postReceive(receiveRegion, buffer, 16);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qa.await(qa.send(srcRegion, src, 100)))
+                .isInstanceOf(io.pagewire.client.PagewireException.RemoteOperationException.class).hasMessageContaining("length error");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(small))
+                .isInstanceOf(io.pagewire.client.PagewireException.LengthException.class).hasMessageContaining("16-byte receive buffer");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(qb.postReceive(receiveRegion, buffer, 16)))
+                .as("the receiving queue pair failed with the length error").isInstanceOf(io.pagewire.client.PagewireException.FlushedException.class);
+        a.close();
+        b.close();
+    }
 }

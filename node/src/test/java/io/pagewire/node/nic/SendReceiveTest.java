@@ -1,0 +1,285 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelContext;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * SEND/RECV and WRITE_WITH_IMM between two NICs on a direct link: messages land in posted receives in
+ * order, a SEND with nothing posted is answered with RNR NAK and retried, a message longer than its
+ * buffer fails on both sides, and receive buffers that were paged out are filled in every mode by
+ * that mode's mechanism.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class SendReceiveTest {
+    private static final int RECEIVER_MEMORY = 1 << 20;
+
+    private final DirectLink link = new DirectLink();
+    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20).swapBytes(16 << 20));
+    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(RECEIVER_MEMORY)
+            .swapBytes(32 << 20));
+    private final Nic a = new Nic("a", kernelA, new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000), NicTimers.threaded("a"),
+            link.transportFor("a"));
+    // A TLB whose pins (PIN_ON_MISS) fit well inside the receiver's pin limit.
+    private final Nic b = new Nic("b", kernelB, new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000).tlbEntries(64),
+            NicTimers.threaded("b"),
+            link.transportFor("b"));
+    private final Endpoint ea;
+    private final Endpoint eb;
+    private final CompletionQueue cqa;
+    private final CompletionQueue cqb;
+    private final QueuePair qa;
+    private final QueuePair qb;
+
+    SendReceiveTest() {
+        link.add("a", a);
+        link.add("b", b);
+        ea = a.openEndpoint("sender");
+        eb = b.openEndpoint("receiver");
+        cqa = a.createCompletionQueue();
+        cqb = b.createCompletionQueue();
+        qa = a.createQueuePair(ea, cqa);
+        qb = b.createQueuePair(eb, cqb);
+        qa.connect(qb.address());
+        qb.connect(qa.address());
+    }
+
+    @AfterEach
+    void close() {
+        a.close();
+        b.close();
+        link.close();
+        kernelA.close();
+        kernelB.close();
+    }
+
+    private String state() {
+        return "\n" + qa.describe() + "\n" + qb.describe() + "\nsender:\n" + a.counters() + kernelA.counters() + "receiver:\n"
+                + b.counters() + kernelB.counters();
+    }
+
+    private Completion take(CompletionQueue cq, String what) throws InterruptedException {
+        Completion c = cq.take(20, TimeUnit.SECONDS);
+        assertThat(c).as("no completion for " + what + state()).isNotNull();
+        return c;
+    }
+
+    private MemoryRegion source(byte[] data, RegistrationMode mode) {
+        long src = ea.space().allocate(Math.max(1, data.length));
+        ea.space().store(src, data, 0, data.length);
+        return ea.register(src, Math.max(1, data.length), mode, Access.all());
+    }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void sendsLandInThePostedReceivesInOrderWithTheirLengthsAndImmediateData(RegistrationMode mode) throws Exception {
+        int[] sizes = {0, 1, 100, 4096, 5000, 300_000};
+        long[] buffers = new long[sizes.length];
+        long total = 0;
+        for (int size : sizes) {
+            total += size + 64;
+        }
+        long base = eb.space().allocate(total);
+        MemoryRegion receiveRegion = eb.register(base, total, mode, Access.all());
+        long at = base;
+        for (int i = 0; i < sizes.length; i++) {
+            buffers[i] = at;
+            qb.postReceive(new ReceiveRequest(100 + i, receiveRegion.lkey(), at, sizes[i] + 64));
+            at += sizes[i] + 64;
+        }
+        List<byte[]> sent = new ArrayList<>();
+        Random random = new Random(mode.ordinal());
+        for (int i = 0; i < sizes.length; i++) {
+            byte[] data = new byte[sizes[i]];
+            random.nextBytes(data);
+            sent.add(data);
+            MemoryRegion src = source(data, mode);
+            qa.post(i % 2 == 0 ? WorkRequest.send(i, src.lkey(), src.address(), data.length)
+                    : WorkRequest.sendWithImm(i, src.lkey(), src.address(), data.length, 0xC0DE0000 + i));
+        }
+        for (int i = 0; i < sizes.length; i++) {
+            Completion sentDone = take(cqa, "send " + i);
+            assertThat(sentDone.status()).as(sentDone.error() + state()).isEqualTo(CompletionStatus.SUCCESS);
+            assertThat(sentDone.wrId()).isEqualTo(i);
+            Completion received = take(cqb, "receive " + i);
+            assertThat(received.status()).as(received.error() + state()).isEqualTo(CompletionStatus.SUCCESS);
+            assertThat(received.opcode()).isEqualTo(Completion.Opcode.RECV);
+            assertThat(received.wrId()).as("the message went into the next posted receive").isEqualTo(100 + i);
+            assertThat(received.bytes()).isEqualTo(sizes[i]);
+            assertThat(received.hasImmediate()).isEqualTo(i % 2 == 1);
+            if (i % 2 == 1) {
+                assertThat(received.immediate()).isEqualTo(0xC0DE0000 + i);
+            }
+            byte[] landed = new byte[sizes[i]];
+            eb.space().load(buffers[i], landed, 0, sizes[i]);
+            assertThat(landed).as("message " + i).isEqualTo(sent.get(i));
+        }
+        assertThat(b.counters().get(NicCounter.RECEIVES_COMPLETED)).isEqualTo(sizes.length);
+        assertThat(a.counters().get(NicCounter.SENDS_COMPLETED)).isEqualTo(sizes.length);
+        assertThat(qb.postedReceives()).isZero();
+    }
+
+    @Test
+    void aSendWithNoReceivePostedIsAnsweredWithRnrAndLandsOnceOneIsPosted() throws Exception {
+        byte[] data = "late receiver".getBytes();
+        MemoryRegion src = source(data, RegistrationMode.PINNED);
+        long dst = eb.space().allocate(4096);
+        MemoryRegion dstRegion = eb.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        qa.post(WorkRequest.send(1, src.lkey(), src.address(), data.length));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (b.counters().get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT) < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertThat(b.counters().get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT)).as("RNR NAKs while nothing is posted" + state())
+                .isGreaterThanOrEqualTo(2);
+        assertThat(cqa.poll()).as("the SEND waits, it does not fail").isNull();
+        qb.postReceive(new ReceiveRequest(7, dstRegion.lkey(), dst, 4096));
+        assertThat(take(cqa, "send").status()).isEqualTo(CompletionStatus.SUCCESS);
+        Completion received = take(cqb, "receive");
+        assertThat(received.wrId()).isEqualTo(7);
+        assertThat(received.bytes()).isEqualTo(data.length);
+        byte[] landed = new byte[data.length];
+        eb.space().load(dst, landed, 0, data.length);
+        assertThat(landed).isEqualTo(data);
+        assertThat(cqb.poll()).as("exactly one receive completion").isNull();
+    }
+
+    @Test
+    void rnrRetriesRunOutWhenNoReceiveIsEverPosted() throws Exception {
+        close();
+        KernelAgent ka = KernelAgent.start(new KernelContext().name("a2").physicalMemoryBytes(1 << 20));
+        KernelAgent kb = KernelAgent.start(new KernelContext().name("b2").physicalMemoryBytes(1 << 20));
+        DirectLink wire = new DirectLink();
+        NicContext context = new NicContext().rnrDelayNs(1_000_000).rnrRetryCount(3);
+        try (Nic na = new Nic("a", ka, context, NicTimers.threaded("a2"), wire.transportFor("a"));
+                Nic nb = new Nic("b", kb, new NicContext(), NicTimers.threaded("b2"), wire.transportFor("b"))) {
+            wire.add("a", na);
+            wire.add("b", nb);
+            Endpoint sender = na.openEndpoint("s");
+            CompletionQueue cq = na.createCompletionQueue();
+            QueuePair q1 = na.createQueuePair(sender, cq);
+            QueuePair q2 = nb.createQueuePair(nb.openEndpoint("r"), nb.createCompletionQueue());
+            q1.connect(q2.address());
+            q2.connect(q1.address());
+            long src = sender.space().allocate(64);
+            MemoryRegion region = sender.register(src, 64, RegistrationMode.PINNED, Access.all());
+            q1.post(WorkRequest.send(1, region.lkey(), src, 64));
+            Completion c = cq.take(10, TimeUnit.SECONDS);
+            assertThat(c).isNotNull();
+            assertThat(c.status()).as(c.error()).isEqualTo(CompletionStatus.RNR_RETRY_EXCEEDED);
+        } finally {
+            wire.close();
+            ka.close();
+            kb.close();
+        }
+    }
+
+    @Test
+    void aMessageLongerThanItsReceiveBufferFailsOnBothSides() throws Exception {
+        byte[] data = new byte[10_000];
+        MemoryRegion src = source(data, RegistrationMode.PINNED);
+        long dst = eb.space().allocate(2 * 8192);
+        MemoryRegion dstRegion = eb.register(dst, 2 * 8192, RegistrationMode.PINNED, Access.all());
+        qb.postReceive(new ReceiveRequest(1, dstRegion.lkey(), dst, 8192));
+        qb.postReceive(new ReceiveRequest(2, dstRegion.lkey(), dst + 8192, 8192));
+        qa.post(WorkRequest.send(9, src.lkey(), src.address(), data.length));
+        Completion sent = take(cqa, "send");
+        assertThat(sent.status()).isEqualTo(CompletionStatus.REMOTE_INVALID_REQUEST_ERROR);
+        assertThat(sent.error()).contains("length error").contains("8192-byte receive buffer");
+        Completion received = take(cqb, "receive");
+        assertThat(received.wrId()).isEqualTo(1);
+        assertThat(received.status()).isEqualTo(CompletionStatus.LOCAL_LENGTH_ERROR);
+        Completion flushed = take(cqb, "the other receive");
+        assertThat(flushed.wrId()).isEqualTo(2);
+        assertThat(flushed.status()).as("the receiving queue pair failed, flushing what was posted").isEqualTo(CompletionStatus.FLUSHED);
+        assertThat(qb.state()).isEqualTo(QueuePair.State.ERROR);
+    }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void aWriteWithImmediateDataConsumesAReceiveAndReportsItsLength(RegistrationMode mode) throws Exception {
+        byte[] data = new byte[70_000];
+        new Random(3).nextBytes(data);
+        MemoryRegion src = source(data, mode);
+        long dst = eb.space().allocate(80_000);
+        MemoryRegion dstRegion = eb.register(dst, 80_000, mode, Access.all());
+        long unused = eb.space().allocate(64);
+        MemoryRegion receiveRegion = eb.register(unused, 64, mode, Access.all());
+        qa.post(WorkRequest.writeWithImm(5, src.lkey(), src.address(), data.length, dst + 100, dstRegion.rkey(), 0xFEEDBEEF));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (b.counters().get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT) == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertThat(b.counters().get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT)).as("the immediate data waits for a receive" + state()).isPositive();
+        qb.postReceive(new ReceiveRequest(44, receiveRegion.lkey(), unused, 64));
+        assertThat(take(cqa, "write").status()).isEqualTo(CompletionStatus.SUCCESS);
+        Completion received = take(cqb, "receive");
+        assertThat(received.opcode()).isEqualTo(Completion.Opcode.RECV_RDMA_WITH_IMM);
+        assertThat(received.wrId()).isEqualTo(44);
+        assertThat(received.bytes()).isEqualTo(data.length);
+        assertThat(received.hasImmediate()).isTrue();
+        assertThat(received.immediate()).isEqualTo(0xFEEDBEEF);
+        byte[] landed = new byte[data.length];
+        eb.space().load(dst + 100, landed, 0, data.length);
+        assertThat(landed).isEqualTo(data);
+    }
+
+    /**
+     * Receive buffers twice the receiver's memory, each paged out again (by touching as much other
+     * memory) before it is posted: every message lands, and the counters show each mode's mechanism.
+     */
+    @ParameterizedTest
+    @EnumSource(value = RegistrationMode.class, names = {"PIN_ON_MISS", "SHADOW", "ON_DEMAND"})
+    void receiveBuffersThatWerePagedOutAreFilledByEachModesMechanism(RegistrationMode mode) throws Exception {
+        int messageBytes = 32 << 10;
+        int messages = 2 * RECEIVER_MEMORY / messageBytes;
+        long buffers = eb.space().allocate((long) messages * messageBytes);
+        MemoryRegion receiveRegion = eb.register(buffers, (long) messages * messageBytes, mode, Access.all());
+        long ballast = eb.space().allocate(2L * RECEIVER_MEMORY);
+        byte[] data = new byte[messageBytes];
+        MemoryRegion src = source(data, RegistrationMode.PINNED);
+        int pageSize = kernelB.memory().pageSize();
+        for (int i = 0; i < messages; i++) {
+            long buffer = buffers + (long) i * messageBytes;
+            eb.space().store(buffer, new byte[] {1}, 0, 1); // make it exist, then push it out
+            for (long at = ballast; at < ballast + 2L * RECEIVER_MEMORY; at += pageSize) {
+                eb.space().touch(at, true);
+            }
+            assertThat(eb.space().isResident(buffer >>> eb.space().pageShift())).as("buffer " + i + " was paged out").isFalse();
+            qb.postReceive(new ReceiveRequest(i, receiveRegion.lkey(), buffer, messageBytes));
+            java.util.Arrays.fill(data, (byte) i);
+            ea.space().store(src.address(), data, 0, messageBytes);
+            qa.post(WorkRequest.send(i, src.lkey(), src.address(), messageBytes));
+            Completion sent = take(cqa, "send " + i);
+            assertThat(sent.status()).as(sent.error() + state()).isEqualTo(CompletionStatus.SUCCESS);
+            Completion received = take(cqb, "receive " + i);
+            assertThat(received.status()).as(received.error() + state()).isEqualTo(CompletionStatus.SUCCESS);
+            byte[] landed = new byte[messageBytes];
+            eb.space().load(buffer, landed, 0, messageBytes);
+            assertThat(landed).as("message " + i).containsOnly((byte) i);
+        }
+        long faults = b.counters().get(NicCounter.RECEIVE_BUFFER_FAULTS_MINOR, mode) + b.counters().get(NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR, mode);
+        switch (mode) {
+            case PIN_ON_MISS -> assertThat(faults).as("the NIC pinned (stalling) each missing buffer page" + state()).isPositive();
+            case SHADOW -> assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode))
+                    .as("parts parked in the system buffer" + state()).isPositive();
+            case ON_DEMAND -> {
+                assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT)).as("RNR NAKs for buffer faults" + state()).isPositive();
+                assertThat(faults).as("NIC page faults on the buffers" + state()).isPositive();
+            }
+            default -> throw new AssertionError(mode);
+        }
+        assertThat(b.counters().get(NicCounter.RECEIVE_FAULTS_MINOR) + b.counters().get(NicCounter.RECEIVE_FAULTS_MAJOR))
+                .as("faults on receive buffers are not counted as RDMA-write target faults").isZero();
+    }
+}
