@@ -67,11 +67,17 @@ public final class NodeMetrics {
             faults(c, mode, "send", "major", NicCounter.SEND_FAULTS_MAJOR);
             faults(c, mode, "receive", "minor", NicCounter.RECEIVE_FAULTS_MINOR);
             faults(c, mode, "receive", "major", NicCounter.RECEIVE_FAULTS_MAJOR);
+            faults(c, mode, "receive_buffer", "minor", NicCounter.RECEIVE_BUFFER_FAULTS_MINOR);
+            faults(c, mode, "receive_buffer", "major", NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR);
         }
         counter(Metric.INVALIDATED_TRANSLATIONS, c, x -> x.get(NicCounter.INVALIDATED_TRANSLATIONS), Tags.empty());
         counter(Metric.PREFETCHED_PAGES, c, x -> x.get(NicCounter.PREFETCHED_PAGES), Tags.empty());
         counter(Metric.RNR_NAKS_SENT, c, x -> x.get(NicCounter.RNR_NAKS_SENT), Tags.empty());
         counter(Metric.RNR_NAKS_RECEIVED, c, x -> x.get(NicCounter.RNR_NAKS_RECEIVED), Tags.empty());
+        counter(Metric.RECEIVES_COMPLETED, c, x -> x.get(NicCounter.RECEIVES_COMPLETED), Tags.empty());
+        counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT), Tags.of("cause", "no_receive"));
+        counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT), Tags.of("cause", "buffer_fault"));
+        counter(Metric.RECEIVE_BUFFER_PARKED_PARTS, c, x -> x.get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS), Tags.empty());
         counter(Metric.RETRANSMITTED_PACKETS, c, x -> x.get(NicCounter.RETRANSMITTED_PACKETS), Tags.empty());
         counter(Metric.ACK_TIMEOUTS, c, x -> x.get(NicCounter.ACK_TIMEOUTS), Tags.empty());
         counter(Metric.SEQUENCE_NAKS_SENT, c, x -> x.get(NicCounter.SEQUENCE_NAKS_SENT), Tags.empty());
