@@ -6,6 +6,8 @@ public enum Opcode {
     WRITE_WITH_NOTIFY,
     READ,
     FETCH_ADD,
+    /** Replaces an 8-byte word of the peer's memory if it equals a given value. */
+    COMPARE_SWAP,
     /** Two-sided: the data goes into the peer's next posted receive. */
     SEND,
     /** A SEND whose receive completion carries 32 bits of immediate data. */

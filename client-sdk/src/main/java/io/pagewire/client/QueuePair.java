@@ -29,6 +29,16 @@ public interface QueuePair extends AutoCloseable {
 
     CompletableFuture<Completion> fetchAdd(int counterId, long add);
 
+    /** FETCH_ADD on the peer's 8-byte aligned word at {@code remoteAddress} (little-endian); the completion's value is the word before. */
+    default CompletableFuture<Completion> fetchAdd(long remoteAddress, long rkey, long add) {
+        return post(List.of(WorkRequest.fetchAdd(remoteAddress, rkey, add))).get(0);
+    }
+
+    /** Replaces the peer's 8-byte word with {@code swap} if it equals {@code compare}; the completion's value is the word before. */
+    default CompletableFuture<Completion> compareSwap(long remoteAddress, long rkey, long compare, long swap) {
+        return post(List.of(WorkRequest.compareSwap(remoteAddress, rkey, compare, swap))).get(0);
+    }
+
     /** SEND of [localAddress, +length) into the peer's next posted receive; with none posted, the peer answers RNR and this retries. */
     default CompletableFuture<Completion> send(MemoryRegion local, long localAddress, int length) {
         return post(List.of(WorkRequest.send(local, localAddress, length))).get(0);

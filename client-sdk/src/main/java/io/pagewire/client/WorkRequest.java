@@ -11,7 +11,7 @@ package io.pagewire.client;
  * now and then, as perftest does every {@code --cq-mod} requests. A failed request always completes.
  */
 public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
-        int counterId, long add, boolean signaled, int immediate) {
+        int counterId, long add, boolean signaled, int immediate, long swap) {
 
     public WorkRequest {
         if (opcode == Opcode.RECV || opcode == Opcode.RECV_RDMA_WITH_IMM) {
@@ -22,7 +22,7 @@ public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, 
     /** A request without immediate data. */
     public WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey, int counterId,
             long add, boolean signaled) {
-        this(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0);
+        this(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0, 0);
     }
 
     /**
@@ -30,25 +30,38 @@ public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, 
      * {@code IBV_SEND_SIGNALED}). A FETCH_ADD cannot be unsignalled: its result arrives only in its completion.
      */
     public WorkRequest unsignaled() {
-        if (opcode == Opcode.FETCH_ADD) {
-            throw new IllegalArgumentException("a FETCH_ADD cannot be unsignalled: its result arrives only in its completion");
+        if (opcode == Opcode.FETCH_ADD || opcode == Opcode.COMPARE_SWAP) {
+            throw new IllegalArgumentException("a " + opcode + " cannot be unsignalled: its result arrives only in its completion");
         }
-        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate);
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate, swap);
     }
 
     /** SEND of [localAddress, +length) into the peer's next posted receive. */
     public static WorkRequest send(MemoryRegion local, long localAddress, int length) {
-        return new WorkRequest(Opcode.SEND, local, localAddress, length, 0, 0, 0, 0, true, 0);
+        return new WorkRequest(Opcode.SEND, local, localAddress, length, 0, 0, 0, 0, true, 0, 0);
     }
 
     /** A SEND whose receive completion at the peer carries {@code immediate}. */
     public static WorkRequest sendWithImm(MemoryRegion local, long localAddress, int length, int immediate) {
-        return new WorkRequest(Opcode.SEND_WITH_IMM, local, localAddress, length, 0, 0, 0, 0, true, immediate);
+        return new WorkRequest(Opcode.SEND_WITH_IMM, local, localAddress, length, 0, 0, 0, 0, true, immediate, 0);
     }
 
     /** An RDMA WRITE that then consumes the peer's next posted receive, completing it with {@code immediate}. */
     public static WorkRequest writeWithImm(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey, int immediate) {
-        return new WorkRequest(Opcode.WRITE_WITH_IMM, local, localAddress, length, remoteAddress, rkey, 0, 0, true, immediate);
+        return new WorkRequest(Opcode.WRITE_WITH_IMM, local, localAddress, length, remoteAddress, rkey, 0, 0, true, immediate, 0);
+    }
+
+    /**
+     * FETCH_ADD on the 8-byte aligned word at the peer's {@code remoteAddress} (little-endian, in a region
+     * with REMOTE_ATOMIC); the completion's value is the word before.
+     */
+    public static WorkRequest fetchAdd(long remoteAddress, long rkey, long add) {
+        return new WorkRequest(Opcode.FETCH_ADD, null, 0, 0, remoteAddress, rkey, 0, add, true, 0, 0);
+    }
+
+    /** Replaces the peer's 8-byte word at {@code remoteAddress} with {@code swap} if it equals {@code compare}; the completion's value is the word before. */
+    public static WorkRequest compareSwap(long remoteAddress, long rkey, long compare, long swap) {
+        return new WorkRequest(Opcode.COMPARE_SWAP, null, 0, 0, remoteAddress, rkey, 0, compare, true, 0, swap);
     }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */

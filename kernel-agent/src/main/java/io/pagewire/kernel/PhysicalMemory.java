@@ -146,6 +146,34 @@ public final class PhysicalMemory {
      * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
      * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
      */
+    /**
+     * Adds to the little-endian 8-byte word at a frame's {@code offset} atomically (against every other
+     * atomic on the frame) and returns its value before: a NIC's FETCH_ADD. Only under a DMA lock; the
+     * offset must be 8-byte aligned.
+     */
+    public long getAndAddLong(int frame, int offset, long delta) {
+        return (long) WORD.getAndAdd(array(frame), atomicIndex(frame, offset), delta);
+    }
+
+    /**
+     * Replaces the little-endian 8-byte word at a frame's {@code offset} with {@code swap} if it equals
+     * {@code compare}, atomically, and returns its value before either way: a NIC's COMPARE_SWAP.
+     */
+    public long compareAndExchangeLong(int frame, int offset, long compare, long swap) {
+        return (long) WORD.compareAndExchange(array(frame), atomicIndex(frame, offset), compare, swap);
+    }
+
+    private static final java.lang.invoke.VarHandle WORD = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class,
+            java.nio.ByteOrder.LITTLE_ENDIAN);
+
+    private int atomicIndex(int frame, int offset) {
+        if ((offset & 7) != 0) {
+            throw new IllegalArgumentException("an atomic needs an 8-byte aligned offset, was " + offset);
+        }
+        checkRange(frame, offset, 8);
+        return arrayOffset(frame, offset);
+    }
+
     public byte[] array(int frame) {
         return chunkOf(frame).array();
     }

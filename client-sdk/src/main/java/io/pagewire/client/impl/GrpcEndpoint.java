@@ -351,7 +351,8 @@ final class GrpcEndpoint implements Endpoint {
                     .setCounterId(wr.counterId())
                     .setAdd(wr.add())
                     .setUnsignaled(!wr.signaled())
-                    .setImmediate(wr.immediate()));
+                    .setImmediate(wr.immediate())
+                    .setSwap(wr.swap()));
         }
         return post;
     }

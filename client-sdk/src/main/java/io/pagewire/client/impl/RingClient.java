@@ -226,6 +226,7 @@ final class RingClient implements AutoCloseable {
                 b.putLong(at + 40, wr.rkey());
                 b.putLong(at + 48, wr.add());
                 b.putInt(at + 56, wr.immediate());
+                b.putLong(at + 64, wr.swap());
             }
             ring.commit(index);
         }

@@ -95,7 +95,7 @@ public final class NodeMetrics {
             if (op == Completion.Opcode.RECV || op == Completion.Opcode.RECV_RDMA_WITH_IMM) {
                 continue; // a receive is not timed from a post: it waits for whenever the peer sends
             }
-            if (op == Completion.Opcode.FETCH_ADD) {
+            if (op == Completion.Opcode.FETCH_ADD || op == Completion.Opcode.COMPARE_SWAP) {
                 latency[op.ordinal()][RegistrationMode.values().length] = latencyTimer(op, "none");
             } else {
                 for (RegistrationMode mode : RegistrationMode.values()) {

@@ -14,6 +14,8 @@ public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus sta
         WRITE_WITH_NOTIFY,
         READ,
         FETCH_ADD,
+        /** Replaces an 8-byte word of the peer's memory if it equals a given value; the completion's value is the word before. */
+        COMPARE_SWAP,
         /** A two-sided send into the peer's next posted receive. */
         SEND,
         /** A SEND whose receive completion carries 32 bits of immediate data. */

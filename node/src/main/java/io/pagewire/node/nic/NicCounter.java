@@ -27,7 +27,7 @@ public enum NicCounter {
     BYTES_RECEIVED(22, "payload bytes received"),
     WRITES_COMPLETED(23, "WRITE work requests completed successfully"),
     READS_COMPLETED(24, "READ work requests completed successfully"),
-    ATOMICS_COMPLETED(25, "FETCH_ADD work requests completed successfully"),
+    ATOMICS_COMPLETED(25, "FETCH_ADD and COMPARE_SWAP work requests completed successfully"),
     NOTIFICATIONS_DELIVERED(26, "event counter notifications delivered"),
     COMPLETION_ERRORS(27, "work requests completed with an error"),
     REMOTE_ACCESS_NAKS_SENT(28, "requests refused for a bad key, address or right"),

@@ -369,7 +369,7 @@ public final class QueuePair implements AutoCloseable {
             counters.increment(switch (wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM -> NicCounter.WRITES_COMPLETED;
                 case READ -> NicCounter.READS_COMPLETED;
-                case FETCH_ADD -> NicCounter.ATOMICS_COMPLETED;
+                case FETCH_ADD, COMPARE_SWAP -> NicCounter.ATOMICS_COMPLETED;
                 case SEND, SEND_WITH_IMM -> NicCounter.SENDS_COMPLETED;
                 case RECV, RECV_RDMA_WITH_IMM -> NicCounter.RECEIVES_COMPLETED;
             });

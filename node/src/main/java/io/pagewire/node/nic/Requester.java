@@ -73,7 +73,15 @@ final class Requester {
     void post(WorkRequest wr) {
         MemoryRegion local = null;
         int packets = 1;
-        if (wr.opcode() != Completion.Opcode.FETCH_ADD) {
+        if (wr.isAtomic()) {
+            if (wr.rkey() != 0 && (wr.remoteAddress() & 7) != 0) {
+                throw new NicException(String.format("work request %d: %s needs an 8-byte aligned remote address, was 0x%x", wr.wrId(),
+                        wr.opcode(), wr.remoteAddress()));
+            }
+            if (wr.opcode() == Completion.Opcode.COMPARE_SWAP && wr.rkey() == 0) {
+                throw new NicException("work request " + wr.wrId() + ": COMPARE_SWAP works on registered memory: give the word's rkey");
+            }
+        } else {
             if (wr.length() < 0 || wr.length() > ctx.maxMessageBytes()) {
                 throw new NicException("work request " + wr.wrId() + ": length must be 0 to " + ctx.maxMessageBytes() + ", was " + wr.length());
             }
@@ -136,7 +144,7 @@ final class Requester {
             boolean sent = switch (wqe.wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> sendDataSegment(wqe, out);
                 case READ -> sendReadRequest(wqe, out, unacked);
-                case FETCH_ADD -> sendFetchAdd(wqe, out);
+                case FETCH_ADD, COMPARE_SWAP -> sendAtomic(wqe, out);
                 case RECV, RECV_RDMA_WITH_IMM -> throw new IllegalStateException("a receive is never on the send queue");
             };
             if (!sent) {
@@ -268,8 +276,16 @@ final class Requester {
         refetching.clear();
     }
 
-    private boolean sendFetchAdd(SendWqe wqe, Outbox out) {
-        out.add(qp.packet(Opcode.FETCH_ADD, sendPsn).setCounterId(wqe.wr.counterId()).setAdd(wqe.wr.add()));
+    private boolean sendAtomic(SendWqe wqe, Outbox out) {
+        WorkRequest wr = wqe.wr;
+        Packet.Builder packet = qp.packet(wr.opcode() == Completion.Opcode.COMPARE_SWAP ? Opcode.COMPARE_SWAP : Opcode.FETCH_ADD, sendPsn)
+                .setAdd(wr.add());
+        if (wr.rkey() != 0) {
+            packet.setRkey(wr.rkey()).setRemoteAddress(wr.remoteAddress()).setSwap(wr.swap());
+        } else {
+            packet.setCounterId(wr.counterId());
+        }
+        out.add(packet);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;

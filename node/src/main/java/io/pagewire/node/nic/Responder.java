@@ -54,7 +54,7 @@ final class Responder {
     private long receivingFirstPsn;
     /** Bytes of the WRITE in progress so far (a WRITE_WITH_IMM's receive completion reports its length). */
     private long writeMessageBytes;
-    /** A READ or FETCH_ADD that must wait for parked writes before it. */
+    /** A READ or atomic that must wait for parked writes before it. */
     private Packet deferred;
     /** Set by an execution that stopped the queue (RNR, deferral, refusal). */
     private boolean stalled;
@@ -120,7 +120,7 @@ final class Responder {
                     WRITE_LAST_WITH_IMMEDIATE, WRITE_ONLY_WITH_IMMEDIATE -> executeWrite(packet, out);
             case SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY, SEND_LAST_WITH_IMMEDIATE, SEND_ONLY_WITH_IMMEDIATE -> executeSend(packet, out);
             case READ_REQUEST -> executeRead(packet, out, false);
-            case FETCH_ADD -> executeFetchAdd(packet, out);
+            case FETCH_ADD, COMPARE_SWAP -> executeAtomic(packet, out);
             default -> refuse(packet, Syndrome.NAK_INVALID_REQUEST, "opcode " + packet.getOpcode() + " is not a request", out);
         };
     }
@@ -435,18 +435,62 @@ final class Responder {
         return responses;
     }
 
-    private long executeFetchAdd(Packet packet, Outbox out) {
+    /**
+     * FETCH_ADD on an event counter, or FETCH_ADD and COMPARE_SWAP on an 8-byte word of registered
+     * memory. It waits for parked writes before it, runs once (a duplicate is answered from the replay
+     * cache), and a target page that is not resident is faulted in while the requester is told RNR, as
+     * for a READ's source.
+     */
+    private long executeAtomic(Packet packet, Outbox out) {
         long psn = packet.getPsn();
         if (lowestParkedPsn() < psn) {
             defer(packet);
             return 0;
         }
-        EventCounter counter = qp.endpoint().eventCounter(packet.getCounterId());
-        if (counter == null || !counter.allows(Access.REMOTE_ATOMIC)) {
-            return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, "event counter " + packet.getCounterId() + " on " + qp.endpoint()
-                    + (counter == null ? " does not exist" : " does not allow FETCH_ADD (REMOTE_ATOMIC)"), out);
+        long previous;
+        if (packet.getRkey() == 0 && packet.getOpcode() == Opcode.FETCH_ADD) {
+            EventCounter counter = qp.endpoint().eventCounter(packet.getCounterId());
+            if (counter == null || !counter.allows(Access.REMOTE_ATOMIC)) {
+                return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, "event counter " + packet.getCounterId() + " on " + qp.endpoint()
+                        + (counter == null ? " does not exist" : " does not allow FETCH_ADD (REMOTE_ATOMIC)"), out);
+            }
+            previous = counter.getAndAdd(packet.getAdd());
+        } else {
+            long address = packet.getRemoteAddress();
+            if ((address & 7) != 0) {
+                return refuse(packet, Syndrome.NAK_INVALID_REQUEST, String.format("%s at 0x%x: atomics need an 8-byte aligned address",
+                        packet.getOpcode(), address), out);
+            }
+            MemoryRegion region = accessible(packet, Access.REMOTE_ATOMIC, 8, out);
+            if (region == null) {
+                return 1;
+            }
+            long vpn = address >>> dma.pageShift();
+            int offset = (int) (address & (dma.pageSize() - 1));
+            long t;
+            try {
+                t = dma.acquire(region, vpn, true, Side.RECEIVE, out::flush);
+                if (t == Translator.NOT_RESIDENT) {
+                    String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
+                    if (failed != null) {
+                        return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the atomic's target failed: " + failed, out);
+                    }
+                    nic.responderFaults().raise(region, vpn, true, Side.RECEIVE);
+                    return receiverNotReady(psn, out);
+                }
+            } catch (RegionInvalidException | BadAddressException e) {
+                return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out);
+            } catch (KernelException e) {
+                return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out);
+            }
+            try {
+                previous = packet.getOpcode() == Opcode.COMPARE_SWAP
+                        ? dma.memory().compareAndExchangeLong(Tlb.frameOf(t), offset, packet.getAdd(), packet.getSwap())
+                        : dma.memory().getAndAddLong(Tlb.frameOf(t), offset, packet.getAdd());
+            } finally {
+                dma.release(t, true);
+            }
         }
-        long previous = counter.getAndAdd(packet.getAdd());
         int slot = (int) (psn % atomicPsn.length);
         atomicPsn[slot] = psn;
         atomicResult[slot] = previous;
@@ -469,7 +513,7 @@ final class Responder {
                 // Responses were lost or could not be placed: read again (reads are idempotent).
                 executeRead(packet, out, true);
             }
-            case FETCH_ADD -> {
+            case FETCH_ADD, COMPARE_SWAP -> {
                 int slot = (int) (packet.getPsn() % atomicPsn.length);
                 if (atomicPsn[slot] == packet.getPsn()) {
                     out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, packet.getPsn()).setAtomicResult(atomicResult[slot])

@@ -48,7 +48,7 @@ final class SendWqe {
     }
 
     boolean isAtomic() {
-        return wr.opcode() == Completion.Opcode.FETCH_ADD;
+        return wr.isAtomic();
     }
 
     /** Whether this request is finished, given every PSN up to {@code ackedThrough} was acknowledged. */

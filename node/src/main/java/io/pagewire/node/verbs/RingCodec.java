@@ -37,7 +37,7 @@ final class RingCodec {
             boolean signaled = (opcodeAndFlags & SessionRings.UNSIGNALED_FLAG) == 0;
             requests.add(new WorkRequest(buffer.getLong(at), opcode, buffer.getInt(at + 12), buffer.getLong(at + 16),
                     buffer.getInt(at + 24), buffer.getLong(at + 32), buffer.getLong(at + 40), buffer.getInt(at + 28), buffer.getLong(at + 48),
-                    signaled, buffer.getInt(at + 56)));
+                    signaled, buffer.getInt(at + 56), buffer.getLong(at + 64)));
         }
         return requests;
     }

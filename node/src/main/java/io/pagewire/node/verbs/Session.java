@@ -249,6 +249,7 @@ final class Session {
             case SEND -> Completion.Opcode.SEND;
             case SEND_WITH_IMM -> Completion.Opcode.SEND_WITH_IMM;
             case WRITE_WITH_IMM -> Completion.Opcode.WRITE_WITH_IMM;
+            case COMPARE_SWAP -> Completion.Opcode.COMPARE_SWAP;
             default -> null; // unset, unknown, or a receive's opcode, which no work request has
         };
     }

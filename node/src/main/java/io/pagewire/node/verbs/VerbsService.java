@@ -208,7 +208,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         List<io.pagewire.node.nic.WorkRequest> requests = new ArrayList<>(post.getRequestsCount());
         for (WorkRequest wr : post.getRequestsList()) {
             requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), Session.nicOpcode(wr.getOpcode()), wr.getLkey(), wr.getLocalAddress(),
-                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate()));
+                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate(), wr.getSwap()));
         }
         post(session, post.getQpn(), requests);
     }

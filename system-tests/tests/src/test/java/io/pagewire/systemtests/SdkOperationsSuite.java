@@ -276,4 +276,31 @@ abstract class SdkOperationsSuite {
         a.close();
         b.close();
     }
+
+    @ParameterizedTest
+    @EnumSource(RegistrationMode.class)
+    void fetchAddAndCompareSwapOnRegisteredMemoryInEveryMode(RegistrationMode mode, PagewireCluster cluster) {
+        Endpoint a = connect(cluster, 1).openEndpoint("a");
+        Endpoint b = connect(cluster, 2).openEndpoint("b");
+        long words = b.allocate(4096);
+        MemoryRegion target = b.register(words, 4096, mode, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_ATOMIC));
+        QueuePair qp = a.connect(b);
+        Completion added = qp.await(qp.fetchAdd(words + 8, target.rkey(), 40));
+        assertThat(added.opcode()).isEqualTo(Opcode.FETCH_ADD);
+        assertThat(added.value()).isZero();
+        assertThat(qp.await(qp.fetchAdd(words + 8, target.rkey(), 2)).value()).isEqualTo(40);
+        assertThat(qp.await(qp.compareSwap(words + 8, target.rkey(), 0, 7)).value()).as("no swap: the word is 42").isEqualTo(42);
+        Completion swapped = qp.await(qp.compareSwap(words + 8, target.rkey(), 42, 7));
+        assertThat(swapped.opcode()).isEqualTo(Opcode.COMPARE_SWAP);
+        assertThat(swapped.value()).isEqualTo(42);
+        assertThat(java.nio.ByteBuffer.wrap(b.load(words + 8, 8)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong())
+                .as("the word, little-endian in the peer's memory").isEqualTo(7);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> qp.await(qp.fetchAdd(words + 12, target.rkey(), 1)))
+                .as("a misaligned word is refused").isInstanceOf(io.pagewire.client.PagewireException.InvalidRequestException.class)
+                .hasMessageContaining("8-byte aligned");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> WorkRequest.compareSwap(words, target.rkey(), 0, 1).unsignaled())
+                .isInstanceOf(IllegalArgumentException.class);
+        a.close();
+        b.close();
+    }
 }
