@@ -48,6 +48,12 @@ public interface Endpoint extends AutoCloseable {
 
     CompletableFuture<QueuePair> createQueuePairAsync();
 
+    /** Creates a queue pair whose SENDs take receives from a shared receive queue of this endpoint. */
+    QueuePair createQueuePair(SharedReceiveQueue srq);
+
+    /** Creates a shared receive queue, for queue pairs made with {@link #createQueuePair(SharedReceiveQueue)}. */
+    SharedReceiveQueue createSharedReceiveQueue();
+
     /** Creates a queue pair here and one on {@code remote}'s endpoint, and connects them both ways. */
     QueuePair connect(Endpoint remote);
 

@@ -52,6 +52,7 @@ final class GrpcEndpoint implements Endpoint {
     private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
     /** The work request ids of posted receives not yet completed (their completions skip the send queue's order). */
     private final Set<Long> pendingReceives = ConcurrentHashMap.newKeySet();
+    private final Map<Integer, GrpcSharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
     private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     private final AtomicLong nextWrId = new AtomicLong(1);
@@ -135,6 +136,12 @@ final class GrpcEndpoint implements Endpoint {
             case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
             case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getError());
             case COUNTER -> counterChanged(event.getCounter().getCounterId(), event.getCounter().getValue());
+            case SRQ_LIMIT_REACHED -> {
+                GrpcSharedReceiveQueue srq = sharedReceiveQueues.get(event.getSrqLimitReached().getSrqId());
+                if (srq != null) {
+                    srq.limitReached();
+                }
+            }
             default -> {
             }
         }
@@ -200,6 +207,17 @@ final class GrpcEndpoint implements Endpoint {
         RingClient r = rings;
         if (r != null) {
             r.drain();
+        }
+    }
+
+    /** Fails the futures of receives the node dropped (their shared receive queue was destroyed). */
+    void dropped(List<Long> wrIds, String reason) {
+        for (long wrId : wrIds) {
+            pendingReceives.remove(wrId);
+            CompletableFuture<Completion> future = pending.remove(wrId);
+            if (future != null) {
+                future.completeExceptionally(new PagewireException.FlushedException(reason));
+            }
         }
     }
 
@@ -318,14 +336,14 @@ final class GrpcEndpoint implements Endpoint {
         return futures;
     }
 
-    /** Posts a receive buffer to a queue pair; its future settles with the receive's completion. */
-    CompletableFuture<Completion> postReceive(int qpn, MemoryRegion region, long address, int length) {
+    /** Posts a receive buffer to a queue pair, or to a shared receive queue when srqId is set; its future settles with the receive's completion. */
+    CompletableFuture<Completion> postReceive(int qpn, int srqId, MemoryRegion region, long address, int length) {
         long wrId = nextWrId.getAndIncrement();
         CompletableFuture<Completion> future = new CompletableFuture<>();
         pendingReceives.add(wrId);
         pending.put(wrId, future);
         try {
-            send(SessionRequest.newBuilder().setPostReceive(io.pagewire.proto.verbs.PostReceiveRequest.newBuilder().setQpn(qpn)
+            send(SessionRequest.newBuilder().setPostReceive(io.pagewire.proto.verbs.PostReceiveRequest.newBuilder().setQpn(qpn).setSrqId(srqId)
                     .addReceives(io.pagewire.proto.verbs.ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
                             .setAddress(address).setLength(length))).build());
         } catch (RuntimeException e) {
@@ -487,6 +505,26 @@ final class GrpcEndpoint implements Endpoint {
     public CompletableFuture<QueuePair> createQueuePairAsync() {
         return Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
                 CreateQueuePairRequest.newBuilder().setEndpoint(ref).build(), o)).thenApply(r -> new GrpcQueuePair(this, r.getAddress()));
+    }
+
+    @Override
+    public QueuePair createQueuePair(io.pagewire.client.SharedReceiveQueue srq) {
+        return join(Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
+                CreateQueuePairRequest.newBuilder().setEndpoint(ref).setSrqId(srq.id()).build(), o))
+                .thenApply(r -> new GrpcQueuePair(this, r.getAddress())));
+    }
+
+    @Override
+    public io.pagewire.client.SharedReceiveQueue createSharedReceiveQueue() {
+        int id = join(Calls.<io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse>unary(o -> connection.stub().createSharedReceiveQueue(
+                io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest.newBuilder().setEndpoint(ref).build(), o))).getSrqId();
+        GrpcSharedReceiveQueue srq = new GrpcSharedReceiveQueue(this, id);
+        sharedReceiveQueues.put(id, srq);
+        return srq;
+    }
+
+    void forget(GrpcSharedReceiveQueue srq) {
+        sharedReceiveQueues.remove(srq.id(), srq);
     }
 
     @Override

@@ -67,7 +67,7 @@ final class GrpcQueuePair implements QueuePair {
 
     @Override
     public CompletableFuture<Completion> postReceive(MemoryRegion region, long address, int length) {
-        return endpoint.postReceive(qpn(), region, address, length);
+        return endpoint.postReceive(qpn(), 0, region, address, length);
     }
 
     @Override

@@ -30,6 +30,8 @@ public final class Endpoint implements AutoCloseable {
     private final List<MemoryRegion> shadowRegions = new CopyOnWriteArrayList<>();
     private final AtomicInteger nextLkey = new AtomicInteger(1);
     private final AtomicInteger nextCounterId = new AtomicInteger(1);
+    private final Map<Integer, SharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
+    private final AtomicInteger nextSrqId = new AtomicInteger(1);
     private final MemoryListener listener = new Listener();
     private volatile boolean closed;
 
@@ -184,6 +186,25 @@ public final class Endpoint implements AutoCloseable {
         return counters.get(id);
     }
 
+    // ---- shared receive queues ----------------------------------------------------------------------
+
+    /** Creates a shared receive queue that queue pairs of this endpoint can be created on. */
+    public SharedReceiveQueue createSharedReceiveQueue() {
+        checkOpen();
+        SharedReceiveQueue srq = new SharedReceiveQueue(nextSrqId.getAndIncrement(), this, nic.context().cqCapacity());
+        sharedReceiveQueues.put(srq.id(), srq);
+        return srq;
+    }
+
+    /** The shared receive queue with this id, or null. */
+    public SharedReceiveQueue sharedReceiveQueue(int id) {
+        return sharedReceiveQueues.get(id);
+    }
+
+    void forget(SharedReceiveQueue srq) {
+        sharedReceiveQueues.remove(srq.id(), srq);
+    }
+
     // ---- prefetch -----------------------------------------------------------------------------
 
     /**
@@ -279,6 +300,9 @@ public final class Endpoint implements AutoCloseable {
         closed = true;
         for (QueuePair qp : queuePairs) {
             qp.close();
+        }
+        for (SharedReceiveQueue srq : sharedReceiveQueues.values()) {
+            srq.destroy();
         }
         for (MemoryRegion region : regions.values()) {
             deregister(region);

@@ -137,12 +137,23 @@ public final class Nic implements AutoCloseable {
      * @throws NicException if the system buffer has no credits left to grant
      */
     public QueuePair createQueuePair(Endpoint endpoint, CompletionQueue cq) {
+        return createQueuePair(endpoint, cq, null);
+    }
+
+    /**
+     * Creates a queue pair whose arriving SENDs draw receives from a shared receive queue of the same
+     * endpoint (null: its own receive queue).
+     */
+    public QueuePair createQueuePair(Endpoint endpoint, CompletionQueue cq, SharedReceiveQueue srq) {
         checkOpen();
+        if (srq != null && (srq.endpoint() != endpoint || srq.isClosed())) {
+            throw new NicException(srq + (srq.isClosed() ? " was destroyed" : " belongs to another endpoint than " + endpoint));
+        }
         if (endpoint.isClosed()) {
             throw new NicException(endpoint + " is closed");
         }
         credits.reserve(context.creditsPerQp());
-        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement());
+        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq);
         queuePairs.put(qp.qpn(), qp);
         endpoint.attach(qp);
         return qp;

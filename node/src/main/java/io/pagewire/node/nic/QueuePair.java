@@ -38,6 +38,8 @@ public final class QueuePair implements AutoCloseable {
     private final Responder responder;
     private final Outbox outbox;
     private final ReceiveQueue receives;
+    /** The shared receive queue its SENDs draw from, or null when it has its own. */
+    private final SharedReceiveQueue srq;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
     private String failure;
@@ -46,13 +48,17 @@ public final class QueuePair implements AutoCloseable {
     private int parkedParts;
     private boolean creditsReturned;
 
-    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn) {
+    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq) {
         this.nic = nic;
         this.endpoint = endpoint;
         this.cq = cq;
         this.qpn = qpn;
         this.outbox = new Outbox(nic);
-        this.receives = new ReceiveQueue(nic.context().cqCapacity());
+        this.srq = srq;
+        this.receives = srq == null ? new ReceiveQueue(nic.context().cqCapacity()) : srq.queue();
+        if (srq != null) {
+            srq.attach(this);
+        }
         this.requester = new Requester(this);
         this.responder = new Responder(this);
     }
@@ -171,6 +177,9 @@ public final class QueuePair implements AutoCloseable {
 
     /** Posts several receives, in order. */
     public void postReceives(List<ReceiveRequest> requests) {
+        if (srq != null) {
+            throw new NicException("queue pair " + qpn + " takes its receives from " + srq + ": post them there");
+        }
         lock.lock();
         try {
             for (ReceiveRequest request : requests) {
@@ -227,6 +236,9 @@ public final class QueuePair implements AutoCloseable {
             state = State.CLOSED;
             requester.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
             flushReceives("queue pair " + qpn + " was closed");
+            if (srq != null) {
+                srq.detach(this);
+            }
             returnCreditsIfDone();
         } finally {
             unlockAndSend();
@@ -413,7 +425,12 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /** Completes as flushed the receive a message was landing in, and those posted to its own queue (a shared one keeps its own). */
     private void flushReceives(String reason) {
+        responder.abandonMessage(reason);
+        if (srq != null) {
+            return;
+        }
         for (ReceiveQueue.Posted posted = receives.take(); posted != null; posted = receives.take()) {
             completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0);
         }

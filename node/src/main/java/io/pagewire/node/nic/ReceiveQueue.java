@@ -3,9 +3,11 @@ package io.pagewire.node.nic;
 import java.util.ArrayDeque;
 
 /**
- * The receives posted to a queue pair, in posting order: each arriving SEND (or WRITE_WITH_IMM)
- * consumes the oldest. Validated when posted, so the responder only meets a buffer whose region
- * became unusable since. Guarded by the queue pair's lock.
+ * Posted receives in posting order: each arriving SEND (or WRITE_WITH_IMM) consumes the oldest. One
+ * belongs to a queue pair, or is shared by several (a {@link SharedReceiveQueue}), which may arm a
+ * low watermark that fires once when the posted count drops below it. Validated when posted, so the
+ * responder only meets a buffer whose region became unusable since. Thread-safe: a shared one is
+ * drawn from under different queue pairs' locks.
  */
 final class ReceiveQueue {
     /** A posted receive and the region its buffer lies in. */
@@ -14,6 +16,8 @@ final class ReceiveQueue {
 
     private final ArrayDeque<Posted> posted = new ArrayDeque<>();
     private final int capacity;
+    private int limit;
+    private Runnable limitReached;
 
     ReceiveQueue(int capacity) {
         this.capacity = capacity;
@@ -24,7 +28,7 @@ final class ReceiveQueue {
      *
      * @throws NicException when the buffer is not a registered, locally writable range, or the queue is full
      */
-    void post(Endpoint endpoint, ReceiveRequest request) {
+    synchronized void post(Endpoint endpoint, ReceiveRequest request) {
         if (posted.size() >= capacity) {
             throw new NicException("receive " + request.wrId() + ": the receive queue holds " + capacity
                     + " posted receives already (pagewire.nic.cqCapacity); reap completions first");
@@ -49,12 +53,49 @@ final class ReceiveQueue {
         posted.add(new Posted(request, region));
     }
 
-    /** The oldest posted receive, taken off the queue, or null when none is posted. */
+    /** The oldest posted receive, taken off the queue, or null when none is posted; may fire the armed limit. */
     Posted take() {
-        return posted.poll();
+        Posted taken;
+        Runnable fire = null;
+        synchronized (this) {
+            taken = posted.poll();
+            if (taken != null && limit > 0 && posted.size() < limit) {
+                fire = limitReached;
+                limit = 0;
+                limitReached = null;
+            }
+        }
+        if (fire != null) {
+            fire.run();
+        }
+        return taken;
     }
 
-    int size() {
+    synchronized int size() {
         return posted.size();
+    }
+
+    /**
+     * Arms the low watermark: {@code reached} runs once, on the NIC thread that takes a receive, when
+     * fewer than {@code limit} stay posted (ibverbs' {@code srq_limit} and IBV_EVENT_SRQ_LIMIT_REACHED).
+     * Already below it, it runs at once. Zero disarms.
+     */
+    void arm(int newLimit, Runnable reached) {
+        boolean now;
+        synchronized (this) {
+            now = newLimit > 0 && posted.size() < newLimit;
+            limit = now ? 0 : newLimit;
+            limitReached = now || newLimit == 0 ? null : reached;
+        }
+        if (now) {
+            reached.run();
+        }
+    }
+
+    /** Drops every posted receive, returning them (a shared queue destroyed, or its owner failed). */
+    synchronized java.util.List<Posted> drain() {
+        java.util.List<Posted> all = new java.util.ArrayList<>(posted);
+        posted.clear();
+        return all;
     }
 }

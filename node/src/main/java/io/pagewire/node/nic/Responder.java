@@ -250,6 +250,15 @@ final class Responder {
         return 1;
     }
 
+    /** The queue pair failed or closed: the receive a SEND was landing in completes as flushed. */
+    void abandonMessage(String reason) {
+        if (receiving != null) {
+            ReceiveRequest buffer = receiving.request();
+            receiving = null;
+            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0);
+        }
+    }
+
     /**
      * The receive being filled cannot take this message: it completes with {@code status}, the sender's
      * request is refused, and the queue pair moves to ERROR, flushing what else was posted (as an RC

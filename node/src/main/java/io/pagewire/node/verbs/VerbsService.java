@@ -15,6 +15,7 @@ import io.pagewire.node.nic.QpAddress;
 import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.node.nic.SharedReceiveQueue;
 import io.pagewire.proto.verbs.AdviseRequest;
 import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.AllocateRequest;
@@ -215,10 +216,16 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     /** Posts receive buffers; each one refused (bad lkey, range, access, full queue) is reported on its own. */
     private void postReceives(Session session, io.pagewire.proto.verbs.PostReceiveRequest post) {
-        QueuePair qp = queuePair(session, post.getQpn());
+        SharedReceiveQueue srq = post.getSrqId() == 0 ? null : sharedReceiveQueue(session, post.getSrqId());
+        QueuePair qp = srq == null ? queuePair(session, post.getQpn()) : null;
         for (io.pagewire.proto.verbs.ReceiveRequest r : post.getReceivesList()) {
             try {
-                qp.postReceive(new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength()));
+                var request = new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength());
+                if (srq != null) {
+                    srq.post(request);
+                } else {
+                    qp.postReceive(request);
+                }
             } catch (NicException e) {
                 session.refused(post.getQpn(), r.getWrId(), e.getMessage());
             }
@@ -342,7 +349,8 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     public void createQueuePair(CreateQueuePairRequest request, StreamObserver<CreateQueuePairResponse> response) {
         answer(response, () -> {
             Session session = session(request.getEndpoint());
-            QueuePair qp = node.nic().createQueuePair(session.endpoint, session.completions);
+            QueuePair qp = node.nic().createQueuePair(session.endpoint, session.completions,
+                    request.getSrqId() == 0 ? null : sharedReceiveQueue(session, request.getSrqId()));
             return CreateQueuePairResponse.newBuilder().setAddress(address(qp.address())).build();
         });
     }
@@ -371,6 +379,50 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
             queuePair(session(request.getEndpoint()), request.getQpn()).close();
             return DestroyQueuePairResponse.getDefaultInstance();
         });
+    }
+
+    // ---- shared receive queues ----------------------------------------------------------------------
+
+    @Override
+    public void createSharedReceiveQueue(io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest request,
+            StreamObserver<io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse> response) {
+        answer(response, () -> io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse.newBuilder()
+                .setSrqId(session(request.getEndpoint()).endpoint.createSharedReceiveQueue().id()).build());
+    }
+
+    @Override
+    public void armSharedReceiveQueue(io.pagewire.proto.verbs.ArmSharedReceiveQueueRequest request,
+            StreamObserver<io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse> response) {
+        answer(response, () -> {
+            Session session = session(request.getEndpoint());
+            SharedReceiveQueue srq = sharedReceiveQueue(session, request.getSrqId());
+            if (request.getLimit() > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("an SRQ limit must be below 2^31, was " + request.getLimit());
+            }
+            srq.arm(request.getLimit(), () -> session.send(SessionEvent.newBuilder()
+                    .setSrqLimitReached(io.pagewire.proto.verbs.SrqLimitReached.newBuilder().setSrqId(srq.id())).build()));
+            return io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void destroySharedReceiveQueue(io.pagewire.proto.verbs.DestroySharedReceiveQueueRequest request,
+            StreamObserver<io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse> response) {
+        answer(response, () -> {
+            var dropped = io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse.newBuilder();
+            for (io.pagewire.node.nic.ReceiveRequest r : sharedReceiveQueue(session(request.getEndpoint()), request.getSrqId()).destroy()) {
+                dropped.addDroppedWrIds(r.wrId());
+            }
+            return dropped.build();
+        });
+    }
+
+    private static SharedReceiveQueue sharedReceiveQueue(Session session, int id) {
+        SharedReceiveQueue srq = session.endpoint.sharedReceiveQueue(id);
+        if (srq == null) {
+            throw Status.NOT_FOUND.withDescription("shared receive queue " + id + " does not exist on " + session.endpoint).asRuntimeException();
+        }
+        return srq;
     }
 
     // ---- event counters -------------------------------------------------------------------------------

@@ -303,4 +303,57 @@ abstract class SdkOperationsSuite {
         a.close();
         b.close();
     }
+
+    @Test
+    void queuePairsOnASharedReceiveQueueDrawFromOnePoolThatAsksToBeRefilled(PagewireCluster cluster) throws Exception {
+        Endpoint server = connect(cluster, 2).openEndpoint("server");
+        Endpoint client1 = connect(cluster, 1).openEndpoint("client-1");
+        Endpoint client2 = connect(cluster, 1).openEndpoint("client-2");
+        io.pagewire.client.SharedReceiveQueue srq = server.createSharedReceiveQueue();
+        long pool = server.allocate(6 * 1024);
+        MemoryRegion poolRegion = server.register(pool, 6 * 1024, RegistrationMode.SHADOW, Access.all());
+        List<CompletableFuture<Completion>> receives = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            receives.add(srq.postReceive(poolRegion, pool + i * 1024L, 1024));
+        }
+        CompletableFuture<Void> refill = new CompletableFuture<>();
+        srq.onLimit(3, () -> refill.complete(null));
+        List<QueuePair> senders = new ArrayList<>();
+        List<QueuePair> serverSide = new ArrayList<>();
+        for (Endpoint client : List.of(client1, client2)) {
+            QueuePair mine = client.createQueuePair();
+            QueuePair theirs = server.createQueuePair(srq);
+            mine.connect(theirs.address());
+            theirs.connect(mine.address());
+            senders.add(mine);
+            serverSide.add(theirs);
+        }
+        for (int i = 0; i < 4; i++) {
+            Endpoint client = i % 2 == 0 ? client1 : client2;
+            long src = client.allocate(100);
+            client.store(src, pattern(i, 100));
+            MemoryRegion srcRegion = client.register(src, 100, RegistrationMode.PINNED, Access.all());
+            QueuePair qp = senders.get(i % 2);
+            qp.await(qp.send(srcRegion, src, 100));
+        }
+        List<Integer> qpns = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            Completion c = serverSide.get(0).await(receives.get(i));
+            assertThat(c.bytes()).isEqualTo(100);
+            qpns.add(c.qpn());
+            assertThat(server.load(pool + i * 1024L, 100)).as("the i-th SEND landed in the i-th posted buffer").isEqualTo(pattern(i, 100));
+        }
+        assertThat(qpns).as("both queue pairs drew from the pool").containsOnly(serverSide.get(0).qpn(), serverSide.get(1).qpn())
+                .contains(serverSide.get(0).qpn(), serverSide.get(1).qpn());
+        refill.get(10, TimeUnit.SECONDS);
+        org.assertj.core.api.Assertions.assertThatThrownBy(srq::close).as("in use by two queue pairs")
+                .isInstanceOf(io.pagewire.client.PagewireException.class).hasMessageContaining("still used by 2");
+        serverSide.forEach(QueuePair::close);
+        srq.close();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> receives.get(5).join())
+                .hasCauseInstanceOf(io.pagewire.client.PagewireException.FlushedException.class);
+        client1.close();
+        client2.close();
+        server.close();
+    }
 }

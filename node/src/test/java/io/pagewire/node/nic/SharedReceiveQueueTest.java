@@ -1,0 +1,103 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelContext;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A shared receive queue feeding two queue pairs: each SEND takes the next posted receive whichever
+ * pair it arrives on and completes on that pair's queue, the low watermark fires once per arming, and
+ * a shared queue in use cannot be destroyed.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class SharedReceiveQueueTest {
+    private final DirectLink link = new DirectLink();
+    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20));
+    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(4 << 20));
+    private final Nic a = new Nic("a", kernelA, new NicContext().rnrDelayNs(1_000_000), NicTimers.threaded("a"), link.transportFor("a"));
+    private final Nic b = new Nic("b", kernelB, new NicContext(), NicTimers.threaded("b"), link.transportFor("b"));
+
+    SharedReceiveQueueTest() {
+        link.add("a", a);
+        link.add("b", b);
+    }
+
+    @AfterEach
+    void close() {
+        a.close();
+        b.close();
+        link.close();
+        kernelA.close();
+        kernelB.close();
+    }
+
+    @Test
+    void twoQueuePairsDrawFromOnePoolAndTheLowWatermarkFiresOnce() throws Exception {
+        Endpoint ea = a.openEndpoint("senders");
+        Endpoint eb = b.openEndpoint("server");
+        SharedReceiveQueue srq = eb.createSharedReceiveQueue();
+        CompletionQueue cqa = a.createCompletionQueue();
+        CompletionQueue cqb1 = b.createCompletionQueue();
+        CompletionQueue cqb2 = b.createCompletionQueue();
+        QueuePair qa1 = a.createQueuePair(ea, cqa);
+        QueuePair qa2 = a.createQueuePair(ea, cqa);
+        QueuePair qb1 = b.createQueuePair(eb, cqb1, srq);
+        QueuePair qb2 = b.createQueuePair(eb, cqb2, srq);
+        qa1.connect(qb1.address());
+        qb1.connect(qa1.address());
+        qa2.connect(qb2.address());
+        qb2.connect(qa2.address());
+        assertThatThrownBy(() -> qb1.postReceive(new ReceiveRequest(0, 1, 0, 1))).isInstanceOf(NicException.class)
+                .hasMessageContaining("post them there");
+
+        int buffers = 8;
+        long pool = eb.space().allocate(buffers * 256L);
+        MemoryRegion poolRegion = eb.register(pool, buffers * 256L, RegistrationMode.ON_DEMAND, Access.all());
+        for (int i = 0; i < buffers; i++) {
+            srq.post(new ReceiveRequest(i, poolRegion.lkey(), pool + i * 256L, 256));
+        }
+        AtomicInteger limitEvents = new AtomicInteger();
+        srq.arm(3, limitEvents::incrementAndGet);
+
+        long src = ea.space().allocate(64);
+        ea.space().store(src, new byte[] {9}, 0, 1);
+        MemoryRegion srcRegion = ea.register(src, 64, RegistrationMode.PINNED, Access.all());
+        for (int i = 0; i < 6; i++) {
+            QueuePair via = i % 2 == 0 ? qa1 : qa2;
+            via.post(WorkRequest.send(i, srcRegion.lkey(), src, 64));
+            Completion sent = cqa.take(10, TimeUnit.SECONDS);
+            assertThat(sent).isNotNull();
+            assertThat(sent.status()).as(sent.error()).isEqualTo(CompletionStatus.SUCCESS);
+        }
+        Set<Long> consumed = new HashSet<>();
+        for (CompletionQueue cq : List.of(cqb1, cqb2)) {
+            for (int i = 0; i < 3; i++) {
+                Completion r = cq.take(10, TimeUnit.SECONDS);
+                assertThat(r).isNotNull();
+                assertThat(r.qpn()).as("a receive completes on the queue pair the SEND came in on").isEqualTo(cq == cqb1 ? qb1.qpn() : qb2.qpn());
+                consumed.add(r.wrId());
+            }
+        }
+        assertThat(consumed).as("the six oldest receives, shared between the pairs").containsExactlyInAnyOrder(0L, 1L, 2L, 3L, 4L, 5L);
+        assertThat(srq.posted()).isEqualTo(2);
+        assertThat(limitEvents.get()).as("the watermark fired once, when fewer than 3 stayed posted").isEqualTo(1);
+        srq.arm(5, limitEvents::incrementAndGet);
+        assertThat(limitEvents.get()).as("armed below the count already: it fires at once").isEqualTo(2);
+
+        assertThatThrownBy(srq::destroy).isInstanceOf(NicException.class).hasMessageContaining("still used by 2");
+        qb1.close();
+        qb2.close();
+        assertThat(srq.destroy()).extracting(ReceiveRequest::wrId).containsExactly(6L, 7L);
+        assertThat(eb.sharedReceiveQueue(srq.id())).isNull();
+    }
+}
