@@ -343,6 +343,11 @@ final class GrpcEndpoint implements Endpoint {
         pendingReceives.add(wrId);
         pending.put(wrId, future);
         try {
+            RingClient r = rings;
+            if (r != null) {
+                r.postReceive(qpn, srqId, wrId, region.lkey(), address, length, System.nanoTime() + connection.options().deadline().toNanos());
+                return future;
+            }
             send(SessionRequest.newBuilder().setPostReceive(io.pagewire.proto.verbs.PostReceiveRequest.newBuilder().setQpn(qpn).setSrqId(srqId)
                     .addReceives(io.pagewire.proto.verbs.ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
                             .setAddress(address).setLength(length))).build());

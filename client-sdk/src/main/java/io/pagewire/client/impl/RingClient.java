@@ -195,21 +195,7 @@ final class RingClient implements AutoCloseable {
         for (int from = 0; from < requests.size(); from += perRecord) {
             int count = Math.min(perRecord, requests.size() - from);
             int length = SessionRings.POST_HEADER_BYTES + count * SessionRings.WORK_REQUEST_BYTES;
-            int index;
-            int attempts = 0;
-            while ((index = ring.tryClaim(SessionRings.POST, length)) <= 0) {
-                if (closed) {
-                    throw new PagewireException.UnavailableException("the endpoint's rings are closed", null);
-                }
-                if (System.nanoTime() - deadlineNs > 0) {
-                    throw new PagewireException.UnavailableException("the node did not take posts from its ring within the deadline", null);
-                }
-                if (++attempts < 1000) {
-                    Thread.onSpinWait();
-                } else {
-                    Thread.yield();
-                }
-            }
+            int index = claim(ring, SessionRings.POST, length, deadlineNs);
             var b = ring.buffer();
             b.putInt(index, qpn);
             b.putInt(index + 4, count);
@@ -233,6 +219,45 @@ final class RingClient implements AutoCloseable {
         if (rings.takeNodeAsleep()) {
             doorbell.run();
         }
+    }
+
+    /** Writes one POST_RECEIVE record (one receive, for a queue pair or, when srqId is set, a shared receive queue). */
+    void postReceive(int qpn, int srqId, long wrId, int lkey, long address, int length, long deadlineNs) {
+        RingBuffer ring = rings.requests();
+        int index = claim(ring, SessionRings.POST_RECEIVE, SessionRings.POST_RECEIVE_HEADER_BYTES + SessionRings.RECEIVE_REQUEST_BYTES, deadlineNs);
+        var b = ring.buffer();
+        b.putInt(index, qpn);
+        b.putInt(index + 4, srqId);
+        b.putInt(index + 8, 1);
+        int at = index + SessionRings.POST_RECEIVE_HEADER_BYTES;
+        b.putLong(at, wrId);
+        b.putInt(at + 8, lkey);
+        b.putInt(at + 12, length);
+        b.putLong(at + 16, address);
+        ring.commit(index);
+        if (rings.takeNodeAsleep()) {
+            doorbell.run();
+        }
+    }
+
+    /** Claims room for a record; waits (spinning, then yielding) while the ring is full, up to the deadline. */
+    private int claim(RingBuffer ring, int type, int length, long deadlineNs) {
+        int index;
+        int attempts = 0;
+        while ((index = ring.tryClaim(type, length)) <= 0) {
+            if (closed) {
+                throw new PagewireException.UnavailableException("the endpoint's rings are closed", null);
+            }
+            if (System.nanoTime() - deadlineNs > 0) {
+                throw new PagewireException.UnavailableException("the node did not take posts from its ring within the deadline", null);
+            }
+            if (++attempts < 1000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+        return index;
     }
 
     @Override

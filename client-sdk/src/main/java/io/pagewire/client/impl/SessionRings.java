@@ -33,6 +33,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *  POST (request ring, type 1):      qpn (4) | count (4) | count x work request (72 each):
  *      wr id (8) | opcode and flags (4) | lkey (4) | local address (8) | length (4) | counter id (4)
  *      | remote address (8) | rkey (8) | add (8) | immediate (4) | padding (4) | swap (8)
+ *  POST_RECEIVE (request ring, type 2): qpn (4) | shared receive queue id (4, 0 for the queue pair's own)
+ *      | count (4) | padding (4) | count x receive (24 each): wr id (8) | lkey (4) | length (4) | address (8)
  *  COMPLETION (event ring, type 1):  wr id (8) | qpn (4) | opcode (4) | status (4) | error length (4)
  *      | bytes (8) | value (8) | flags (4: bit 0, has immediate) | immediate (4) | error (UTF-8)
  *  REFUSED (event ring, type 2):     wr id (8) | qpn (4) | error length (4) | error (UTF-8)
@@ -51,12 +53,15 @@ public final class SessionRings {
     private static final int APP_ASLEEP_OFFSET = 36;
 
     public static final int POST = 1;
+    public static final int POST_RECEIVE = 2;
     public static final int COMPLETION = 1;
     public static final int REFUSED = 2;
     public static final int COUNTER = 3;
 
     public static final int POST_HEADER_BYTES = 8;
     public static final int WORK_REQUEST_BYTES = 72;
+    public static final int POST_RECEIVE_HEADER_BYTES = 16;
+    public static final int RECEIVE_REQUEST_BYTES = 24;
     /** In a work request's opcode word: it completes silently when it succeeds. */
     public static final int UNSIGNALED_FLAG = 1 << 16;
     public static final int COMPLETION_FIXED_BYTES = 48;

@@ -42,6 +42,28 @@ final class RingCodec {
         return requests;
     }
 
+    /** The receives of a POST_RECEIVE record, or null when the record is malformed. */
+    static List<io.pagewire.node.nic.ReceiveRequest> decodeReceives(DirectBuffer buffer, int offset, int length) {
+        if (length < SessionRings.POST_RECEIVE_HEADER_BYTES) {
+            return null;
+        }
+        int count = buffer.getInt(offset + 8);
+        if (count < 0 || length != SessionRings.POST_RECEIVE_HEADER_BYTES + count * SessionRings.RECEIVE_REQUEST_BYTES) {
+            return null;
+        }
+        List<io.pagewire.node.nic.ReceiveRequest> receives = new ArrayList<>(count);
+        int at = offset + SessionRings.POST_RECEIVE_HEADER_BYTES;
+        for (int i = 0; i < count; i++, at += SessionRings.RECEIVE_REQUEST_BYTES) {
+            receives.add(new io.pagewire.node.nic.ReceiveRequest(buffer.getLong(at), buffer.getInt(at + 8), buffer.getLong(at + 16),
+                    buffer.getInt(at + 12)));
+        }
+        return receives;
+    }
+
+    static int srqOfPostReceive(DirectBuffer buffer, int offset) {
+        return buffer.getInt(offset + 4);
+    }
+
     static int qpnOfPost(DirectBuffer buffer, int offset) {
         return buffer.getInt(offset);
     }

@@ -65,8 +65,8 @@ final class RingPort implements AutoCloseable {
     /** Looks at every sleeping reader's ring now and then: a lost doorbell costs no more than this period. */
     private final ScheduledFuture<?> safetyNet;
 
-    /** One decoded POST record. */
-    record Post(int qpn, List<WorkRequest> requests) {
+    /** One decoded POST record (work requests), or POST_RECEIVE record (receives, for a queue pair or a shared receive queue). */
+    record Post(int qpn, List<WorkRequest> requests, int srqId, List<io.pagewire.node.nic.ReceiveRequest> receives) {
     }
 
     /**
@@ -280,6 +280,15 @@ final class RingPort implements AutoCloseable {
             Session s = session;
             try {
                 return rings.requests().read((type, buffer, offset, length) -> {
+                    if (type == SessionRings.POST_RECEIVE) {
+                        List<io.pagewire.node.nic.ReceiveRequest> receives = RingCodec.decodeReceives(buffer, offset, length);
+                        if (receives == null) {
+                            LOG.log(System.Logger.Level.WARNING, "a malformed receive record of " + length + " bytes on " + s.endpoint + " was dropped");
+                            return;
+                        }
+                        poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), null, RingCodec.srqOfPostReceive(buffer, offset), receives));
+                        return;
+                    }
                     if (type != SessionRings.POST) {
                         return;
                     }
@@ -288,7 +297,7 @@ final class RingPort implements AutoCloseable {
                         LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + s.endpoint + " was dropped");
                         return;
                     }
-                    poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead));
+                    poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead, 0, null));
                 }, POSTS_PER_TURN);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "reading the rings of " + s.endpoint + " on node " + nodeId + " failed a turn", e);

@@ -94,11 +94,19 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                 node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS, node.eventLoops(),
                 (session, post) -> {
                     try {
-                        post(session, post.qpn(), post.requests());
+                        if (post.receives() != null) {
+                            postReceives(session, post.qpn(), post.srqId(), post.receives());
+                        } else {
+                            post(session, post.qpn(), post.requests());
+                        }
                     } catch (RuntimeException e) {
                         String error = StatusMapping.toStatus(e).getStatus().getDescription();
-                        for (io.pagewire.node.nic.WorkRequest wr : post.requests()) {
-                            session.refused(post.qpn(), wr.wrId(), error);
+                        if (post.receives() != null) {
+                            post.receives().forEach(r -> session.refused(post.qpn(), r.wrId(), error));
+                        } else {
+                            for (io.pagewire.node.nic.WorkRequest wr : post.requests()) {
+                                session.refused(post.qpn(), wr.wrId(), error);
+                            }
                         }
                     }
                 });
@@ -216,18 +224,26 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     /** Posts receive buffers; each one refused (bad lkey, range, access, full queue) is reported on its own. */
     private void postReceives(Session session, io.pagewire.proto.verbs.PostReceiveRequest post) {
-        SharedReceiveQueue srq = post.getSrqId() == 0 ? null : sharedReceiveQueue(session, post.getSrqId());
-        QueuePair qp = srq == null ? queuePair(session, post.getQpn()) : null;
+        List<io.pagewire.node.nic.ReceiveRequest> receives = new ArrayList<>(post.getReceivesCount());
         for (io.pagewire.proto.verbs.ReceiveRequest r : post.getReceivesList()) {
+            receives.add(new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength()));
+        }
+        postReceives(session, post.getQpn(), post.getSrqId(), receives);
+    }
+
+    /** Posts receives from the stream or a ring, to a queue pair or (srqId set) a shared receive queue. */
+    private void postReceives(Session session, int qpn, int srqId, List<io.pagewire.node.nic.ReceiveRequest> receives) {
+        SharedReceiveQueue srq = srqId == 0 ? null : sharedReceiveQueue(session, srqId);
+        QueuePair qp = srq == null ? queuePair(session, qpn) : null;
+        for (io.pagewire.node.nic.ReceiveRequest request : receives) {
             try {
-                var request = new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength());
                 if (srq != null) {
                     srq.post(request);
                 } else {
                     qp.postReceive(request);
                 }
             } catch (NicException e) {
-                session.refused(post.getQpn(), r.getWrId(), e.getMessage());
+                session.refused(qpn, request.wrId(), e.getMessage());
             }
         }
     }
