@@ -21,9 +21,10 @@ import picocli.CommandLine.Spec;
 
 /** {@code pagewire perf}: the perftest of Pagewire, with perftest's columns. */
 @Command(name = "perf", mixinStandardHelpOptions = true,
-        description = {"Measures bandwidth or latency between two nodes, like perftest's ib_write_bw, ib_write_lat,",
-            "ib_read_bw and ib_read_lat. With no addresses it starts an embedded pair in this JVM (loopback gRPC).",
-            "MB is 2^20 bytes. write_lat is half a ping-pong round trip; read_lat is a full READ round trip."})
+        description = {"Measures bandwidth or latency between two nodes, like perftest's ib_write_*, ib_read_*, ib_send_*",
+            "and ib_atomic_*. With no addresses it starts an embedded pair in this JVM (loopback gRPC).",
+            "MB is 2^20 bytes. write_lat and send_lat are half a ping-pong round trip; read_lat and atomic_lat are a",
+            "full round trip. Atomics (FETCH_ADD on one word) are 8 bytes whatever --size says."})
 final class PerfCommand implements Callable<Integer> {
     /** How long an embedded node's idle event loop polls before it blocks, with --busy-poll. */
     static final long BUSY_POLL_NS = 50_000;
@@ -31,7 +32,7 @@ final class PerfCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "TEST", description = "write_bw, write_lat, read_bw or read_lat")
+    @Parameters(index = "0", paramLabel = "TEST", description = "write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw or atomic_lat")
     String test;
 
     @Parameters(index = "1", arity = "0..2", paramLabel = "HOST:PORT", description = "The requester's node, then the responder's.")
@@ -107,7 +108,9 @@ final class PerfCommand implements Callable<Integer> {
             return 2;
         }
         List<Integer> sizes = new ArrayList<>();
-        if (all) {
+        if (which.atomic()) {
+            sizes.add(8); // an atomic moves one 8-byte word, as ib_atomic_* report
+        } else if (all) {
             for (int s = 2; s <= 8 << 20; s <<= 1) {
                 sizes.add(s);
             }
@@ -188,7 +191,7 @@ final class PerfCommand implements Callable<Integer> {
                     Perftest.LatencyRow link = null;
                     if (baseline != null) {
                         // A READ is a full round trip; write_lat, like ib_write_lat, reports half of one.
-                        link = requesterProbe.linkPingPong(responderId, s, count, Math.min(1000, count), which == Perftest.Test.WRITE_LAT);
+                        link = requesterProbe.linkPingPong(responderId, s, count, Math.min(1000, count), which.pingPong());
                     }
                     row = json ? json(r, link) : latencyRow(r, link);
                 }

@@ -22,11 +22,14 @@ import java.util.function.LongConsumer;
 import org.HdrHistogram.Histogram;
 
 /**
- * The measurements of {@code pagewire perf}, after perftest's {@code ib_write_bw}, {@code ib_write_lat},
- * {@code ib_read_bw} and {@code ib_read_lat}, run through the public SDK between an endpoint on each
+ * The measurements of {@code pagewire perf}, after perftest's {@code ib_write_*}, {@code ib_read_*},
+ * {@code ib_send_*} and {@code ib_atomic_*}, run through the public SDK between an endpoint on each
  * of two nodes. Bandwidth keeps {@code txDepth} requests in flight per queue pair against one buffer
- * per side, as perftest does; write latency is a ping-pong of notified writes (reported one way, half
- * the round trip, as ib_write_lat does); read latency is one READ at a time (a full round trip).
+ * per side, as perftest does (send_bw keeps receives posted on the far side, reposting each one that
+ * completes, as ib_send_bw's rx depth; atomic_bw is FETCH_ADD on one 8-byte word); write and send
+ * latency are ping-pongs (notified writes, or SENDs into posted receives) reported one way, half the
+ * round trip, as ib_write_lat and ib_send_lat do; read and atomic latency are one request at a time
+ * (a full round trip).
  */
 final class Perftest implements AutoCloseable {
     /**
@@ -37,22 +40,29 @@ final class Perftest implements AutoCloseable {
 
     /** Which measurement. */
     enum Test {
-        WRITE_BW, WRITE_LAT, READ_BW, READ_LAT;
+        WRITE_BW, WRITE_LAT, READ_BW, READ_LAT, SEND_BW, SEND_LAT, ATOMIC_BW, ATOMIC_LAT;
 
         static Test parse(String value) {
             try {
                 return valueOf(value.trim().toUpperCase(Locale.ROOT));
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("the test must be write_bw, write_lat, read_bw or read_lat, was '" + value + "'");
+                throw new IllegalArgumentException("the test must be write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw"
+                        + " or atomic_lat, was '" + value + "'");
             }
         }
 
         boolean bandwidth() {
-            return this == WRITE_BW || this == READ_BW;
+            return name().endsWith("_BW");
         }
 
-        boolean write() {
-            return this == WRITE_BW || this == WRITE_LAT;
+        /** Atomics move one 8-byte word, whatever size is asked for. */
+        boolean atomic() {
+            return this == ATOMIC_BW || this == ATOMIC_LAT;
+        }
+
+        /** Latency reported one way, half a ping-pong's round trip (write_lat, send_lat). */
+        boolean pingPong() {
+            return this == WRITE_LAT || this == SEND_LAT;
         }
     }
 
@@ -122,8 +132,18 @@ final class Perftest implements AutoCloseable {
             List<MemoryRegion> targets = new ArrayList<>();
             for (int q = 0; q < queuePairs; q++) {
                 sources.add(held.add(buffer(local, size)));
-                targets.add(held.add(buffer(remote, size)));
-                qps.add(held.add(local.connect(remote)));
+                MemoryRegion target = held.add(buffer(remote, size));
+                targets.add(target);
+                if (test == Test.SEND_BW) {
+                    QueuePair mine = held.add(local.createQueuePair());
+                    QueuePair theirs = held.add(remote.createQueuePair());
+                    mine.connect(theirs.address());
+                    theirs.connect(mine.address());
+                    qps.add(mine);
+                    held.add(new Reposter(theirs, target, size, Math.max(RX_DEPTH, 2 * txDepth)));
+                } else {
+                    qps.add(held.add(local.connect(remote)));
+                }
             }
             if (warmupNs > 0) {
                 stream(test, size, Long.MAX_VALUE, warmupNs, txDepth, qps, sources, targets, done -> { });
@@ -165,9 +185,15 @@ final class Perftest implements AutoCloseable {
                 MemoryRegion dst = targets.get(q);
                 List<WorkRequest> list = new ArrayList<>();
                 for (long i = 0; i < count; i++) {
-                    WorkRequest wr = test.write() ? WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey())
-                            : WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey());
-                    list.add(i < count - 1 ? wr.unsignaled() : wr);
+                    WorkRequest wr = switch (test) {
+                        case WRITE_BW -> WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey());
+                        case READ_BW -> WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey());
+                        case SEND_BW -> WorkRequest.send(src, src.address(), size);
+                        case ATOMIC_BW -> WorkRequest.fetchAdd(dst.address(), dst.rkey(), 1);
+                        default -> throw new IllegalArgumentException(test + " is not a bandwidth test");
+                    };
+                    // An atomic's result travels only in its completion: every one is signalled.
+                    list.add(i < count - 1 && !test.atomic() ? wr.unsignaled() : wr);
                 }
                 queue.addAll(qps.get(q).post(list));
                 posted += count;
@@ -195,6 +221,42 @@ final class Perftest implements AutoCloseable {
         long cpu = cpuClock.getAsLong() - cpuStart;
         double average = mbPerSec(completed * size, elapsed);
         return new BandwidthRow(size, completed, Math.max(peak, average), average, completed / (elapsed / 1e9) / 1e6, cpu);
+    }
+
+    /** Receives the far side of send_bw keeps posted (ib_send_bw's default rx depth). */
+    private static final int RX_DEPTH = 512;
+
+    /**
+     * Keeps {@code depth} receives posted on a queue pair into one buffer, posting one again as each
+     * completes (perftest's receiver does the same), until closed.
+     */
+    private static final class Reposter implements AutoCloseable {
+        private final QueuePair qp;
+        private final MemoryRegion buffer;
+        private final int size;
+        private volatile boolean stopped;
+
+        Reposter(QueuePair qp, MemoryRegion buffer, int size, int depth) {
+            this.qp = qp;
+            this.buffer = buffer;
+            this.size = size;
+            for (int i = 0; i < depth; i++) {
+                post();
+            }
+        }
+
+        private void post() {
+            qp.postReceive(buffer, buffer.address(), size).whenComplete((done, error) -> {
+                if (error == null && !stopped) {
+                    post();
+                }
+            });
+        }
+
+        @Override
+        public void close() {
+            stopped = true;
+        }
     }
 
     private static CompletableFuture<Completion> oldest(List<ArrayDeque<CompletableFuture<Completion>>> inFlight, int preferred) {
@@ -232,21 +294,24 @@ final class Perftest implements AutoCloseable {
                 theirs = held.add(buffer(remote, size));
             }
             long stride = freshPages ? pageSize : 0;
-            QueuePair qp = test == Test.READ_LAT ? held.add(local.connect(remote)) : null;
+            QueuePair qp = test == Test.READ_LAT || test == Test.ATOMIC_LAT ? held.add(local.connect(remote)) : null;
             if (qp != null) {
                 for (long i = 0; i < iterations + warmup; i++) {
                     long start = System.nanoTime();
-                    qp.await(qp.read(mine, mine.address(), size, theirs.address(), theirs.rkey()));
+                    qp.await(test == Test.ATOMIC_LAT ? qp.fetchAdd(theirs.address(), theirs.rkey(), 1)
+                            : qp.read(mine, mine.address(), size, theirs.address(), theirs.rkey()));
                     if (i >= warmup) {
                         histogram.recordValue(System.nanoTime() - start);
                         progress.accept(i - warmup + 1);
                     }
                 }
+            } else if (test == Test.SEND_LAT) {
+                sendPingPong(held, mine, theirs, size, iterations, warmup, histogram, progress);
             } else {
                 pingPong(mine, theirs, stride, size, iterations, warmup, histogram, progress);
             }
         }
-        double scale = test == Test.WRITE_LAT ? 2000.0 : 1000.0; // ns to us, halved for a ping-pong
+        double scale = test.pingPong() ? 2000.0 : 1000.0; // ns to us, halved for a ping-pong
         return new LatencyRow(size, histogram.getTotalCount(), histogram.getMinValue() / scale, histogram.getMaxValue() / scale,
                 histogram.getValueAtPercentile(50) / scale, histogram.getMean() / scale, histogram.getStdDeviation() / scale,
                 histogram.getValueAtPercentile(99) / scale, histogram.getValueAtPercentile(99.9) / scale);
@@ -307,6 +372,47 @@ final class Perftest implements AutoCloseable {
         }
         lastPingPong = counts;
     }
+
+    /**
+     * send_lat: a ping is a SEND into a receive the far side posted; the far side posts its next
+     * receive, then answers with a SEND of its own, from the receive's completion. Each side posts its
+     * receive before the SEND that will be answered, so no ping or pong meets an empty queue.
+     */
+    private void sendPingPong(HeldResources held, MemoryRegion mine, MemoryRegion theirs, int size, long iterations, int warmup,
+            Histogram histogram, LongConsumer progress) {
+        QueuePair back = held.add(remote.createQueuePair());
+        QueuePair forth = held.add(local.createQueuePair());
+        back.connect(forth.address());
+        forth.connect(back.address());
+        AtomicLong answered = new AtomicLong();
+        Runnable answer = new Runnable() {
+            @Override
+            public void run() {
+                back.postReceive(theirs, theirs.address(), size).whenComplete((ping, error) -> {
+                    if (error == null) {
+                        run();
+                        answered.incrementAndGet();
+                        back.send(theirs, theirs.address(), size);
+                    }
+                });
+            }
+        };
+        answer.run();
+        for (long i = 1; i <= iterations + warmup; i++) {
+            CompletableFuture<Completion> pong = forth.postReceive(mine, mine.address(), size);
+            long start = System.nanoTime();
+            forth.send(mine, mine.address(), size);
+            forth.await(pong);
+            if (i > warmup) {
+                histogram.recordValue(System.nanoTime() - start);
+                progress.accept(i - warmup);
+            }
+        }
+        lastSendPings = answered.get();
+    }
+
+    /** Pings the far side of the last send_lat answered: one per ping means one ping was in flight at a time. */
+    long lastSendPings;
 
     /** How long a busy-polling ping-pong spins on its pong before it yields between looks. */
     private static final long BUSY_SPIN_NS = 20_000;
