@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.zip.CRC32;
 
 /**
@@ -36,25 +35,11 @@ public final class NotifyRing {
     }
 
     public static void main(String[] args) {
-        List<String> targets = new ArrayList<>();
-        int rounds = 100;
-        int size = 8192;
-        RegistrationMode mode = RegistrationMode.PINNED;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
-                case "--size" -> size = Integer.parseInt(args[++i]);
-                case "--mode" -> mode = RegistrationMode.valueOf(args[++i].toUpperCase(Locale.ROOT));
-                default -> targets.add(args[i]);
-            }
-        }
-        if (targets.size() < 2) {
-            System.err.println("usage: NotifyRing HOST:PORT HOST:PORT [HOST:PORT...] [--rounds N] [--size BYTES] [--mode MODE]");
+        RingArguments arguments = RingArguments.parse("NotifyRing", args);
+        if (arguments == null) {
             System.exit(2);
         }
-        Result result = run(targets, rounds, size, mode);
-        System.out.printf(Locale.ROOT, "ring of %d members, %d rounds: %d hops, %.1f us per hop on average, %.1f us at most%n",
-                result.members(), result.rounds(), result.hops(), result.averageHopMicros(), result.maxHopMicros());
+        RingArguments.print(run(arguments.targets(), arguments.rounds(), arguments.size(), arguments.mode()));
     }
 
     /** Runs the ring over the given nodes (one member per node) and checks every message on arrival. */
@@ -85,9 +70,7 @@ public final class NotifyRing {
                 toNext.add(members.get(i).connect(members.get((i + 1) % n)));
             }
 
-            long hops = 0;
-            double totalMicros = 0;
-            double maxMicros = 0;
+            HopTimes times = new HopTimes();
             for (int round = 0; round < rounds; round++) {
                 for (int hop = 0; hop < n; hop++) {
                     int from = hop;
@@ -108,13 +91,10 @@ public final class NotifyRing {
                     if (!Arrays.equals(landed, message)) {
                         throw new IllegalStateException("member " + to + " received a corrupt message in round " + round + ", hop " + hop);
                     }
-                    double micros = (System.nanoTime() - start) / 1e3;
-                    totalMicros += micros;
-                    maxMicros = Math.max(maxMicros, micros);
-                    hops++;
+                    times.hopEnded(start);
                 }
             }
-            return new Result(n, rounds, hops, hops == 0 ? 0 : totalMicros / hops, maxMicros);
+            return times.result(n, rounds);
         } finally {
             nodes.forEach(Pagewire::close);
         }
