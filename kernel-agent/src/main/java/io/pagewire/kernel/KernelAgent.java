@@ -51,7 +51,7 @@ public final class KernelAgent implements AutoCloseable {
         this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes(), context.swapAccessLatencyNs());
         this.frames = new FrameTable(memory, swap);
         this.replacement = context.pageReplacement().newPolicy();
-        this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / context.pageSizeBytes()));
+        this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / SystemBuffer.slotBytes(context.pageSizeBytes())));
         this.faultService = new FaultService(context.name());
     }
 

@@ -7,6 +7,9 @@ import java.nio.file.Path;
  * and one {@link #conclude()} that rejects a bad value with a message naming its knob.
  */
 public final class KernelContext {
+    /** The largest page a node may have: a 2 MiB huge page. */
+    public static final int MAX_PAGE_SIZE = 2 << 20;
+
     private int pageSizeBytes = KernelConfiguration.pageSizeBytes();
     private long physicalMemoryBytes = KernelConfiguration.physicalMemoryBytes();
     private long swapBytes = KernelConfiguration.swapBytes();
@@ -149,8 +152,9 @@ public final class KernelContext {
         if (concluded) {
             return this;
         }
-        if (pageSizeBytes < 512 || pageSizeBytes > 65536 || Integer.bitCount(pageSizeBytes) != 1) {
-            throw invalid(KernelConfiguration.PAGE_SIZE_PROP_NAME, "a power of two from 512 to 65536", pageSizeBytes);
+        if (pageSizeBytes < 512 || pageSizeBytes > MAX_PAGE_SIZE || Integer.bitCount(pageSizeBytes) != 1) {
+            throw invalid(KernelConfiguration.PAGE_SIZE_PROP_NAME, "a power of two from 512 to " + MAX_PAGE_SIZE + " (2 MiB, a huge page)",
+                    pageSizeBytes);
         }
         if (physicalMemoryBytes % pageSizeBytes != 0 || physicalMemoryBytes / pageSizeBytes < 16
                 || physicalMemoryBytes / pageSizeBytes > Integer.MAX_VALUE / 2) {
@@ -170,10 +174,10 @@ public final class KernelContext {
             throw invalid(KernelConfiguration.NODE_PIN_LIMIT_PROP_NAME,
                     "between 1 and the physical memory (" + physicalMemoryBytes + "), or 0 for the default", nodePinLimitBytes);
         }
-        if (systemBufferBytes < pageSizeBytes || systemBufferBytes % pageSizeBytes != 0
-                || systemBufferBytes > Integer.MAX_VALUE) {
-            throw invalid(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME,
-                    "a multiple of the page size (" + pageSizeBytes + "), at least one page and under 2 GiB", systemBufferBytes);
+        int slot = SystemBuffer.slotBytes(pageSizeBytes);
+        if (systemBufferBytes < slot || systemBufferBytes % slot != 0 || systemBufferBytes > Integer.MAX_VALUE) {
+            throw invalid(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, "a multiple of its slot size (" + slot
+                    + ": the page size, at most 64 KiB), at least one slot and under 2 GiB", systemBufferBytes);
         }
         if (pageReplacement == null) {
             throw invalid(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, "set", "null");

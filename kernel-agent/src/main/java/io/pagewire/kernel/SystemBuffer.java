@@ -9,19 +9,23 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * NetVM's system buffer: a per-node buffer of page-sized slots that parks received data whose
+ * NetVM's system buffer: a per-node buffer of slots (a page each, or 64 KiB with larger pages) that parks received data whose
  * destination page is not resident. Parking a part queues a page fault; once the page is in, the
  * agent copies every part parked for it into place, in arrival order and exactly once, and then
  * completes each part, which is when the NIC returns the sender's credit.
  *
- * <p>One slot is one credit: a sender holding a credit per page-sized part it may send can never
+ * <p>One slot is one credit: a sender holding a credit per page-sized part (at most a slot) it may send can never
  * overrun the buffer, and {@link #park} refuses data with no free slot rather than drop any.
  */
 public final class SystemBuffer {
     private final KernelAgent kernel;
     private final PhysicalMemory memory;
     private final KernelCounters counters;
+    /** The largest slot: with huge pages a part is at most an MTU, which the NIC keeps under this. */
+    public static final int MAX_SLOT_BYTES = 64 << 10;
+
     private final int pageSize;
+    private final int slotBytes;
     private final ByteBuffer storage;
     private final int[] freeSlots;
     private int freeCount;
@@ -35,7 +39,8 @@ public final class SystemBuffer {
         this.memory = kernel.memory();
         this.counters = kernel.counters();
         this.pageSize = memory.pageSize();
-        this.storage = ByteBuffer.allocateDirect(slotCount * pageSize);
+        this.slotBytes = slotBytes(pageSize);
+        this.storage = ByteBuffer.allocateDirect(slotCount * slotBytes);
         this.freeSlots = new int[slotCount];
         for (int i = slotCount - 1; i >= 0; i--) {
             freeSlots[freeCount++] = i;
@@ -52,9 +57,14 @@ public final class SystemBuffer {
         return freeSlots.length;
     }
 
-    /** Bytes one slot (one credit) holds: a page. */
+    /** Bytes one slot (one credit) holds: a page, or {@link #MAX_SLOT_BYTES} when pages are larger. */
     public int slotBytes() {
-        return pageSize;
+        return slotBytes;
+    }
+
+    /** The slot size for a page size. */
+    public static int slotBytes(int pageSize) {
+        return Math.min(pageSize, MAX_SLOT_BYTES);
     }
 
     public synchronized int slotsInUse() {
@@ -84,8 +94,8 @@ public final class SystemBuffer {
     public void park(AddressSpace space, long address, ByteBuffer data, ParkCompletion completion) {
         int length = data.remaining();
         int offset = (int) (address & (pageSize - 1));
-        if (length == 0 || offset + length > pageSize) {
-            throw new IllegalArgumentException("a parked part must be 1 to " + (pageSize - offset)
+        if (length == 0 || offset + length > pageSize || length > slotBytes) {
+            throw new IllegalArgumentException("a parked part must be 1 to " + Math.min(slotBytes, pageSize - offset)
                     + " bytes within one page, was " + length + " at page offset " + offset);
         }
         long vpn = address >>> space.pageShift();
@@ -94,11 +104,11 @@ public final class SystemBuffer {
         synchronized (this) {
             if (freeCount == 0) {
                 throw new SystemBufferFullException("system buffer of node " + kernel.context().name() + " is full: all "
-                        + freeSlots.length + " slots (" + ByteSizes.format((long) freeSlots.length * pageSize)
+                        + freeSlots.length + " slots (" + ByteSizes.format((long) freeSlots.length * slotBytes)
                         + ") hold parked data; a sender overran its credits");
             }
             int slot = freeSlots[--freeCount];
-            storage.put(slot * pageSize, data, data.position(), length);
+            storage.put(slot * slotBytes, data, data.position(), length);
             data.position(data.position() + length);
             ArrayDeque<Parked> queue = parkedByPage.get(key);
             firstForPage = queue == null;
@@ -161,7 +171,7 @@ public final class SystemBuffer {
                         continue;
                     }
                     memory.write(translation.frame(), part.offset,
-                            storage.slice(part.slot * pageSize, part.length));
+                            storage.slice(part.slot * slotBytes, part.length));
                     part.done = true;
                     ArrayDeque<Parked> queue = parkedByPage.get(key);
                     queue.poll();

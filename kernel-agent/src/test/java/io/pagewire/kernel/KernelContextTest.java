@@ -25,6 +25,7 @@ class KernelContextTest {
         return Stream.of(
                 bad("pagewire.kernel.pageSizeBytes", c -> c.pageSizeBytes(3000)),
                 bad("pagewire.kernel.pageSizeBytes", c -> c.pageSizeBytes(256)),
+                bad("pagewire.kernel.pageSizeBytes", c -> c.pageSizeBytes(4 << 20)),
                 bad("pagewire.kernel.physicalMemoryBytes", c -> c.physicalMemoryBytes(4096 * 16 + 1)),
                 bad("pagewire.kernel.physicalMemoryBytes", c -> c.physicalMemoryBytes(4096 * 8)),
                 bad("pagewire.kernel.swapBytes", c -> c.swapBytes(-4096)),
@@ -48,6 +49,27 @@ class KernelContextTest {
         assertThatThrownBy(context::conclude)
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith(knob + " must be");
+    }
+
+    @Test
+    void hugePagesOfUpTo2MiBAreAcceptedWithSystemBufferSlotsOf64KiB() {
+        KernelContext context = new KernelContext().pageSizeBytes(2 << 20).physicalMemoryBytes(64L << 20).conclude();
+        assertThat(context.frameCount()).isEqualTo(32);
+        assertThat(SystemBuffer.slotBytes(2 << 20)).isEqualTo(64 << 10);
+        assertThat(SystemBuffer.slotBytes(4096)).isEqualTo(4096);
+        try (KernelAgent kernel = KernelAgent.start(new KernelContext().name("huge").pageSizeBytes(2 << 20).physicalMemoryBytes(64L << 20)
+                .swapBytes(64L << 20).systemBufferBytes(1 << 20))) {
+            assertThat(kernel.systemBuffer().slotCount()).as("a 1 MiB buffer of 64 KiB slots").isEqualTo(16);
+            AddressSpace space = kernel.createAddressSpace();
+            long at = space.allocate(6L << 20);
+            byte[] data = new byte[3 << 20];
+            new java.util.Random(1).nextBytes(data);
+            space.store(at + 100, data, 0, data.length);
+            byte[] back = new byte[data.length];
+            space.load(at + 100, back, 0, back.length);
+            assertThat(back).isEqualTo(data);
+            assertThat(space.residentPages()).as("3 MiB from offset 100 touches two huge pages").isEqualTo(2);
+        }
     }
 
     @Test

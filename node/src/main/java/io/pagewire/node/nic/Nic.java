@@ -60,6 +60,12 @@ public final class Nic implements AutoCloseable {
         this.timers = timers;
         this.transport = transport;
         int pageSize = kernel.memory().pageSize();
+        int slotBytes = kernel.systemBuffer().slotBytes();
+        if (Math.min(context.mtuBytes(), pageSize) > slotBytes) {
+            throw new IllegalArgumentException(NicConfiguration.MTU_PROP_NAME + " must be at most " + slotBytes + " with " + pageSize
+                    + "-byte pages: a received part parks in one system-buffer slot, which is a page, and 64 KiB with larger pages; was "
+                    + context.mtuBytes());
+        }
         int partsPerPacket = (context.mtuBytes() + pageSize - 1) / pageSize + 1;
         if (context.creditsPerQp() < partsPerPacket) {
             throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP_PROP_NAME + " must be at least " + partsPerPacket

@@ -376,7 +376,12 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         answer(response, () -> {
             QueuePair qp = queuePair(session(request.getEndpoint()), request.getQpn());
             var peer = request.getPeer();
-            if (peer.getNodeId().isEmpty() || peer.getQpn() == 0 || peer.getPageSize() == 0 || Integer.bitCount(peer.getPageSize()) != 1) {
+            if (peer.getPageSize() != 0 && (Integer.bitCount(peer.getPageSize()) != 1 || peer.getPageSize() < 512
+                    || peer.getPageSize() > io.pagewire.kernel.KernelContext.MAX_PAGE_SIZE)) {
+                throw new IllegalArgumentException("peer page size " + Integer.toUnsignedString(peer.getPageSize())
+                        + " is not a node's page size: a power of two from 512 bytes to 2 MiB");
+            }
+            if (peer.getNodeId().isEmpty() || peer.getQpn() == 0 || peer.getPageSize() == 0) {
                 throw new IllegalArgumentException("peer address " + peer.getNodeId() + "/" + peer.getQpn() + " is incomplete: it needs the node id, "
                         + "queue pair number, credits and page size that CreateQueuePair returned on the peer");
             }

@@ -108,7 +108,7 @@ class CommandLineTest {
     void badArgumentsAreRefusedWithTheReason() {
         Run run = run(Map.of(), "perf", "write_fast");
         assertThat(run.exitCode()).isEqualTo(2);
-        assertThat(run.err()).contains("the test must be write_bw, write_lat, read_bw or read_lat, was 'write_fast'");
+        assertThat(run.err()).contains("the test must be write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw or atomic_lat, was 'write_fast'");
         assertThat(run(Map.of(), "perf", "write_bw", "localhost:1").err()).contains("give two node addresses");
     }
 
