@@ -25,6 +25,13 @@ public interface Endpoint extends AutoCloseable {
 
     CompletableFuture<Void> freeAsync(long address);
 
+    /**
+     * Pushes the resident pages of [address, +length) out of the node's memory, keeping their
+     * contents, as {@code madvise(MADV_PAGEOUT)} does: the next access by the CPU or the NIC faults.
+     * Pinned pages stay. Returns how many pages went; what tests use to force page faults.
+     */
+    int pageOut(long address, long length);
+
     /** Copies bytes into memory, as a CPU store would (faulting pages in). */
     void store(long address, byte[] data);
 

@@ -400,6 +400,33 @@ public final class AddressSpace implements AutoCloseable {
         }
     }
 
+    /**
+     * Pushes the resident pages of [address, +length) out of memory, as {@code madvise(MADV_PAGEOUT)}
+     * does: a dirty page goes to swap, a clean one that swap holds loses its frame, one that was
+     * never written is dropped (it reads as zeros again); the contents stay what they were. Pinned
+     * pages, pages under DMA and pages in transit stay. The next touch, by the CPU or the NIC, faults.
+     *
+     * @return how many pages lost their frame
+     */
+    public int pageOut(long address, long length) {
+        checkAllocated(address, length);
+        long first = address >>> pageShift;
+        long end = (address + length + pageSize - 1) >>> pageShift;
+        int out = 0;
+        kernel.lock();
+        try {
+            for (long vpn = first; vpn < end; vpn++) {
+                PageTableEntry entry = pageTable.get(vpn);
+                if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && kernel.pageOut(entry.frame)) {
+                    out++;
+                }
+            }
+        } finally {
+            kernel.unlock();
+        }
+        return out;
+    }
+
     /** Whether a page currently has a frame. */
     public boolean isResident(long vpn) {
         kernel.lock();

@@ -204,6 +204,15 @@ public final class KernelAgent implements AutoCloseable {
         throw new MemoryExhaustedException(outOfMemoryMessage(requester, vpn));
     }
 
+    /** Reclaims one frame for {@link AddressSpace#pageOut} and frees it; false when DMA holds it or swap is full. Lock held. */
+    boolean pageOut(int frame) {
+        if (!tryEvict(frame)) {
+            return false;
+        }
+        frames.putFree(frame);
+        return true;
+    }
+
     /** Takes a frame from its page if no DMA got to it first and its contents have somewhere to go. */
     private boolean tryEvict(int frame) {
         if (!memory.tryBeginReclaim(frame)) {

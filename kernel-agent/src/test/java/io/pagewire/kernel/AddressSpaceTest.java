@@ -123,4 +123,24 @@ class AddressSpaceTest {
             other.close();
         }
     }
+
+    @Test
+    void pageOutPushesUnpinnedPagesOutAndKeepsTheirContents() {
+        AddressSpace space = kernel.createAddressSpace();
+        long at = space.allocate(4L * PAGE);
+        byte[] data = TestKernels.pattern(9, 3 * PAGE);
+        space.store(at, data, 0, data.length);
+        space.pin(at / PAGE + 2, false);
+        assertThat(space.residentPages()).isEqualTo(3);
+        assertThat(space.pageOut(at, 4L * PAGE)).as("two pages out; the pinned one and the never-touched one not").isEqualTo(2);
+        assertThat(space.isResident(at / PAGE)).isFalse();
+        assertThat(space.isResident(at / PAGE + 2)).isTrue();
+        long swapIns = kernel.counters().get(KernelCounter.SWAP_INS);
+        byte[] back = new byte[data.length];
+        space.load(at, back, 0, back.length);
+        assertThat(back).isEqualTo(data);
+        assertThat(kernel.counters().get(KernelCounter.SWAP_INS) - swapIns).as("read back from swap").isEqualTo(2);
+        space.unpin(at / PAGE + 2);
+        space.close();
+    }
 }

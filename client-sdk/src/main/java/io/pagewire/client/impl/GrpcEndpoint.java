@@ -444,6 +444,13 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     @Override
+    public int pageOut(long address, long length) {
+        return join(Calls.<io.pagewire.proto.verbs.PageOutResponse>unary(o -> connection.stub().pageOut(
+                io.pagewire.proto.verbs.PageOutRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o)))
+                .getPages();
+    }
+
+    @Override
     public CompletableFuture<Void> freeAsync(long address) {
         return Calls.<io.pagewire.proto.verbs.FreeResponse>unary(o -> connection.stub().free(
                 FreeRequest.newBuilder().setEndpoint(ref).setAddress(address).build(), o)).thenApply(r -> null);

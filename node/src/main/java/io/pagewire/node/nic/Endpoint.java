@@ -77,6 +77,7 @@ public final class Endpoint implements AutoCloseable {
         if (length <= 0) {
             throw new NicException("region length must be positive, was " + length);
         }
+        checkAccess(access);
         space.checkAllocated(address, length);
         long[] table = null;
         if (mode == RegistrationMode.PINNED) {
@@ -95,11 +96,19 @@ public final class Endpoint implements AutoCloseable {
     /** Registers the whole address space for on-demand paging, as {@code IBV_ACCESS_ON_DEMAND} does with address 0 and SIZE_MAX. */
     public MemoryRegion registerImplicit(Set<Access> access) {
         checkOpen();
+        checkAccess(access);
         MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, RegistrationMode.ON_DEMAND, access,
                 nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
         nic.publish(region);
         return region;
+    }
+
+    /** ibverbs' rule: a region peers may write or do atomics on must be writable locally too (else EINVAL). */
+    private static void checkAccess(Set<Access> access) {
+        if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC)) && !access.contains(Access.LOCAL_WRITE)) {
+            throw new NicException("access " + access + " is refused: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too, as with ibv_reg_mr");
+        }
     }
 
     /** Drops a registration: its pins are released, its translations dropped, its keys refused from now on. */

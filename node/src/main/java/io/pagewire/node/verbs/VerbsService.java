@@ -289,6 +289,12 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     }
 
     @Override
+    public void pageOut(io.pagewire.proto.verbs.PageOutRequest request, StreamObserver<io.pagewire.proto.verbs.PageOutResponse> response) {
+        answer(response, () -> io.pagewire.proto.verbs.PageOutResponse.newBuilder()
+                .setPages(session(request.getEndpoint()).endpoint.space().pageOut(request.getAddress(), request.getLength())).build());
+    }
+
+    @Override
     public void store(StoreRequest request, StreamObserver<StoreResponse> response) {
         answer(response, () -> {
             session(request.getEndpoint()).endpoint.space().store(request.getAddress(), request.getData().asReadOnlyByteBuffer());
