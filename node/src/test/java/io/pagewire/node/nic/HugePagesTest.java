@@ -21,60 +21,19 @@ import org.junit.jupiter.params.provider.EnumSource;
 class HugePagesTest {
     private static final int HUGE = 2 << 20;
 
-    /** Two NICs on a direct link whose kernels use {@code pageSize} pages. */
-    private static final class Pair implements AutoCloseable {
-        final DirectLink link = new DirectLink();
-        final KernelAgent kernelA;
-        final KernelAgent kernelB;
-        final Nic a;
-        final Nic b;
-        final Endpoint ea;
-        final Endpoint eb;
-        final CompletionQueue cqa;
-        final CompletionQueue cqb;
-        final QueuePair qa;
-        final QueuePair qb;
+    /** Two NICs whose kernels use {@code pageSize} pages and a 4 MiB system buffer. */
+    private static TwoNics pair(int pageSize, long memory, NicContext nic) {
+        return new TwoNics(kernel(pageSize, memory), kernel(pageSize, memory), nic, nic);
+    }
 
-        Pair(int pageSize, long memory, NicContext nic) {
-            kernelA = KernelAgent.start(new KernelContext().name("a").pageSizeBytes(pageSize).physicalMemoryBytes(memory).swapBytes(4 * memory)
-                    .systemBufferBytes(4 << 20));
-            kernelB = KernelAgent.start(new KernelContext().name("b").pageSizeBytes(pageSize).physicalMemoryBytes(memory).swapBytes(4 * memory)
-                    .systemBufferBytes(4 << 20));
-            a = new Nic("a", kernelA, nic, NicTimers.threaded("a"), link.transportFor("a"));
-            b = new Nic("b", kernelB, nic, NicTimers.threaded("b"), link.transportFor("b"));
-            link.add("a", a);
-            link.add("b", b);
-            ea = a.openEndpoint("a");
-            eb = b.openEndpoint("b");
-            cqa = a.createCompletionQueue();
-            cqb = b.createCompletionQueue();
-            qa = a.createQueuePair(ea, cqa);
-            qb = b.createQueuePair(eb, cqb);
-            qa.connect(qb.address());
-            qb.connect(qa.address());
-        }
-
-        Completion take(CompletionQueue cq) throws InterruptedException {
-            Completion c = cq.take(30, TimeUnit.SECONDS);
-            assertThat(c).as("a completion\n" + qa.describe() + "\n" + qb.describe() + "\n" + a.counters() + b.counters()).isNotNull();
-            assertThat(c.status()).as(c.error()).isEqualTo(CompletionStatus.SUCCESS);
-            return c;
-        }
-
-        @Override
-        public void close() {
-            a.close();
-            b.close();
-            link.close();
-            kernelA.close();
-            kernelB.close();
-        }
+    private static KernelContext kernel(int pageSize, long memory) {
+        return new KernelContext().pageSizeBytes(pageSize).physicalMemoryBytes(memory).swapBytes(4 * memory).systemBufferBytes(4 << 20);
     }
 
     @ParameterizedTest
     @EnumSource(RegistrationMode.class)
     void writesReadsAndSendsCrossHugePagesInEveryMode(RegistrationMode mode) throws Exception {
-        try (Pair p = new Pair(HUGE, 64L << 20, new NicContext().ackTimeoutNs(50_000_000))) {
+        try (TwoNics p = pair(HUGE, 64L << 20, new NicContext().ackTimeoutNs(50_000_000))) {
             int len = 5 << 20;
             byte[] data = new byte[len];
             new Random(mode.ordinal()).nextBytes(data);
@@ -87,20 +46,20 @@ class HugePagesTest {
             MemoryRegion rd = p.eb.register(dst, 2L * len + HUGE, mode, Access.all());
 
             p.qa.post(WorkRequest.write(1, rs.lkey(), src + 777, len, dst + 4095, rd.rkey()));
-            p.take(p.cqa);
+            p.takeSuccess(p.cqa, "the request");
             byte[] landed = new byte[len];
             p.eb.space().load(dst + 4095, landed, 0, len);
             assertThat(landed).as("written across three huge pages").isEqualTo(data);
 
             p.qa.post(WorkRequest.read(2, rback.lkey(), back + 1, len, dst + 4095, rd.rkey()));
-            p.take(p.cqa);
+            p.takeSuccess(p.cqa, "the request");
             p.ea.space().load(back + 1, landed, 0, len);
             assertThat(landed).as("read back").isEqualTo(data);
 
             p.qb.postReceive(new ReceiveRequest(3, rd.lkey(), dst + len + 13, len + 100));
             p.qa.post(WorkRequest.send(4, rs.lkey(), src + 777, len));
-            p.take(p.cqa);
-            assertThat(p.take(p.cqb).bytes()).isEqualTo(len);
+            p.takeSuccess(p.cqa, "the request");
+            assertThat(p.takeSuccess(p.cqb, "the receive").bytes()).isEqualTo(len);
             p.eb.space().load(dst + len + 13, landed, 0, len);
             assertThat(landed).as("sent into a posted buffer across huge pages").isEqualTo(data);
         }
@@ -108,7 +67,7 @@ class HugePagesTest {
 
     @Test
     void aShadowWriteIntoAPagedOutHugePageParksIn64KiBSlots() throws Exception {
-        try (Pair p = new Pair(HUGE, 32L << 20, new NicContext().ackTimeoutNs(50_000_000))) {
+        try (TwoNics p = pair(HUGE, 32L << 20, new NicContext().ackTimeoutNs(50_000_000))) {
             assertThat(p.kernelB.systemBuffer().slotBytes()).isEqualTo(64 << 10);
             long dst = p.eb.space().allocate(HUGE);
             MemoryRegion rd = p.eb.register(dst, HUGE, RegistrationMode.SHADOW, Access.all());
@@ -125,7 +84,7 @@ class HugePagesTest {
             p.ea.space().store(src, data, 0, len);
             MemoryRegion rs = p.ea.register(src, len, RegistrationMode.PINNED, Access.all());
             p.qa.post(WorkRequest.write(1, rs.lkey(), src, len, dst + 1000, rd.rkey()));
-            p.take(p.cqa);
+            p.takeSuccess(p.cqa, "the request");
             assertThat(p.b.counters().get(NicCounter.PARKED_PARTS)).as("parts parked while the huge page came in").isPositive();
             byte[] landed = new byte[len];
             p.eb.space().load(dst + 1000, landed, 0, len);
@@ -144,7 +103,7 @@ class HugePagesTest {
 
     /** TLB misses at the responder of a sweep of 64 KiB ON_DEMAND writes over {@code bytes} with a 16-entry TLB. */
     private static long sweepMisses(int pageSize, long bytes) throws Exception {
-        try (Pair p = new Pair(pageSize, 64L << 20, new NicContext().ackTimeoutNs(50_000_000).tlbEntries(16).tlbWays(4))) {
+        try (TwoNics p = pair(pageSize, 64L << 20, new NicContext().ackTimeoutNs(50_000_000).tlbEntries(16).tlbWays(4))) {
             int chunk = 64 << 10;
             long src = p.ea.space().allocate(chunk);
             p.ea.space().store(src, new byte[chunk], 0, chunk);
@@ -155,7 +114,7 @@ class HugePagesTest {
             long before = p.b.counters().get(NicCounter.TLB_MISSES);
             for (long at = 0; at < bytes; at += chunk) {
                 p.qa.post(WorkRequest.write(at, rs.lkey(), src, chunk, dst + at, rd.rkey()));
-                p.take(p.cqa);
+                p.takeSuccess(p.cqa, "the request");
             }
             return p.b.counters().get(NicCounter.TLB_MISSES) - before;
         }

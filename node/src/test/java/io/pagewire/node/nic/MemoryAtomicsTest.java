@@ -3,7 +3,6 @@ package io.pagewire.node.nic;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
 import java.nio.ByteBuffer;
@@ -27,43 +26,24 @@ import org.junit.jupiter.params.provider.EnumSource;
 class MemoryAtomicsTest {
     private static final int RESPONDER_MEMORY = 1 << 20;
 
-    private final DirectLink link = new DirectLink();
-    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20));
-    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(RESPONDER_MEMORY)
-            .swapBytes(16 << 20));
-    private final Nic a = new Nic("a", kernelA, new NicContext().ackTimeoutNs(5_000_000).retryCount(100).rnrDelayNs(1_000_000),
-            NicTimers.threaded("a"), link.transportFor("a"));
-    private final Nic b = new Nic("b", kernelB, new NicContext().tlbEntries(64), NicTimers.threaded("b"), link.transportFor("b"));
-    private final Endpoint eb;
-    private final CompletionQueue cq;
-    private final QueuePair qa;
-
-    MemoryAtomicsTest() {
-        link.add("a", a);
-        link.add("b", b);
-        Endpoint ea = a.openEndpoint("requester");
-        eb = b.openEndpoint("responder");
-        cq = a.createCompletionQueue();
-        qa = a.createQueuePair(ea, cq);
-        QueuePair qb = b.createQueuePair(eb, b.createCompletionQueue());
-        qa.connect(qb.address());
-        qb.connect(qa.address());
-    }
+    private final TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20),
+            new KernelContext().physicalMemoryBytes(RESPONDER_MEMORY).swapBytes(16 << 20),
+            new NicContext().ackTimeoutNs(5_000_000).retryCount(100).rnrDelayNs(1_000_000), new NicContext().tlbEntries(64));
+    private final DirectLink link = nics.link;
+    private final Nic a = nics.a;
+    private final Nic b = nics.b;
+    private final Endpoint eb = nics.eb;
+    private final CompletionQueue cq = nics.cqa;
+    private final QueuePair qa = nics.qa;
 
     @AfterEach
     void close() {
-        a.close();
-        b.close();
-        link.close();
-        kernelA.close();
-        kernelB.close();
+        nics.close();
     }
 
     private Completion run(WorkRequest request) throws InterruptedException {
         qa.post(request);
-        Completion c = cq.take(20, TimeUnit.SECONDS);
-        assertThat(c).as("completion of " + request + "\n" + qa.describe() + "\n" + a.counters() + b.counters()).isNotNull();
-        return c;
+        return nics.take(cq, request.toString());
     }
 
     private long word(long address) {

@@ -24,54 +24,32 @@ import org.junit.jupiter.params.provider.EnumSource;
 class SendReceiveTest {
     private static final int RECEIVER_MEMORY = 1 << 20;
 
-    private final DirectLink link = new DirectLink();
-    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20).swapBytes(16 << 20));
-    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(RECEIVER_MEMORY)
-            .swapBytes(32 << 20));
-    private final Nic a = new Nic("a", kernelA, new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000), NicTimers.threaded("a"),
-            link.transportFor("a"));
     // A TLB whose pins (PIN_ON_MISS) fit well inside the receiver's pin limit.
-    private final Nic b = new Nic("b", kernelB, new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000).tlbEntries(64),
-            NicTimers.threaded("b"),
-            link.transportFor("b"));
-    private final Endpoint ea;
-    private final Endpoint eb;
-    private final CompletionQueue cqa;
-    private final CompletionQueue cqb;
-    private final QueuePair qa;
-    private final QueuePair qb;
-
-    SendReceiveTest() {
-        link.add("a", a);
-        link.add("b", b);
-        ea = a.openEndpoint("sender");
-        eb = b.openEndpoint("receiver");
-        cqa = a.createCompletionQueue();
-        cqb = b.createCompletionQueue();
-        qa = a.createQueuePair(ea, cqa);
-        qb = b.createQueuePair(eb, cqb);
-        qa.connect(qb.address());
-        qb.connect(qa.address());
-    }
+    private final TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(16 << 20),
+            new KernelContext().physicalMemoryBytes(RECEIVER_MEMORY).swapBytes(32 << 20),
+            new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000),
+            new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(2_000_000).tlbEntries(64));
+    private final Nic a = nics.a;
+    private final Nic b = nics.b;
+    private final KernelAgent kernelB = nics.kernelB;
+    private final Endpoint ea = nics.ea;
+    private final Endpoint eb = nics.eb;
+    private final CompletionQueue cqa = nics.cqa;
+    private final CompletionQueue cqb = nics.cqb;
+    private final QueuePair qa = nics.qa;
+    private final QueuePair qb = nics.qb;
 
     @AfterEach
     void close() {
-        a.close();
-        b.close();
-        link.close();
-        kernelA.close();
-        kernelB.close();
+        nics.close();
     }
 
     private String state() {
-        return "\n" + qa.describe() + "\n" + qb.describe() + "\nsender:\n" + a.counters() + kernelA.counters() + "receiver:\n"
-                + b.counters() + kernelB.counters();
+        return nics.state();
     }
 
     private Completion take(CompletionQueue cq, String what) throws InterruptedException {
-        Completion c = cq.take(20, TimeUnit.SECONDS);
-        assertThat(c).as("no completion for " + what + state()).isNotNull();
-        return c;
+        return nics.take(cq, what);
     }
 
     private MemoryRegion source(byte[] data, RegistrationMode mode) {
@@ -156,31 +134,13 @@ class SendReceiveTest {
 
     @Test
     void rnrRetriesRunOutWhenNoReceiveIsEverPosted() throws Exception {
-        close();
-        KernelAgent ka = KernelAgent.start(new KernelContext().name("a2").physicalMemoryBytes(1 << 20));
-        KernelAgent kb = KernelAgent.start(new KernelContext().name("b2").physicalMemoryBytes(1 << 20));
-        DirectLink wire = new DirectLink();
-        NicContext context = new NicContext().rnrDelayNs(1_000_000).rnrRetryCount(3);
-        try (Nic na = new Nic("a", ka, context, NicTimers.threaded("a2"), wire.transportFor("a"));
-                Nic nb = new Nic("b", kb, new NicContext(), NicTimers.threaded("b2"), wire.transportFor("b"))) {
-            wire.add("a", na);
-            wire.add("b", nb);
-            Endpoint sender = na.openEndpoint("s");
-            CompletionQueue cq = na.createCompletionQueue();
-            QueuePair q1 = na.createQueuePair(sender, cq);
-            QueuePair q2 = nb.createQueuePair(nb.openEndpoint("r"), nb.createCompletionQueue());
-            q1.connect(q2.address());
-            q2.connect(q1.address());
-            long src = sender.space().allocate(64);
-            MemoryRegion region = sender.register(src, 64, RegistrationMode.PINNED, Access.all());
-            q1.post(WorkRequest.send(1, region.lkey(), src, 64));
-            Completion c = cq.take(10, TimeUnit.SECONDS);
-            assertThat(c).isNotNull();
+        try (TwoNics own = new TwoNics(new KernelContext().physicalMemoryBytes(1 << 20), new KernelContext().physicalMemoryBytes(1 << 20),
+                new NicContext().rnrDelayNs(1_000_000).rnrRetryCount(3), new NicContext())) {
+            long src = own.ea.space().allocate(64);
+            MemoryRegion region = own.ea.register(src, 64, RegistrationMode.PINNED, Access.all());
+            own.qa.post(WorkRequest.send(1, region.lkey(), src, 64));
+            Completion c = own.take(own.cqa, "the send");
             assertThat(c.status()).as(c.error()).isEqualTo(CompletionStatus.RNR_RETRY_EXCEEDED);
-        } finally {
-            wire.close();
-            ka.close();
-            kb.close();
         }
     }
 

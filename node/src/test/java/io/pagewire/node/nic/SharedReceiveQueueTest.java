@@ -3,7 +3,6 @@ package io.pagewire.node.nic;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
 import java.util.HashSet;
 import java.util.List;
@@ -21,30 +20,20 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class SharedReceiveQueueTest {
-    private final DirectLink link = new DirectLink();
-    private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(4 << 20));
-    private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(4 << 20));
-    private final Nic a = new Nic("a", kernelA, new NicContext().rnrDelayNs(1_000_000), NicTimers.threaded("a"), link.transportFor("a"));
-    private final Nic b = new Nic("b", kernelB, new NicContext(), NicTimers.threaded("b"), link.transportFor("b"));
-
-    SharedReceiveQueueTest() {
-        link.add("a", a);
-        link.add("b", b);
-    }
+    private final TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20), new KernelContext().physicalMemoryBytes(4 << 20),
+            new NicContext().rnrDelayNs(1_000_000), new NicContext());
+    private final Nic a = nics.a;
+    private final Nic b = nics.b;
 
     @AfterEach
     void close() {
-        a.close();
-        b.close();
-        link.close();
-        kernelA.close();
-        kernelB.close();
+        nics.close();
     }
 
     @Test
     void twoQueuePairsDrawFromOnePoolAndTheLowWatermarkFiresOnce() throws Exception {
-        Endpoint ea = a.openEndpoint("senders");
-        Endpoint eb = b.openEndpoint("server");
+        Endpoint ea = nics.ea;
+        Endpoint eb = nics.eb;
         SharedReceiveQueue srq = eb.createSharedReceiveQueue();
         CompletionQueue cqa = a.createCompletionQueue();
         CompletionQueue cqb1 = b.createCompletionQueue();
