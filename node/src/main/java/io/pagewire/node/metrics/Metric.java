@@ -32,6 +32,8 @@ public enum Metric {
     CREDIT_WAITS("pagewire.credit.waits", null, Type.COUNTER, "Times a queue pair waited for receive credits"),
     LINK_WAITS("pagewire.link.waits", null, Type.COUNTER, "Times a queue pair waited for its lane (gRPC flow control)"),
     PARKED_PARTS("pagewire.parked.parts", null, Type.COUNTER, "Received page-sized parts parked in the system buffer", "mode"),
+    RECEIVE_STALL("pagewire.receive.stall", "seconds", Type.COUNTER,
+            "Time receives stalled while PIN_ON_MISS pinned their destination page (U-Net/MM's lane stall)"),
     RECEIVES_COMPLETED("pagewire.receives.completed", null, Type.COUNTER, "Posted receives completed by a SEND or a WRITE_WITH_IMM"),
     RECEIVE_RNR_NAKS_SENT("pagewire.receive.rnr.naks.sent", null, Type.COUNTER,
             "RNR NAKs sent to SENDs and WRITE_WITH_IMMs, by cause (no receive posted, a fault on the posted buffer)", "cause"),

@@ -75,6 +75,7 @@ public final class NodeMetrics {
         counter(Metric.RNR_NAKS_SENT, c, x -> x.get(NicCounter.RNR_NAKS_SENT), Tags.empty());
         counter(Metric.RNR_NAKS_RECEIVED, c, x -> x.get(NicCounter.RNR_NAKS_RECEIVED), Tags.empty());
         counter(Metric.RECEIVES_COMPLETED, c, x -> x.get(NicCounter.RECEIVES_COMPLETED), Tags.empty());
+        counter(Metric.RECEIVE_STALL, c, x -> x.get(NicCounter.RECEIVE_STALL_NANOS) / 1e9, Tags.empty());
         counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT), Tags.of("cause", "no_receive"));
         counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT), Tags.of("cause", "buffer_fault"));
         counter(Metric.RECEIVE_BUFFER_PARKED_PARTS, c, x -> x.get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS), Tags.empty());

@@ -41,7 +41,8 @@ public enum NicCounter {
     RECEIVE_BUFFER_RNR_NAKS_SENT(36, "RNR NAKs sent for a page fault on a posted receive buffer"),
     NO_RECEIVE_RNR_NAKS_SENT(37, "RNR NAKs sent because no receive was posted"),
     SENDS_COMPLETED(38, "SEND work requests completed successfully"),
-    RECEIVES_COMPLETED(39, "posted receives completed successfully");
+    RECEIVES_COMPLETED(39, "posted receives completed successfully"),
+    RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)");
 
     private final int id;
     private final String label;

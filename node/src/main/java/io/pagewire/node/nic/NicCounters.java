@@ -21,6 +21,10 @@ public final class NicCounters {
         values.addAndGet(counter.id() * COLUMNS + NO_MODE, delta);
     }
 
+    void add(NicCounter counter, RegistrationMode mode, long delta) {
+        values.addAndGet(counter.id() * COLUMNS + mode.ordinal(), delta);
+    }
+
     void increment(NicCounter counter, RegistrationMode mode) {
         values.incrementAndGet(counter.id() * COLUMNS + mode.ordinal());
     }

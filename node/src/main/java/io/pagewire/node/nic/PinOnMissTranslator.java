@@ -28,11 +28,17 @@ final class PinOnMissTranslator extends TlbTranslator {
                 continue;
             }
             Pinned pinned;
+            long start = nic.clock().nanoTime();
             try {
                 pinned = space.pin(vpn, write);
             } catch (RuntimeException e) {
                 tlb.cancel(reservation);
                 throw e;
+            } finally {
+                if (side != Side.SEND) {
+                    // U-Net/MM's receive stall: the lane waits while the kernel pins (and maybe faults in) the page.
+                    counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+                }
             }
             if (pinned.fault() != null) {
                 nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS);

@@ -230,9 +230,16 @@ class SendReceiveTest {
         }
         long faults = b.counters().get(NicCounter.RECEIVE_BUFFER_FAULTS_MINOR, mode) + b.counters().get(NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR, mode);
         switch (mode) {
-            case PIN_ON_MISS -> assertThat(faults).as("the NIC pinned (stalling) each missing buffer page" + state()).isPositive();
-            case SHADOW -> assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode))
-                    .as("parts parked in the system buffer" + state()).isPositive();
+            case PIN_ON_MISS -> {
+                assertThat(faults).as("the NIC pinned (stalling) each missing buffer page" + state()).isPositive();
+                assertThat(b.counters().get(NicCounter.RECEIVE_STALL_NANOS, mode)).as("time the lane stalled" + state()).isPositive();
+            }
+            case SHADOW -> {
+                assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode)).as("parts parked in the system buffer" + state())
+                        .isPositive();
+                assertThat(nics.kernelB.counters().get(io.pagewire.kernel.KernelCounter.SYSTEM_BUFFER_PARKED_BYTES)).as("bytes parked")
+                        .isGreaterThanOrEqualTo(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode));
+            }
             case ON_DEMAND -> {
                 assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT)).as("RNR NAKs for buffer faults" + state()).isPositive();
                 assertThat(faults).as("NIC page faults on the buffers" + state()).isPositive();
