@@ -11,6 +11,8 @@ import java.util.function.LongConsumer;
  * handler that is called with each new value.
  */
 public final class EventCounter {
+    private static final System.Logger LOG = System.getLogger(EventCounter.class.getName());
+
     private final int id;
     private final Endpoint endpoint;
     private final int accessMask;
@@ -53,7 +55,13 @@ public final class EventCounter {
             }
         }
         for (LongConsumer handler : handlers) {
-            handler.accept(now);
+            try {
+                handler.accept(now);
+            } catch (RuntimeException e) {
+                // The change stands (its data landed and is acknowledged); a failing handler changes
+                // nothing for the NIC, which must not take the packet for dropped and apply it again.
+                LOG.log(System.Logger.Level.WARNING, "a handler of event counter " + id + " on " + endpoint + " failed at value " + now, e);
+            }
         }
         return previous;
     }

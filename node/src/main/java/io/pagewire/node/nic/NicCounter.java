@@ -42,7 +42,8 @@ public enum NicCounter {
     NO_RECEIVE_RNR_NAKS_SENT(37, "RNR NAKs sent because no receive was posted"),
     SENDS_COMPLETED(38, "SEND work requests completed successfully"),
     RECEIVES_COMPLETED(39, "posted receives completed successfully"),
-    RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)");
+    RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)"),
+    TLB_BYPASSES(41, "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses");
 
     private final int id;
     private final String label;

@@ -7,10 +7,14 @@ import io.pagewire.kernel.Pinned;
 /**
  * PIN_ON_MISS (U-Net/MM): translations live in the NIC's TLB; a miss asks the kernel to pin the page
  * (faulting it in synchronously, so a receive stalls its lane meanwhile), and the entry the new one
- * replaces is unpinned first. Only pages in the TLB are pinned.
+ * replaces is unpinned first. Only pages in the TLB are pinned. When every way of the page's set stays
+ * taken by other misses being filled, the page is translated without an entry: pinned to fault it
+ * in, its translation read, unpinned; the DMA lock the caller takes keeps the frame for the copy.
  */
 final class PinOnMissTranslator extends TlbTranslator {
     private static final int ATTEMPTS = 16;
+    /** Looks at a set whose every way is being filled before translating without an entry. */
+    private static final int BUSY_LOOKS = 64;
 
     PinOnMissTranslator(Nic nic) {
         super(nic, RegistrationMode.PIN_ON_MISS, true);
@@ -20,11 +24,16 @@ final class PinOnMissTranslator extends TlbTranslator {
     public long resolve(MemoryRegion region, long vpn, boolean write, Side side) {
         AddressSpace space = region.endpoint().space();
         long key = Tlb.key(space.id(), vpn);
+        int busyLooks = 0;
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             Tlb.Reservation reservation = reserve(key);
             if (reservation == null) {
-                // Every way of the set is being filled by other misses; they finish quickly.
+                // Every way of the set is being filled by other misses; they usually finish quickly.
+                if (++busyLooks >= BUSY_LOOKS) {
+                    return withoutEntry(space, vpn, write, side);
+                }
                 Thread.onSpinWait();
+                attempt--;
                 continue;
             }
             Pinned pinned;
@@ -57,5 +66,27 @@ final class PinOnMissTranslator extends TlbTranslator {
         }
         throw new KernelException("page 0x" + Long.toHexString(vpn << space.pageShift()) + " of endpoint " + space.id()
                 + " kept being invalidated while the NIC pinned it");
+    }
+
+    /** A translation with no TLB entry to hold it (and so no pin kept): faulted in by a pin that is released at once. */
+    private long withoutEntry(AddressSpace space, long vpn, boolean write, Side side) {
+        counters.increment(NicCounter.TLB_BYPASSES, RegistrationMode.PIN_ON_MISS);
+        long start = nic.clock().nanoTime();
+        Pinned pinned = space.pin(vpn, write);
+        try {
+            if (pinned.fault() != null) {
+                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS);
+            }
+            return Tlb.pack(pinned.translation().frame(), pinned.translation().generation());
+        } finally {
+            try {
+                space.unpin(vpn);
+            } catch (KernelException | IllegalStateException ignored) {
+                // Freed meanwhile: its pins went with it, and the caller's DMA lock will find the frame gone.
+            }
+            if (side != Side.SEND) {
+                counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+            }
+        }
     }
 }

@@ -77,6 +77,11 @@ final class Responder {
 
     void onRequest(Packet packet, Outbox out) {
         long psn = packet.getPsn();
+        if (psn < 0) {
+            // 2^63 and above: no requester numbers that far; a corrupt or forged packet.
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            return;
+        }
         if (psn < expectedPsn) {
             duplicate(packet, out);
             return;
@@ -427,7 +432,13 @@ final class Responder {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out) + i;
             }
             if (payload == null) {
-                // The source page is out: fault it in; the requester asks again from this response.
+                // The source page is out: fault it in; the requester asks again from this response. A fault
+                // that already failed for good ends the READ instead of answering RNR NAK for ever.
+                String failed = nic.responderFaults().takeFailure(region.endpoint().space(), notResident[0]);
+                if (failed != null) {
+                    return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the READ's source failed: "
+                            + failed, out) + i;
+                }
                 nic.responderFaults().raise(region, notResident[0], false, Side.SEND);
                 out.flush();
                 if (again) {

@@ -21,6 +21,8 @@ import com.google.protobuf.ByteString;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -181,6 +183,28 @@ abstract class ErrorHandlingSuite extends ClusterFixture {
         assertThat(cluster.node(2).nic().counters().get(NicCounter.RECEIVE_FAULTS_FAILED)).isPositive();
     }
 
+    @ParameterizedTest
+    @EnumSource(value = RegistrationMode.class, names = {"SHADOW", "ON_DEMAND"})
+    void aReadWhoseSourceCannotBeFaultedInEndsWithAnErrorInsteadOfRnrForever(RegistrationMode mode) throws Exception {
+        start(2, context -> {
+            if (context.nodeId().equals("node-2")) {
+                context.kernel().physicalMemoryBytes(1L << 20).swapBytes(0);
+            }
+        });
+        bystander = null;
+        Connection c = connect(cluster.node(1), cluster.node(2));
+        long source = c.remote().space().allocate(PAGE);
+        MemoryRegion sourceRegion = c.remote().register(source, PAGE, mode, Access.all());
+        // Fill the responder's memory with dirty pages that cannot go anywhere (no swap): the source page, never touched, has no frame to get.
+        long hog = c.remote().space().allocate(1L << 20);
+        c.remote().space().store(hog, new byte[1 << 20], 0, 1 << 20);
+        MemoryRegion into = source(c);
+        c.qp().post(WorkRequest.read(1, into.lkey(), into.address(), 8, source, sourceRegion.rkey()));
+        Completion done = failed(c);
+        assertThat(done.status()).isEqualTo(CompletionStatus.REMOTE_OPERATIONAL_ERROR);
+        assertThat(done.error()).contains("a page fault on the READ's source failed").contains("out of memory");
+    }
+
     @Test
     void rnrRetriesRunOutWithAClearError() throws Exception {
         start(2, context -> context.nic().rnrRetryCount(0));
@@ -208,11 +232,40 @@ abstract class ErrorHandlingSuite extends ClusterFixture {
                         .setRkey(dstRegion.rkey()).setRemoteAddress(dst).setPayload(ByteString.copyFrom(new byte[100_000])))
                 .addPackets(Packet.newBuilder().setDstQpn(9999).setSrcQpn(fromQp).setPsn(0).setOpcode(Opcode.WRITE_ONLY))
                 .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(77).setPsn(0).setOpcode(Opcode.WRITE_ONLY))
+                // PSNs of 2^63 and above (negative as a Java long) once indexed the replay cache out of bounds.
+                .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(-5).setOpcode(Opcode.FETCH_ADD))
+                .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(Long.MIN_VALUE).setOpcode(Opcode.READ_REQUEST).setLength(8)
+                        .setRkey(dstRegion.rkey()).setRemoteAddress(dst))
                 .build();
-        responder.nic().receive("node-1", garbage);
-        responder.nic().receive("node-3", garbage);
+        // What the NIC logs with an exception attached: a malformed packet is a counted refusal or drop, never a crash.
+        java.util.logging.Logger nicLog = java.util.logging.Logger.getLogger(io.pagewire.node.nic.Nic.class.getName());
+        java.util.List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getThrown() != null) {
+                    logged.add(record.getMessage() + ": " + record.getThrown());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        nicLog.addHandler(capture);
+        try {
+            responder.nic().receive("node-1", garbage);
+            responder.nic().receive("node-3", garbage);
+        } finally {
+            nicLog.removeHandler(capture);
+        }
         assertThat(responder.nic().counters().get(NicCounter.INVALID_REQUEST_NAKS_SENT)).isPositive();
         assertThat(responder.nic().counters().get(NicCounter.DROPPED_PACKETS)).isGreaterThanOrEqualTo(2);
+        assertThat(logged).as("nothing failed with an exception on the way").noneMatch(line -> line.contains("Exception"));
         bystanderStillServed();
     }
 }

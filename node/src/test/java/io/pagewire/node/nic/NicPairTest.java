@@ -113,4 +113,27 @@ class NicPairTest {
         ea.close();
         eb.close();
     }
+
+    @Test
+    void aThrowingCounterHandlerDoesNotMakeTheNotificationCountTwice() throws Exception {
+        Pair pair = connectedPair();
+        long src = pair.ea().space().allocate(4096);
+        long dst = pair.eb().space().allocate(4096);
+        MemoryRegion ra = pair.ea().register(src, 4096, RegistrationMode.SHADOW, Access.all());
+        MemoryRegion rb = pair.eb().register(dst, 4096, RegistrationMode.SHADOW, Access.all());
+        EventCounter counter = pair.eb().createEventCounter(java.util.EnumSet.of(Access.REMOTE_WRITE));
+        java.util.List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        counter.addHandler(value -> {
+            throw new IllegalStateException("the application's handler is broken");
+        });
+        counter.addHandler(seen::add);
+        pair.qa().post(WorkRequest.writeWithNotify(1, ra.lkey(), src, 64, dst, rb.rkey(), counter.id()));
+        Completion c = pair.cqa().take(10, TimeUnit.SECONDS);
+        assertThat(c).isNotNull();
+        assertThat(c.status()).as(c.error()).isEqualTo(CompletionStatus.SUCCESS);
+        Thread.sleep(100); // long enough for a retransmission (ack timeout 20 ms) to have applied it again
+        assertThat(counter.value()).as("one write, one notification").isEqualTo(1);
+        assertThat(seen).as("the other handler still ran, once").containsExactly(1L);
+        assertThat(b.counters().get(NicCounter.DROPPED_PACKETS)).isZero();
+    }
 }

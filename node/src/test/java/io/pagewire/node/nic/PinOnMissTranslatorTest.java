@@ -1,0 +1,43 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** PIN_ON_MISS when the TLB has no way to give: the page is translated without an entry, not refused. */
+class PinOnMissTranslatorTest {
+    private final KernelAgent kernel = KernelAgent.start(new KernelContext().name("k").physicalMemoryBytes(1 << 20));
+    private final Nic nic = new Nic("k", kernel, new NicContext().tlbEntries(1).tlbWays(1), NicTimers.threaded("k"), null);
+
+    @AfterEach
+    void close() {
+        nic.close();
+        kernel.close();
+    }
+
+    @Test
+    void aMissWhoseSetIsAllBeingFilledTranslatesWithoutAnEntryAndKeepsNoPin() {
+        Endpoint endpoint = nic.openEndpoint("e");
+        long address = endpoint.space().allocate(2 * 4096);
+        endpoint.space().store(address + 4096, new byte[] {42}, 0, 1);
+        MemoryRegion region = endpoint.register(address, 2 * 4096, RegistrationMode.PIN_ON_MISS, Access.all());
+        long vpn = (address >>> 12) + 1;
+        // Another miss holds the only way of the only set while it is being filled.
+        Tlb.Reservation other = nic.tlb().reserve(Tlb.key(endpoint.id(), vpn - 1));
+        assertThat(other).isNotNull();
+
+        long t = nic.dma().acquire(region, vpn, false, Side.SEND, null);
+        assertThat(t).as("translated, not refused").isNotEqualTo(Translator.NOT_RESIDENT);
+        byte[] read = new byte[1];
+        nic.dma().memory().read(Tlb.frameOf(t), 0, read, 0, 1);
+        nic.dma().release(t, false);
+        assertThat(read[0]).isEqualTo((byte) 42);
+        assertThat(nic.counters().get(NicCounter.TLB_BYPASSES)).isEqualTo(1);
+        assertThat(endpoint.space().pinCount(vpn)).as("no pin kept without an entry to release it").isZero();
+        assertThat(nic.tlbPinnedEntries()).isZero();
+        nic.tlb().cancel(other);
+    }
+}
