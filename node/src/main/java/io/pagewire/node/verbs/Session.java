@@ -79,7 +79,7 @@ final class Session {
                 .setStatus(status(c.status()))
                 .setBytes(c.bytes())
                 .setValue(c.value())
-                .setError(c.error() == null ? "" : c.error())
+                .setError(c.error() == null ? "" : StatusMapping.bounded(c.error()))
                 .setHasImmediate(c.hasImmediate())
                 .setImmediate(c.immediate()));
     }
@@ -94,7 +94,8 @@ final class Session {
         send(SessionEvent.newBuilder().setCompletions(batch).build());
     }
 
-    synchronized void refused(int qpn, long wrId, String error) {
+    synchronized void refused(int qpn, long wrId, String reason) {
+        String error = StatusMapping.bounded(reason);
         SessionRings r = activeRings;
         if (r != null && RingCodec.writeRefused(r.events(), qpn, wrId, error)) {
             ringIfAsleep(r);

@@ -15,6 +15,12 @@ import io.pagewire.node.nic.NicException;
  */
 final class StatusMapping {
     private static final System.Logger LOG = System.getLogger(StatusMapping.class.getName());
+    /**
+     * The longest description sent: an error that quotes the caller's input whole (a long name, a
+     * huge field) would otherwise grow the response trailers past HTTP/2's header limit and break
+     * the other calls on the same connection.
+     */
+    static final int MAX_DESCRIPTION_CHARS = 1024;
 
     private StatusMapping() {
     }
@@ -22,7 +28,9 @@ final class StatusMapping {
     static StatusRuntimeException toStatus(Throwable t) {
         Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
         if (cause instanceof StatusRuntimeException status) {
-            return status;
+            String description = status.getStatus().getDescription();
+            return description == null || description.length() <= MAX_DESCRIPTION_CHARS ? status
+                    : status.getStatus().withDescription(bounded(description)).asRuntimeException();
         }
         Status status;
         if (cause instanceof PinLimitExceededException || cause instanceof MemoryExhaustedException
@@ -34,9 +42,17 @@ final class StatusMapping {
             status = Status.FAILED_PRECONDITION;
         } else {
             LOG.log(System.Logger.Level.ERROR, "verbs call failed unexpectedly", cause);
-            return Status.INTERNAL.withDescription("internal error in the node: " + cause.getClass().getSimpleName() + ": "
-                    + cause.getMessage()).asRuntimeException();
+            return Status.INTERNAL.withDescription(bounded("internal error in the node: " + cause.getClass().getSimpleName() + ": "
+                    + cause.getMessage())).asRuntimeException();
         }
-        return status.withDescription(cause.getMessage()).asRuntimeException();
+        return status.withDescription(bounded(cause.getMessage())).asRuntimeException();
+    }
+
+    /** A description cut to {@link #MAX_DESCRIPTION_CHARS}, saying so. */
+    static String bounded(String description) {
+        if (description == null || description.length() <= MAX_DESCRIPTION_CHARS) {
+            return description;
+        }
+        return description.substring(0, MAX_DESCRIPTION_CHARS) + "... (" + (description.length() - MAX_DESCRIPTION_CHARS) + " more characters)";
     }
 }

@@ -305,8 +305,9 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     @Override
     public void load(LoadRequest request, StreamObserver<LoadResponse> response) {
         answer(response, () -> {
-            if (request.getLength() > MAX_LOAD) {
-                throw new IllegalArgumentException("a load takes at most " + MAX_LOAD + " bytes, asked for " + request.getLength());
+            long length = Integer.toUnsignedLong(request.getLength());
+            if (length > MAX_LOAD) {
+                throw new IllegalArgumentException("a load takes at most " + MAX_LOAD + " bytes, asked for " + length);
             }
             byte[] data = new byte[request.getLength()];
             session(request.getEndpoint()).endpoint.space().load(request.getAddress(), data, 0, data.length);

@@ -184,6 +184,25 @@ abstract class SdkErrorsSuite {
         assertThat(a.allocate(10)).as("the owner still works").isPositive();
     }
 
+    @Test
+    void hugeLoadLengthsAndHugeInputsGetAClearErrorAndTheConnectionCarriesOn(PagewireCluster cluster) {
+        startPair(cluster);
+        long address = a.allocate(4096);
+        // Lengths of 2^31 and 2^32 - 1 on the wire (uint32) once answered INTERNAL: NegativeArraySizeException.
+        for (int length : new int[] {-1, Integer.MIN_VALUE}) {
+            assertThatThrownBy(() -> a.load(address, length)).as("length " + Integer.toUnsignedString(length))
+                    .isInstanceOf(PagewireException.InvalidRequestException.class).hasMessageContaining("a load takes at most");
+        }
+        // An error that quoted a 200 KB input whole overflowed the response trailers and broke the connection's other calls.
+        QueuePair fresh = a.createQueuePair();
+        String hugeId = "x".repeat(200_000);
+        assertThatThrownBy(() -> fresh.connect(new io.pagewire.client.QpAddress(hugeId, 5, 32, 4096)))
+                .isInstanceOf(PagewireException.InvalidRequestException.class)
+                .satisfies(e -> assertThat(e.getMessage().length()).as("a bounded description").isLessThan(4096))
+                .hasMessageContaining("more characters");
+        assertThat(a.allocate(10)).as("the same connection still serves").isPositive();
+    }
+
     /** One page on node-1 to write from, an endpoint on node-2, and a queue pair between them. */
     private record Small(Endpoint local, Endpoint target, MemoryRegion source, QueuePair qp) {
         CompletableFuture<io.pagewire.client.Completion> write(QueuePair on, long dst, long rkey) {
