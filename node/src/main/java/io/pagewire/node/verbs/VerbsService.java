@@ -136,14 +136,20 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     public StreamObserver<SessionRequest> session(StreamObserver<SessionEvent> responseObserver) {
         ServerCallStreamObserver<SessionEvent> events = (ServerCallStreamObserver<SessionEvent>) responseObserver;
         AtomicReference<Session> current = new AtomicReference<>();
+        // Set once this side ended the stream with an error: whatever the client still sends opens nothing.
+        java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
         events.setOnCancelHandler(() -> end(current.get()));
         return new StreamObserver<>() {
             @Override
             public void onNext(SessionRequest request) {
+                if (failed.get()) {
+                    return;
+                }
                 Session session = current.get();
                 try {
                     if (session == null) {
                         if (!request.hasOpen()) {
+                            failed.set(true);
                             throw Status.FAILED_PRECONDITION.withDescription("a session must start with OpenSession").asRuntimeException();
                         }
                         Endpoint endpoint = node.nic().openEndpoint(request.getOpen().getName());
@@ -173,6 +179,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                     }
                 } catch (RuntimeException e) {
                     if (session == null) {
+                        failed.set(true);
                         events.onError(StatusMapping.toStatus(e));
                     } else if (request.hasPost()) {
                         for (WorkRequest wr : request.getPost().getRequestsList()) {
@@ -183,6 +190,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                             session.refused(request.getPostReceive().getQpn(), r.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
                         }
                     } else {
+                        failed.set(true);
                         end(session);
                         events.onError(StatusMapping.toStatus(e));
                     }
