@@ -330,17 +330,17 @@ public final class KernelAgent implements AutoCloseable {
         if (spaceWould > context.memlockLimitBytes()) {
             counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
             throw new PinLimitExceededException(PinLimitExceededException.Limit.MEMLOCK, context.memlockLimitBytes(), spaceWould,
-                    String.format("memlock limit %s exceeded: %s pinned by %s (%s already pinned, %s more requested)",
-                            ByteSizes.format(context.memlockLimitBytes()), ByteSizes.format(spaceWould), space,
+                    String.format("memlock limit %s exceeded: %s would pin %s (%s pinned now, %s more requested)",
+                            ByteSizes.format(context.memlockLimitBytes()), space, ByteSizes.format(spaceWould),
                             ByteSizes.format(space.pinnedPages() * pageSize), ByteSizes.format(additionalPages * pageSize)));
         }
         long nodeWould = (pinnedPages + additionalPages) * pageSize;
         if (nodeWould > context.nodePinLimitBytes()) {
             counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
             throw new PinLimitExceededException(PinLimitExceededException.Limit.NODE, context.nodePinLimitBytes(), nodeWould,
-                    String.format("node pin limit %s exceeded: %s pinned on node %s (%s requested by %s)",
-                            ByteSizes.format(context.nodePinLimitBytes()), ByteSizes.format(nodeWould), context.name(),
-                            ByteSizes.format(additionalPages * pageSize), space));
+                    String.format("node pin limit %s exceeded: node %s would pin %s (%s pinned now, %s more requested by %s)",
+                            ByteSizes.format(context.nodePinLimitBytes()), context.name(), ByteSizes.format(nodeWould),
+                            ByteSizes.format(pinnedPages * pageSize), ByteSizes.format(additionalPages * pageSize), space));
         }
     }
 

@@ -40,7 +40,7 @@ class PinningTest {
             space.pinRange(va, 64L << 20);
             assertThatThrownBy(() -> space.pinRange(va + (64L << 20), 1L << 20))
                     .isInstanceOf(PinLimitExceededException.class)
-                    .hasMessageStartingWith("memlock limit 64 MiB exceeded: 65 MiB pinned by endpoint " + space.id())
+                    .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + space.id() + " would pin 65 MiB (64 MiB pinned now, 1 MiB more requested)")
                     .satisfies(e -> {
                         PinLimitExceededException p = (PinLimitExceededException) e;
                         assertThat(p.limit()).isEqualTo(PinLimitExceededException.Limit.MEMLOCK);
@@ -62,7 +62,7 @@ class PinningTest {
             a.pinRange(va, 32L * PAGE);
             assertThatThrownBy(() -> b.pinRange(vb, 9L * PAGE))
                     .isInstanceOf(PinLimitExceededException.class)
-                    .hasMessage("node pin limit 160 KiB exceeded: 164 KiB pinned on node test (36 KiB requested by endpoint " + b.id() + ")");
+                    .hasMessage("node pin limit 160 KiB exceeded: node test would pin 164 KiB (128 KiB pinned now, 36 KiB more requested by endpoint " + b.id() + ")");
             b.pinRange(vb, 8L * PAGE);
             assertThat(kernel.stats().pinnedBytes()).isEqualTo(40L * PAGE);
         }

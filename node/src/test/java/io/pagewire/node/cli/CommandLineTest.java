@@ -191,7 +191,7 @@ class CommandLineTest {
         assertThat(run.exitCode()).as(run.err()).isZero();
         assertThat(run.out()).contains("http://127.0.0.1:", "/metrics", "mode", "MB/s", "p50 us", "p99 us", "TLB hit", "RNR NAKs",
                 "parked MiB", "peak pinned");
-        assertThat(run.out()).containsPattern("PINNED\\s+registration refused: memlock limit 1 MiB exceeded: 6 MiB pinned by endpoint");
+        assertThat(run.out()).containsPattern("PINNED\\s+registration refused: memlock limit 1 MiB exceeded: endpoint \\d+ would pin 6 MiB");
         for (String mode : List.of("PIN_ON_MISS", "SHADOW", "ON_DEMAND")) {
             assertThat(run.out()).containsPattern("(?m)^" + mode + "\\s+\\d+\\.\\d");
         }

@@ -101,7 +101,7 @@ abstract class MemoryPressureSuite {
         long dst = remote.allocate(WORKING_SET);
         assertThatThrownBy(() -> remote.register(dst, WORKING_SET, RegistrationMode.PINNED, Access.all()))
                 .isInstanceOf(PagewireException.ResourceExhaustedException.class)
-                .hasMessageContaining("memlock limit 2 MiB exceeded: 16 MiB pinned by endpoint " + remote.id());
+                .hasMessageContaining("memlock limit 2 MiB exceeded: endpoint " + remote.id() + " would pin 16 MiB");
         assertThat(total(responder, "pagewire_memory_pages", "state=pinned")).as("a refused registration pins nothing").isZero();
         remote.close();
     }

@@ -123,7 +123,7 @@ abstract class SdkErrorsSuite {
         long huge = a.allocate(1L << 30);
         assertThatThrownBy(() -> a.register(huge, 1L << 30, RegistrationMode.PINNED, Access.all()))
                 .isInstanceOf(PagewireException.ResourceExhaustedException.class)
-                .hasMessageStartingWith("memlock limit 64 MiB exceeded: 1025 MiB pinned by endpoint " + a.id() + " (1 MiB already pinned, 1 GiB more requested)");
+                .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + a.id() + " would pin 1025 MiB (1 MiB pinned now, 1 GiB more requested)");
         assertThat(a.createEventCounter(Access.all()).awaitAsync(1, java.time.Duration.ofMillis(1)).join())
                 .as("a wait that times out is not an error: it returns the value").isZero();
     }
