@@ -2,6 +2,7 @@ package io.pagewire.node.nic;
 
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.PinLimitExceededException;
 import io.pagewire.kernel.Pinned;
 
 /**
@@ -15,6 +16,8 @@ final class PinOnMissTranslator extends TlbTranslator {
     private static final int ATTEMPTS = 16;
     /** Looks at a set whose every way is being filled before translating without an entry. */
     private static final int BUSY_LOOKS = 64;
+    /** Entries one miss may unpin to get under the kernel's pin limit before it gives up. */
+    private static final int MAX_ROOM_MAKING = 64;
 
     PinOnMissTranslator(Nic nic) {
         super(nic, RegistrationMode.PIN_ON_MISS, true);
@@ -25,6 +28,7 @@ final class PinOnMissTranslator extends TlbTranslator {
         AddressSpace space = region.endpoint().space();
         long key = Tlb.key(space.id(), vpn);
         int busyLooks = 0;
+        int madeRoom = 0;
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             Tlb.Reservation reservation = reserve(key);
             if (reservation == null) {
@@ -40,6 +44,20 @@ final class PinOnMissTranslator extends TlbTranslator {
             long start = nic.clock().nanoTime();
             try {
                 pinned = space.pin(vpn, write);
+            } catch (PinLimitExceededException e) {
+                tlb.cancel(reservation);
+                // U-Net/MM: the kernel bounds what the NIC keeps pinned; the NIC makes room by unpinning
+                // its least recently used entries (of this endpoint, for its memlock limit) and asks again.
+                long victim = madeRoom < MAX_ROOM_MAKING ? tlb.dropOldestPinned(e.limit() == PinLimitExceededException.Limit.MEMLOCK
+                        ? space.id() : -1) : -1;
+                if (victim < 0) {
+                    throw e;
+                }
+                madeRoom++;
+                counters.increment(NicCounter.TLB_EVICTIONS, RegistrationMode.PIN_ON_MISS);
+                nic.unpinEvicted(victim);
+                attempt--;
+                continue;
             } catch (RuntimeException e) {
                 tlb.cancel(reservation);
                 throw e;

@@ -233,6 +233,30 @@ final class Tlb {
         clear(slot);
     }
 
+    /**
+     * Drops the least recently used entry that holds a pin, anywhere in the TLB (of one address space,
+     * or of any when {@code spaceId} is negative), so that its pin can be given back: PIN_ON_MISS met the
+     * kernel's pin limit.
+     *
+     * @return the dropped entry's key, whose pin the caller releases, or {@code -1} when none holds a pin
+     */
+    synchronized long dropOldestPinned(int spaceId) {
+        int best = -1;
+        for (int slot = 0; slot < keys.length; slot++) {
+            if (states[slot] == VALID && pinned[slot] && (spaceId < 0 || (int) (keys[slot] >>> 40) == spaceId)
+                    && (best < 0 || stamps[slot] < stamps[best])) {
+                best = slot;
+            }
+        }
+        if (best < 0) {
+            return EMPTY;
+        }
+        long key = keys[best];
+        pinnedEntries--;
+        clear(best);
+        return key;
+    }
+
     private void clear(int slot) {
         keys[slot] = EMPTY;
         states[slot] = FREE;

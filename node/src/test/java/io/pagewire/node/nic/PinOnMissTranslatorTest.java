@@ -40,4 +40,24 @@ class PinOnMissTranslatorTest {
         assertThat(nic.tlbPinnedEntries()).isZero();
         nic.tlb().cancel(other);
     }
+
+    @Test
+    void aTlbLargerThanThePinLimitUnpinsItsOldestEntriesInsteadOfFailing() throws Exception {
+        // 64 TLB entries, but the node lets only 16 pages be pinned: U-Net/MM's kernel would unpin to make room.
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20),
+                new KernelContext().physicalMemoryBytes(4 << 20).nodePinLimitBytes(16 * 4096).memlockLimitBytes(16 * 4096),
+                new NicContext(), new NicContext().tlbEntries(64).tlbWays(8))) {
+            int pages = 256;
+            long src = nics.ea.space().allocate(4096);
+            MemoryRegion from = nics.ea.register(src, 4096, RegistrationMode.PINNED, Access.all());
+            long dst = nics.eb.space().allocate(pages * 4096L);
+            MemoryRegion to = nics.eb.register(dst, pages * 4096L, RegistrationMode.PIN_ON_MISS, Access.all());
+            for (int p = 0; p < pages; p++) {
+                nics.qa.post(WorkRequest.write(p, from.lkey(), src, 64, dst + p * 4096L, to.rkey()));
+                nics.takeSuccess(nics.cqa, "write " + p);
+                assertThat(nics.kernelB.stats().pinnedPages()).as("pins stay within the node's limit").isLessThanOrEqualTo(16);
+            }
+            assertThat(nics.b.tlbPinnedEntries()).isLessThanOrEqualTo(16);
+        }
+    }
 }
