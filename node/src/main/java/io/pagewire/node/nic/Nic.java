@@ -57,7 +57,7 @@ public final class Nic implements AutoCloseable {
         this.kernel = kernel;
         this.context = context.conclude();
         this.clock = context.clock();
-        this.timers = timers;
+        this.timers = guarded(timers);
         this.transport = transport;
         int pageSize = kernel.memory().pageSize();
         int slotBytes = kernel.systemBuffer().slotBytes();
@@ -81,7 +81,7 @@ public final class Nic implements AutoCloseable {
         this.receivePolicies = ReceiveFaultPolicy.forEveryMode(this, new CreditPool(kernel.systemBuffer().slotCount()));
         this.credits = receivePolicy(RegistrationMode.SHADOW).credits();
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
-        timers.schedule(sweepIntervalNs, this::sweep);
+        this.timers.schedule(sweepIntervalNs, this::sweep);
     }
 
     /** Receives the latency of every finished work request from now on (the metrics layer). */
@@ -324,16 +324,56 @@ public final class Nic implements AutoCloseable {
         return receivePolicies[mode.ordinal()];
     }
 
+    /**
+     * The timers with every task guarded: a scheduled executor keeps a task's exception in a future
+     * nobody reads, and a sweep that threw would never have rescheduled itself. A failure is logged
+     * and counted; the timers go on.
+     */
+    private NicTimers guarded(NicTimers inner) {
+        return new NicTimers() {
+            @Override
+            public void schedule(long delayNs, Runnable task) {
+                inner.schedule(delayNs, () -> {
+                    try {
+                        task.run();
+                    } catch (RuntimeException e) {
+                        counters.increment(NicCounter.TIMER_TASK_FAILURES);
+                        LOG.log(System.Logger.Level.ERROR, "a timer task of the NIC of node " + nodeId + " failed", e);
+                    }
+                });
+            }
+
+            @Override
+            public void close() {
+                inner.close();
+            }
+        };
+    }
+
     /** Releases the pin a PIN_ON_MISS entry held when the TLB replaced it. */
     void unpinEvicted(long key) {
         AddressSpace space = kernel.addressSpace((int) (key >>> 40));
         if (space == null) {
             return; // its endpoint closed, revoking every pin
         }
+        releasePin(space, key & ((1L << 40) - 1));
+    }
+
+    /**
+     * Gives back a pin the NIC took. A space closed or a page freed meanwhile took its pins with it; a
+     * page that is still there and not pinned means the NIC's pin accounting is wrong, which is
+     * logged and counted rather than swallowed.
+     */
+    void releasePin(AddressSpace space, long vpn) {
         try {
-            space.unpin(key & ((1L << 40) - 1));
-        } catch (KernelException | IllegalStateException e) {
-            // The page was freed after the entry was evicted; its pins went with it.
+            space.unpin(vpn);
+        } catch (KernelException e) {
+            // Closed meanwhile: every pin went with it.
+        } catch (IllegalStateException e) {
+            if (!space.isClosed() && space.isAllocated(vpn << space.pageShift(), 1)) {
+                counters.increment(NicCounter.PIN_ACCOUNTING_ERRORS);
+                LOG.log(System.Logger.Level.WARNING, "the NIC released a pin it did not hold: " + e.getMessage(), e);
+            }
         }
     }
 

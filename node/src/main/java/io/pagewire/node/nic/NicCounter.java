@@ -43,7 +43,9 @@ public enum NicCounter {
     SENDS_COMPLETED(38, "SEND work requests completed successfully"),
     RECEIVES_COMPLETED(39, "posted receives completed successfully"),
     RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)"),
-    TLB_BYPASSES(41, "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses");
+    TLB_BYPASSES(41, "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses"),
+    PIN_ACCOUNTING_ERRORS(42, "pins the NIC gave back that the kernel did not hold for it (a bug: logged)"),
+    TIMER_TASK_FAILURES(43, "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (logged; the timers go on)");
 
     private final int id;
     private final String label;

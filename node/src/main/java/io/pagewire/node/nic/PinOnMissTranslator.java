@@ -76,11 +76,7 @@ final class PinOnMissTranslator extends TlbTranslator {
                 return Tlb.pack(frame, generation);
             }
             // An invalidation of this page overtook us; the page may be gone, so ask again.
-            try {
-                space.unpin(vpn);
-            } catch (KernelException | IllegalStateException ignored) {
-                // Freed meanwhile: its pins were revoked with it.
-            }
+            nic.releasePin(space, vpn);
         }
         throw new KernelException("page 0x" + Long.toHexString(vpn << space.pageShift()) + " of endpoint " + space.id()
                 + " kept being invalidated while the NIC pinned it");
@@ -97,11 +93,7 @@ final class PinOnMissTranslator extends TlbTranslator {
             }
             return Tlb.pack(pinned.translation().frame(), pinned.translation().generation());
         } finally {
-            try {
-                space.unpin(vpn);
-            } catch (KernelException | IllegalStateException ignored) {
-                // Freed meanwhile: its pins went with it, and the caller's DMA lock will find the frame gone.
-            }
+            nic.releasePin(space, vpn); // freed meanwhile: the caller's DMA lock will find the frame gone
             if (side != Side.SEND) {
                 counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
             }

@@ -60,4 +60,34 @@ class PinOnMissTranslatorTest {
             assertThat(nics.b.tlbPinnedEntries()).isLessThanOrEqualTo(16);
         }
     }
+
+    @Test
+    void aPinTheNicNoLongerHoldsIsCountedWhileAFreedPageIsNot() {
+        Endpoint endpoint = nic.openEndpoint("e");
+        long address = endpoint.space().allocate(2 * 4096);
+        MemoryRegion region = endpoint.register(address, 2 * 4096, RegistrationMode.PIN_ON_MISS, Access.all());
+        long vpn = address >>> 12;
+        nic.dma().release(nic.dma().acquire(region, vpn, true, Side.RECEIVE, null), true);
+        assertThat(endpoint.space().pinCount(vpn)).as("the TLB entry holds a pin").isEqualTo(1);
+        endpoint.space().unpin(vpn); // someone else gave the NIC's pin back: the accounting is now wrong
+        endpoint.deregister(region); // drops the entry, whose pin the NIC releases
+        assertThat(nic.counters().get(NicCounter.PIN_ACCOUNTING_ERRORS)).as("the bug's one signal is kept").isEqualTo(1);
+
+        MemoryRegion again = endpoint.register(address, 2 * 4096, RegistrationMode.PIN_ON_MISS, Access.all());
+        nic.dma().release(nic.dma().acquire(again, vpn + 1, true, Side.RECEIVE, null), true);
+        endpoint.space().free(address); // freeing revokes the pins; the entry's later release is not a bug
+        nic.dropTranslations(endpoint.space(), vpn, 2);
+        assertThat(nic.counters().get(NicCounter.PIN_ACCOUNTING_ERRORS)).isEqualTo(1);
+    }
+
+    @Test
+    void aTimerTaskThatThrowsIsCountedAndTheTimersGoOn() throws Exception {
+        java.util.concurrent.CountDownLatch later = new java.util.concurrent.CountDownLatch(1);
+        nic.timers().schedule(1_000, () -> {
+            throw new IllegalStateException("a broken task");
+        });
+        nic.timers().schedule(2_000_000, later::countDown);
+        assertThat(later.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        assertThat(nic.counters().get(NicCounter.TIMER_TASK_FAILURES)).isEqualTo(1);
+    }
 }
