@@ -29,6 +29,7 @@ public final class SystemBuffer {
     private final ByteBuffer storage;
     private final int[] freeSlots;
     private int freeCount;
+    private int peakInUse;
     /** Parts waiting for their page, per page, in arrival order. Guarded by this. */
     private final Map<PageKey, ArrayDeque<Parked>> parkedByPage = new HashMap<>();
     /** Parts parked and not yet completed; read without the lock on the NIC's receive path. */
@@ -65,6 +66,11 @@ public final class SystemBuffer {
     /** The slot size for a page size. */
     public static int slotBytes(int pageSize) {
         return Math.min(pageSize, MAX_SLOT_BYTES);
+    }
+
+    /** The most slots ever in use at once: never more than {@link #slotCount}, which credits are meant to guarantee. */
+    public synchronized int peakSlotsInUse() {
+        return peakInUse;
     }
 
     public synchronized int slotsInUse() {
@@ -108,6 +114,7 @@ public final class SystemBuffer {
                         + ") hold parked data; a sender overran its credits");
             }
             int slot = freeSlots[--freeCount];
+            peakInUse = Math.max(peakInUse, freeSlots.length - freeCount);
             storage.put(slot * slotBytes, data, data.position(), length);
             data.position(data.position() + length);
             ArrayDeque<Parked> queue = parkedByPage.get(key);

@@ -29,6 +29,9 @@ public final class QueuePair implements AutoCloseable {
         CLOSED
     }
 
+    /** The largest credit grant an address may claim: far more than any node grants, far less than overflow. */
+    static final int MAX_INITIAL_CREDITS = 1 << 24;
+
     private final Nic nic;
     private final Endpoint endpoint;
     private final CompletionQueue cq;
@@ -96,6 +99,12 @@ public final class QueuePair implements AutoCloseable {
         try {
             if (state != State.INIT) {
                 throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
+            }
+            int needed = Requester.sendCredits(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
+            if (remote.initialCredits() < needed || remote.initialCredits() > MAX_INITIAL_CREDITS) {
+                throw new NicException("queue pair " + qpn + " cannot connect: the peer's address grants " + remote.initialCredits()
+                        + " credits, where one MTU-sized packet may need " + needed + " and a node grants at most " + MAX_INITIAL_CREDITS
+                        + "; give the address CreateQueuePair returned on the peer");
             }
             peer = remote;
             // Both ends of the pair name the same lane (a function of the two numbers that does not care
@@ -313,6 +322,11 @@ public final class QueuePair implements AutoCloseable {
         } finally {
             unlockAndSend();
         }
+    }
+
+    /** Parts of this queue pair's received writes still parked (lock held). */
+    int parkedPartsHeld() {
+        return parkedParts;
     }
 
     void parkStarted() {

@@ -324,6 +324,12 @@ final class Responder {
     }
 
     private void park(AddressSpace space, long address, ByteBuffer part, long psn) {
+        if (qp.parkedPartsHeld() >= ctx.creditsPerQp()) {
+            // More than this node granted: a sender that ignores its credits (or claimed more than it was
+            // given) waits with RNR NAKs instead of taking other queue pairs' share of the buffer.
+            throw new SystemBufferFullException("queue pair " + qp.qpn() + " already has its " + ctx.creditsPerQp()
+                    + " granted parts parked; its sender overran its credits");
+        }
         // Recorded first: the completion may run at once on this thread if the page is already coming in.
         parkedByPsn.merge(psn, 1, Integer::sum);
         qp.parkStarted();

@@ -1,0 +1,68 @@
+package io.pagewire.node.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.pagewire.kernel.KernelContext;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The system-buffer credit window is the responder's, not whatever an address claims: a window too
+ * small to send one packet is refused at connect, and a sender that claims more than it was granted
+ * is held to the grant (RNR NAKs) instead of taking the shared buffer from other queue pairs.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CreditEnforcementTest {
+    @Test
+    void anAddressGrantingTooFewOrAbsurdlyManyCreditsIsRefusedAtConnect() {
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(1 << 20), new KernelContext().physicalMemoryBytes(1 << 20),
+                new NicContext(), new NicContext())) {
+            QueuePair fresh = nics.a.createQueuePair(nics.ea, nics.cqa);
+            QpAddress real = nics.qb.address();
+            for (int credits : new int[] {0, 1, -5, Integer.MAX_VALUE}) {
+                assertThatThrownBy(() -> fresh.connect(new QpAddress(real.node(), real.qpn(), credits, real.pageSize())))
+                        .as(credits + " credits").isInstanceOf(NicException.class).hasMessageContaining("give the address CreateQueuePair returned");
+            }
+            assertThat(fresh.state()).isEqualTo(QueuePair.State.INIT);
+        }
+    }
+
+    @Test
+    void aSenderClaimingMoreCreditsThanGrantedIsHeldToTheGrant() throws Exception {
+        int granted = 8;
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20),
+                new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(16 << 20),
+                new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(500_000), new NicContext().creditsPerQp(granted))) {
+            // A second pair whose requester was told the responder grants 100,000 credits.
+            QueuePair greedy = nics.a.createQueuePair(nics.ea, nics.cqa);
+            QueuePair victim = nics.b.createQueuePair(nics.eb, nics.cqb);
+            QpAddress real = victim.address();
+            greedy.connect(new QpAddress(real.node(), real.qpn(), 100_000, real.pageSize()));
+            victim.connect(greedy.address());
+
+            int pages = 64;
+            byte[] data = new byte[pages * 4096];
+            new Random(1).nextBytes(data);
+            long src = nics.ea.space().allocate(data.length);
+            nics.ea.space().store(src, data, 0, data.length);
+            MemoryRegion from = nics.ea.register(src, data.length, RegistrationMode.PINNED, Access.all());
+            long dst = nics.eb.space().allocate(data.length);
+            MemoryRegion to = nics.eb.register(dst, data.length, RegistrationMode.SHADOW, Access.all());
+            byte[] before = new byte[data.length];
+            java.util.Arrays.fill(before, (byte) 7);
+            nics.eb.space().store(dst, before, 0, before.length);
+            assertThat(nics.eb.space().pageOut(dst, data.length)).as("every destination page out: every part parks").isEqualTo(pages);
+            greedy.post(WorkRequest.write(1, from.lkey(), src, data.length, dst, to.rkey()));
+            nics.takeSuccess(nics.cqa, "the greedy write");
+            byte[] landed = new byte[data.length];
+            nics.eb.space().load(dst, landed, 0, landed.length);
+            assertThat(landed).isEqualTo(data);
+            assertThat(nics.kernelB.systemBuffer().peakSlotsInUse()).as("never more parked than the grant" + nics.state())
+                    .isLessThanOrEqualTo(granted);
+            assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("the overrun was answered with RNR").isPositive();
+        }
+    }
+}
