@@ -48,6 +48,8 @@ public final class Nic implements AutoCloseable {
     private volatile PacketTransport transport;
     private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
     private volatile boolean closed;
+    /** Carries batches between queue pairs of this node; made at the first such batch. */
+    private java.util.concurrent.ExecutorService loopback;
 
     /**
      * @param transport how packets leave; may be set later with {@link #attach} when the transport needs the NIC first
@@ -261,13 +263,51 @@ public final class Nic implements AutoCloseable {
             counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());
         }
         counters.add(NicCounter.PACKETS_SENT, batch.getPacketsCount());
+        if (peer.equals(nodeId)) {
+            loopback(batch);
+            return;
+        }
         PacketTransport t = transport;
         if (t != null) {
             t.send(peer, laneHint, batch);
         }
     }
 
+    /**
+     * A queue pair between two endpoints of this node: the batch comes back in on the NIC's loopback
+     * thread, as it would from a link (never on the sender's thread, which holds its queue pair's
+     * lock). Payloads are copied first, as a transport copies them into its buffers: they are views
+     * of frames locked only until this returns.
+     */
+    private void loopback(PacketBatch batch) {
+        PacketBatch.Builder copy = PacketBatch.newBuilder();
+        for (Packet packet : batch.getPacketsList()) {
+            copy.addPackets(packet.getPayload().isEmpty() ? packet
+                    : packet.toBuilder().setPayload(com.google.protobuf.ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build());
+        }
+        PacketBatch delivered = copy.build();
+        try {
+            loopbackThread().execute(() -> receive(nodeId, delivered));
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // Closing: nothing is delivered any more.
+        }
+    }
+
+    private synchronized java.util.concurrent.ExecutorService loopbackThread() {
+        if (loopback == null) {
+            loopback = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "pagewire-nic-loopback-" + nodeId);
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return loopback;
+    }
+
     boolean isWritable(String peer, int laneHint) {
+        if (peer.equals(nodeId)) {
+            return true;
+        }
         PacketTransport t = transport;
         return t != null && t.isWritable(peer, laneHint);
     }
@@ -458,6 +498,11 @@ public final class Nic implements AutoCloseable {
         closed = true;
         for (Endpoint endpoint : endpoints.values()) {
             endpoint.close();
+        }
+        synchronized (this) {
+            if (loopback != null) {
+                loopback.shutdownNow();
+            }
         }
         timers.close();
     }

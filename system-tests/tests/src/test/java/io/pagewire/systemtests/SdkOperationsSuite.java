@@ -356,4 +356,20 @@ abstract class SdkOperationsSuite {
         client2.close();
         server.close();
     }
+
+    @Test
+    void twoEndpointsOfOneNodeTalkThroughAQueuePair(PagewireCluster cluster) {
+        Endpoint a = connect(cluster, 1).openEndpoint("first");
+        Endpoint b = connect(cluster, 1).openEndpoint("second");
+        long src = a.allocate(8192);
+        a.store(src, pattern(21, 8192));
+        MemoryRegion from = a.register(src, 8192, RegistrationMode.ON_DEMAND, Access.all());
+        long dst = b.allocate(8192);
+        MemoryRegion to = b.register(dst, 8192, RegistrationMode.SHADOW, Access.all());
+        QueuePair qp = a.connect(b);
+        qp.await(qp.write(from, src, 8192, dst, to.rkey()));
+        assertThat(b.load(dst, 8192)).as("a node carries traffic to itself").isEqualTo(pattern(21, 8192));
+        a.close();
+        b.close();
+    }
 }
