@@ -12,6 +12,8 @@ import java.util.concurrent.TimeUnit;
  * {@code pagewire.nic.cqCapacity} says.
  */
 public final class CompletionQueue {
+    private static final System.Logger LOG = System.getLogger(CompletionQueue.class.getName());
+
     private final int id;
     private final LinkedBlockingQueue<Completion> queue;
     private volatile Handler handler;
@@ -43,9 +45,9 @@ public final class CompletionQueue {
         if (value != null) {
             Completion queued;
             while ((queued = queue.poll()) != null) {
-                value.completed(queued);
+                deliver(value, queued);
             }
-            value.flush();
+            flush(value);
         }
         handler = value;
     }
@@ -56,7 +58,7 @@ public final class CompletionQueue {
             synchronized (this) {
                 Handler h = handler;
                 if (h != null) {
-                    h.completed(completion);
+                    deliver(h, completion);
                     pushedSinceFlush = true;
                     return true;
                 }
@@ -71,9 +73,26 @@ public final class CompletionQueue {
             synchronized (this) {
                 if (pushedSinceFlush && handler != null) {
                     pushedSinceFlush = false;
-                    handler.flush();
+                    flush(handler);
                 }
             }
+        }
+    }
+
+    /** Hands a completion to the handler; a handler that throws is logged (the NIC is past this completion already). */
+    private void deliver(Handler h, Completion completion) {
+        try {
+            h.completed(completion);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "the handler of completion queue " + id + " failed on " + completion, e);
+        }
+    }
+
+    private void flush(Handler h) {
+        try {
+            h.flush();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "the handler of completion queue " + id + " failed to flush", e);
         }
     }
 

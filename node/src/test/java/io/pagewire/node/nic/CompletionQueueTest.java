@@ -25,6 +25,31 @@ class CompletionQueueTest {
         assertThat(small.poll()).isSameAs(c);
     }
 
+    @Test
+    void aHandlerThatThrowsDoesNotStopTheCompletionsAfterIt() {
+        CompletionQueue cq = new CompletionQueue(0, 16);
+        java.util.List<Long> seen = new java.util.ArrayList<>();
+        cq.setHandler(new CompletionQueue.Handler() {
+            @Override
+            public void completed(Completion completion) {
+                if (completion.wrId() == 1) {
+                    throw new IllegalStateException("a broken handler");
+                }
+                seen.add(completion.wrId());
+            }
+
+            @Override
+            public void flush() {
+                throw new IllegalStateException("a broken flush");
+            }
+        });
+        for (long wr = 1; wr <= 3; wr++) {
+            assertThat(cq.push(new Completion(wr, 1, Completion.Opcode.WRITE, CompletionStatus.SUCCESS, 8, 0, null))).isTrue();
+        }
+        cq.flush();
+        assertThat(seen).containsExactly(2L, 3L);
+    }
+
     private static long allocated() {
         com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         return threads.getThreadAllocatedBytes(Thread.currentThread().getId());
