@@ -293,6 +293,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                     link.outbound[index] = lane;
                     link.dialling[index] = false;
                     link.attempts[index] = 0;
+                    noteIncarnation(link, frame.getHello().getIncarnation());
                     laneUp(link, lane);
                 } else {
                     deliver(link, frame);
@@ -345,6 +346,29 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private LaneFrame hello(int index) {
         return LaneFrame.newBuilder().setHello(LaneHello.newBuilder().setNodeId(context.nodeId()).setLaneIndex(index)
                 .setIncarnation(incarnation)).build();
+    }
+
+    /**
+     * A peer's hello names the incarnation of its process. A new one means the peer restarted: its
+     * queue pairs are gone, so the ones connected to it here fail now instead of retrying into the void.
+     */
+    private void noteIncarnation(PeerLink link, long incarnation) {
+        if (incarnation == 0) {
+            return;
+        }
+        long before;
+        synchronized (link) {
+            before = link.incarnation;
+            link.incarnation = incarnation;
+        }
+        if (before != 0 && before != incarnation) {
+            LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + ": " + link.peer + " restarted (a new incarnation);"
+                    + " its queue pairs are gone, so the ones connected to them here fail");
+            Nic n = nic;
+            if (n != null) {
+                n.onPeerRestarted(link.peer);
+            }
+        }
     }
 
     private void laneUp(PeerLink link, Lane lane) {
@@ -476,6 +500,8 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         final java.util.concurrent.atomic.AtomicBoolean reportedUp = new java.util.concurrent.atomic.AtomicBoolean();
         /** When the last lane went down, for the log line of the reconnection; 0 before the first loss. */
         volatile long downSinceNs;
+        /** The incarnation the peer's hellos named last; 0 before the first. Guarded by the link. */
+        long incarnation;
 
         /** Whether this node sends on the lanes it dialled (see {@link #pick}). */
         final boolean prefersDialled;
@@ -602,6 +628,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                         linkRef.set(link);
                         lane.send(hello(frame.getHello().getLaneIndex()));
                         link.inbound.add(lane);
+                        noteIncarnation(link, frame.getHello().getIncarnation());
                         laneUp(link, lane);
                     } else {
                         deliver(linkRef.get(), frame);

@@ -258,6 +258,16 @@ public final class Nic implements AutoCloseable {
         }
     }
 
+    /** A peer restarted: the queue pairs connected to it fail, since the ones they were connected to are gone. */
+    public void onPeerRestarted(String peer) {
+        for (QueuePair qp : queuePairs.values()) {
+            QpAddress p = qp.peer();
+            if (p != null && p.node().equals(peer)) {
+                qp.peerRestarted();
+            }
+        }
+    }
+
     void transmit(String peer, int laneHint, PacketBatch batch) {
         for (Packet packet : batch.getPacketsList()) {
             counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());

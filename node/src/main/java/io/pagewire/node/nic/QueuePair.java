@@ -351,6 +351,23 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /** The peer node restarted: everything outstanding fails, and the pair moves to ERROR. */
+    void peerRestarted() {
+        lock.lock();
+        try {
+            if (state == State.READY) {
+                QpAddress p = peer;
+                String error = "node " + p.node() + " restarted: its queue pair " + p.qpn() + " no longer exists";
+                state = State.ERROR;
+                failure = error;
+                requester.failAll(requester.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error);
+                flushReceives("flushed: " + error);
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
     void kick() {
         lock.lock();
         try {

@@ -592,6 +592,11 @@ final class Requester {
                 rnrWaiting ? " rnr-wait" : "", faultsPending.isEmpty() ? "" : " fault-wait(" + faultsPending.size() + ")", creditWaiting ? " credit-wait" : "");
     }
 
+    /** The oldest outstanding request, or null. */
+    SendWqe oldest() {
+        return wqes.first();
+    }
+
     /** Completes every outstanding request, in order: {@code failed} with its status, the rest as flushed. */
     void failAll(SendWqe failed, CompletionStatus status, String error, String flushReason) {
         while (!wqes.isEmpty()) {
