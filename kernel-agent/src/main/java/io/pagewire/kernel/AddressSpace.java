@@ -409,13 +409,24 @@ public final class AddressSpace implements AutoCloseable {
      * @return how many pages lost their frame
      */
     public int pageOut(long address, long length) {
+        if (length <= 0 || address + length < address) {
+            throw new BadAddressException(String.format("page-out range 0x%x+%d is empty or wraps", address, length));
+        }
         checkAllocated(address, length);
         long first = address >>> pageShift;
-        long end = (address + length + pageSize - 1) >>> pageShift;
+        long end = ((address + length - 1) >>> pageShift) + 1;
         int out = 0;
         kernel.lock();
         try {
-            for (long vpn = first; vpn < end; vpn++) {
+            // Only pages that exist are visited: a huge, mostly untouched range costs what is in it.
+            List<Long> vpns = new ArrayList<>();
+            pageTable.forEach(first, end, (vpn, entry) -> {
+                if (entry.present() && entry.pinCount == 0 && !entry.inTransit) {
+                    vpns.add(vpn);
+                }
+            });
+            for (long vpn : vpns) {
+                // Writing a page back releases the lock: look at each page again before taking its frame.
                 PageTableEntry entry = pageTable.get(vpn);
                 if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && kernel.pageOut(entry.frame)) {
                     out++;

@@ -143,4 +143,17 @@ class AddressSpaceTest {
         space.unpin(at / PAGE + 2);
         space.close();
     }
+
+    @Test
+    void pageOutOfAHugeMostlyUntouchedRangeCostsWhatIsInItAndABadRangeIsRefused() {
+        AddressSpace space = kernel.createAddressSpace();
+        long at = space.allocate(1L << 40);
+        space.store(at + (1L << 39), new byte[] {5}, 0, 1);
+        long start = System.nanoTime();
+        assertThat(space.pageOut(at, 1L << 40)).isEqualTo(1);
+        assertThat(System.nanoTime() - start).as("2^28 pages of range, one of them present").isLessThan(5_000_000_000L);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> space.pageOut(at, Long.MIN_VALUE)).isInstanceOf(BadAddressException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> space.pageOut(at, 0)).isInstanceOf(BadAddressException.class);
+        space.close();
+    }
 }

@@ -232,10 +232,20 @@ public final class Endpoint implements AutoCloseable {
         if (!region.covers(address, length)) {
             throw new NicException(String.format("advise range 0x%x+%d is outside %s", address, length, region));
         }
+        if (length <= 0 || address + length < address) {
+            throw new NicException(String.format("advise range 0x%x+%d is empty or wraps", address, length));
+        }
         space.checkAllocated(address, length);
         int shift = space.pageShift();
         long firstVpn = address >>> shift;
-        int pages = DmaEngine.pagesSpanned(address, length, shift);
+        long span = ((address + length - 1) >>> shift) - firstVpn + 1;
+        int frames = nic.kernel().memory().frameCount();
+        if (span > frames) {
+            // One request must not hold the node for minutes: more than memory cannot be brought in at once anyway.
+            throw new NicException("advise covers " + span + " pages; at most the node's physical memory (" + frames
+                    + " pages) can be prefetched at once: advise a smaller range");
+        }
+        int pages = (int) span;
         boolean write = advice == Advice.PREFETCH_WRITE;
         return switch (region.mode()) {
             case PINNED -> CompletableFuture.completedFuture(null);
