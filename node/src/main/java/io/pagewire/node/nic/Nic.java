@@ -451,8 +451,11 @@ public final class Nic implements AutoCloseable {
 
     /** The registration mode a region's rkey names in its low bits. */
     static RegistrationMode modeOfRkey(long rkey) {
-        return RegistrationMode.values()[(int) (rkey & RKEY_MODE_MASK)];
+        return MODES[(int) (rkey & RKEY_MODE_MASK)];
     }
+
+    /** values() copies its array on every call; the per-packet path reads this one. */
+    private static final RegistrationMode[] MODES = RegistrationMode.values();
 
     void publish(MemoryRegion region) {
         regionsByRkey.put(region.rkey(), region);

@@ -178,7 +178,11 @@ final class Responder {
         writeMessageBytes = (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
                 || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE ? 0 : writeMessageBytes) + payload.size();
         if (notify) {
-            deliverWhenVisible(new Delivery(psn, counter, null, null, 0, 0));
+            if (visibleNow(psn)) {
+                deliver(counter); // the common case: nothing parked before it, nothing allocated
+            } else {
+                notifications.add(new Delivery(psn, counter, null, null, 0, null));
+            }
         }
         if (immediate) {
             ReceiveQueue.Posted receive = qp.receives().take();
@@ -374,11 +378,21 @@ final class Responder {
 
     /** Delivers at once unless parked data before it (or an earlier delivery) still waits. */
     private void deliverWhenVisible(Delivery delivery) {
-        if (notifications.isEmpty() && lowestParkedPsn() > delivery.psn()) {
+        if (visibleNow(delivery.psn())) {
             deliver(delivery);
         } else {
             notifications.add(delivery);
         }
+    }
+
+    /** Whether what a packet at {@code psn} makes visible may be delivered now: no parked data and no delivery before it waits. */
+    private boolean visibleNow(long psn) {
+        return notifications.isEmpty() && lowestParkedPsn() > psn;
+    }
+
+    private void deliver(EventCounter counter) {
+        counter.getAndAdd(1);
+        counters.increment(NicCounter.NOTIFICATIONS_DELIVERED);
     }
 
     private void deliverNotifications() {
@@ -389,8 +403,7 @@ final class Responder {
 
     private void deliver(Delivery delivery) {
         if (delivery.counter() != null) {
-            delivery.counter().getAndAdd(1);
-            counters.increment(NicCounter.NOTIFICATIONS_DELIVERED);
+            deliver(delivery.counter());
         } else {
             Integer immediate = delivery.immediate();
             qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
