@@ -25,7 +25,7 @@ RUN mvn -B -q -DskipTests -pl node -am package && cp node/target/pagewire.jar /p
 FROM ${RUNTIME_IMAGE} AS node
 RUN groupadd --system --gid 7100 pagewire \
  && useradd --system --uid 7100 --gid pagewire --home-dir /var/lib/pagewire --create-home --shell /usr/sbin/nologin pagewire \
- && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings \
+ && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings /var/lib/pagewire/certs \
  && chown -R pagewire:pagewire /var/lib/pagewire
 COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
 # The heap holds the node's emulated physical memory: size the container's memory limit for

@@ -4,25 +4,35 @@ import java.time.Duration;
 
 /**
  * How the SDK talks to a node: the deadline of each call, whether waits for completions spin
- * (busy-poll, for latency runs, like perftest's completion polling) instead of sleeping, and whether
- * a co-located node's shared-memory rings are used.
+ * (busy-poll, for latency runs, like perftest's completion polling) instead of sleeping, whether
+ * a co-located node's shared-memory rings are used, and how the connection is secured.
  */
-public record ConnectOptions(Duration deadline, boolean busyPoll, boolean sharedMemory) {
-    /** Options with shared-memory rings asked for (used when the node is on this host). */
-    public ConnectOptions(Duration deadline, boolean busyPoll) {
-        this(deadline, busyPoll, true);
+public record ConnectOptions(Duration deadline, boolean busyPoll, boolean sharedMemory, ClientSecurity security) {
+    public ConnectOptions {
+        security = security == null ? ClientSecurity.plaintext() : security;
     }
 
+    /** Options with shared-memory rings asked for (used when the node is on this host), secured as the environment says. */
+    public ConnectOptions(Duration deadline, boolean busyPoll) {
+        this(deadline, busyPoll, true, ClientSecurity.fromEnvironment(System.getenv()));
+    }
+
+    /** Two-minute deadlines, blocking waits, shared memory where offered, security from the environment ({@link ClientSecurity#fromEnvironment}). */
     public static ConnectOptions defaults() {
-        return new ConnectOptions(Duration.ofMinutes(2), false, true);
+        return new ConnectOptions(Duration.ofMinutes(2), false, true, ClientSecurity.fromEnvironment(System.getenv()));
     }
 
     public ConnectOptions withDeadline(Duration value) {
-        return new ConnectOptions(value, busyPoll, sharedMemory);
+        return new ConnectOptions(value, busyPoll, sharedMemory, security);
     }
 
     public ConnectOptions withBusyPoll(boolean value) {
-        return new ConnectOptions(deadline, value, sharedMemory);
+        return new ConnectOptions(deadline, value, sharedMemory, security);
+    }
+
+    /** Mutual TLS, a token, or plaintext: see {@link ClientSecurity}. */
+    public ConnectOptions withSecurity(ClientSecurity value) {
+        return new ConnectOptions(deadline, busyPoll, sharedMemory, value);
     }
 
     /**
@@ -32,6 +42,6 @@ public record ConnectOptions(Duration deadline, boolean busyPoll, boolean shared
      * or with false, everything travels on the gRPC session stream.
      */
     public ConnectOptions withSharedMemory(boolean value) {
-        return new ConnectOptions(deadline, busyPoll, value);
+        return new ConnectOptions(deadline, busyPoll, value, security);
     }
 }

@@ -1,5 +1,12 @@
 package io.pagewire.node;
 
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.node.security.TestbedCertificates;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -7,10 +14,16 @@ import java.util.function.Consumer;
 
 /**
  * Several nodes in one JVM, every one linked to every other, over in-process gRPC or real Netty on
- * loopback. The demo, the perf tool's embedded pair and the cluster tests run on it.
+ * loopback. The demo, the perf tool's embedded pair and the cluster tests run on it. Over Netty the
+ * nodes run mutual TLS with a testbed CA made for the cluster (an application identity "app"
+ * included, see {@link #clientSecurity()}), unless the configuration says plaintext.
  */
 public final class EmbeddedCluster implements AutoCloseable {
+    /** The application identity the cluster's certificates include for its clients. */
+    public static final String APPLICATION = "app";
+
     private final List<PagewireNode> nodes = new ArrayList<>();
+    private Path certificates;
 
     private EmbeddedCluster() {
     }
@@ -18,13 +31,27 @@ public final class EmbeddedCluster implements AutoCloseable {
     /**
      * Starts {@code size} nodes named node-1..node-N and waits until all links are up.
      *
-     * @param configure adjusts each node's context (memory, NIC, faults) before it starts
+     * @param configure adjusts each node's context (memory, NIC, faults, security) before it starts
      */
     public static EmbeddedCluster start(int size, Transport transport, Consumer<NodeContext> configure) {
         EmbeddedCluster cluster = new EmbeddedCluster();
         try {
+            if (transport == Transport.NETTY) {
+                cluster.certificates = Files.createTempDirectory("pagewire-certs-");
+                TestbedCertificates ca = TestbedCertificates.in(cluster.certificates);
+                for (int i = 1; i <= size; i++) {
+                    ca.issueNode("node-" + i, List.of("localhost", "127.0.0.1"));
+                }
+                ca.issueApplication(APPLICATION);
+            }
             for (int i = 1; i <= size; i++) {
                 NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(0).metricsPort(-1);
+                for (int j = 1; j <= size; j++) {
+                    context.acceptPeer("node-" + j);
+                }
+                if (cluster.certificates != null) {
+                    context.security().certificateDirectory(cluster.certificates);
+                }
                 configure.accept(context);
                 cluster.nodes.add(PagewireNode.start(context));
             }
@@ -37,10 +64,33 @@ public final class EmbeddedCluster implements AutoCloseable {
             }
             cluster.awaitLinks(TimeUnit.SECONDS.toNanos(30));
             return cluster;
+        } catch (IOException e) {
+            cluster.close();
+            throw new UncheckedIOException("cannot make the cluster's certificates: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             cluster.close();
             throw e;
         }
+    }
+
+    /** How an application reaches these nodes: mutual TLS as {@link #APPLICATION} when they run it, else plaintext. */
+    public ClientSecurity clientSecurity() {
+        return nodes.get(0).context().security().mutualTls() ? ClientSecurity.mutualTls(certificates, APPLICATION) : ClientSecurity.plaintext();
+    }
+
+    /** Default SDK options with this cluster's {@link #clientSecurity()}. */
+    public ConnectOptions connectOptions() {
+        return ConnectOptions.defaults().withSecurity(clientSecurity());
+    }
+
+    /** A raw gRPC channel to a node, secured like {@link #connectOptions()} (tests send what the SDK would not). */
+    public io.grpc.ManagedChannel openChannel(PagewireNode node) {
+        return io.pagewire.client.impl.GrpcPagewire.channelBuilder(node.target(), clientSecurity()).build();
+    }
+
+    /** Where the cluster's CA and certificates are (null over the in-process transport). */
+    public Path certificates() {
+        return certificates;
     }
 
     private void awaitLinks(long timeoutNs) {
@@ -102,6 +152,16 @@ public final class EmbeddedCluster implements AutoCloseable {
         }
         for (PagewireNode node : nodes) {
             node.close();
+        }
+        if (certificates != null) {
+            try (java.util.stream.Stream<Path> files = Files.list(certificates)) {
+                for (Path file : files.toList()) {
+                    Files.deleteIfExists(file);
+                }
+                Files.deleteIfExists(certificates);
+            } catch (IOException e) {
+                // A temporary directory left behind is not worth failing a close for.
+            }
         }
     }
 }

@@ -3,6 +3,7 @@ package io.pagewire.node;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.node.fabric.FabricContext;
 import io.pagewire.node.nic.NicContext;
+import io.pagewire.node.security.SecurityContext;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -25,6 +26,7 @@ public final class NodeContext {
     private final KernelContext kernel = new KernelContext();
     private final NicContext nic = new NicContext();
     private final FabricContext fabric = new FabricContext();
+    private final SecurityContext security = new SecurityContext();
 
     public NodeContext nodeId(String value) {
         nodeId = value;
@@ -133,6 +135,12 @@ public final class NodeContext {
         return this;
     }
 
+    /** A node whose lanes this node accepts though it does not dial it (see {@link FabricContext#acceptPeer}). */
+    public NodeContext acceptPeer(String id) {
+        fabric.acceptPeer(id);
+        return this;
+    }
+
     public String nodeId() {
         return nodeId;
     }
@@ -163,6 +171,11 @@ public final class NodeContext {
 
     public FabricContext fabric() {
         return fabric;
+    }
+
+    /** Mutual TLS (the default on a network transport) or plaintext, and the application token. */
+    public SecurityContext security() {
+        return security;
     }
 
     /** Validates every part; the node id is carried into the kernel and fabric contexts. */
@@ -196,9 +209,13 @@ public final class NodeContext {
         if (transport == null) {
             throw new IllegalArgumentException("pagewire.node.transport must be set");
         }
+        peers.keySet().forEach(fabric::acceptPeer);
         fabric.nodeId(nodeId).conclude();
         kernel.name(nodeId).conclude();
         nic.conclude();
+        // Last: a node whose other knobs are wrong hears about them before it is asked for certificates.
+        security.conclude(nodeId, transport == Transport.NETTY);
+        fabric.peerCertificatesRequired(security.mutualTls());
         return this;
     }
 }

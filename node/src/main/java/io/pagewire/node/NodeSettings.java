@@ -6,6 +6,7 @@ import io.pagewire.node.fabric.FabricConfiguration;
 import io.pagewire.node.fabric.FabricContext;
 import io.pagewire.node.nic.NicConfiguration;
 import io.pagewire.node.nic.TlbReplacement;
+import io.pagewire.node.security.SecurityContext;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -37,6 +38,13 @@ public final class NodeSettings {
     public static final String NODE_BUSY_POLL = "pagewire.node.busyPollNs";
     public static final String NODE_RING_DIRECTORY = "pagewire.node.ringDirectory";
     public static final String NODE_RING_BYTES = "pagewire.node.ringBytes";
+    public static final String NODE_ACCEPT_PEERS = "pagewire.node.acceptPeers";
+    /**
+     * Variables of the SDK and the command's client side that share the {@code PAGEWIRE_} prefix: a
+     * node ignores them (a container's health probe reads the same environment as its node).
+     */
+    public static final java.util.Set<String> CLIENT_VARIABLES = java.util.Set.of("PAGEWIRE_JAVA_OPTS", "PAGEWIRE_SECURITY_IDENTITY",
+            "PAGEWIRE_SECURITY_SERVER_NAME");
 
     private static final Map<String, BiConsumer<NodeContext, String>> KNOBS = new TreeMap<>();
     private static final Pattern SIZE = Pattern.compile("(?i)\\s*(\\d+)\\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\\s*");
@@ -53,6 +61,14 @@ public final class NodeSettings {
         knob(NODE_BUSY_POLL, (c, v) -> c.busyPollNs(nanos(NODE_BUSY_POLL, v)));
         knob(NODE_RING_DIRECTORY, (c, v) -> c.ringDirectory(v.trim()));
         knob(NODE_RING_BYTES, (c, v) -> c.ringBytes((int) bytes(NODE_RING_BYTES, v)));
+        knob(NODE_ACCEPT_PEERS, (c, v) -> FabricContext.parsePeers(v).forEach(c::acceptPeer));
+
+        knob(SecurityContext.TRANSPORT_PROP_NAME, (c, v) -> c.security().transport(SecurityContext.TransportSecurity.parse(SecurityContext.TRANSPORT_PROP_NAME, v)));
+        knob(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME, (c, v) -> c.security().certificateDirectory(path(v)));
+        knob(SecurityContext.CERTIFICATE_FILE_PROP_NAME, (c, v) -> c.security().certificateFile(path(v)));
+        knob(SecurityContext.PRIVATE_KEY_FILE_PROP_NAME, (c, v) -> c.security().privateKeyFile(path(v)));
+        knob(SecurityContext.TRUSTED_CA_FILE_PROP_NAME, (c, v) -> c.security().trustedCaFile(path(v)));
+        knob(SecurityContext.APPLICATION_TOKEN_PROP_NAME, (c, v) -> c.security().applicationToken(v.trim()));
 
         knob(KernelConfiguration.PAGE_SIZE_PROP_NAME, (c, v) -> c.kernel().pageSizeBytes((int) bytes(KernelConfiguration.PAGE_SIZE_PROP_NAME, v)));
         knob(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, (c, v) -> c.kernel().physicalMemoryBytes(bytes(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, v)));
@@ -121,7 +137,7 @@ public final class NodeSettings {
         }
         Map<String, String> settings = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : new TreeMap<>(environment).entrySet()) {
-            if (!e.getKey().startsWith("PAGEWIRE_") || e.getKey().equals("PAGEWIRE_JAVA_OPTS")) {
+            if (!e.getKey().startsWith("PAGEWIRE_") || CLIENT_VARIABLES.contains(e.getKey())) {
                 continue;
             }
             String property = byEnvironmentName.get(e.getKey());
@@ -206,6 +222,10 @@ public final class NodeSettings {
             case "s" -> n * 1_000_000_000L;
             default -> n;
         };
+    }
+
+    private static Path path(String value) {
+        return value.isBlank() ? null : Path.of(value.trim());
     }
 
     private static int integer(String knob, String value) {

@@ -19,6 +19,8 @@ import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicTimers;
+import io.pagewire.node.security.CallerAuthentication;
+import io.pagewire.node.security.SecurityContext;
 import io.pagewire.node.verbs.VerbsService;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.verbs.Stat;
@@ -29,6 +31,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -43,6 +46,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 // Micrometer marks it deprecated in favour of the client_java 1.x flavour.
 @SuppressWarnings("deprecation")
 public final class PagewireNode implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(PagewireNode.class.getName());
     private final NodeContext context;
     private final KernelAgent kernel;
     private final Nic nic;
@@ -57,6 +61,7 @@ public final class PagewireNode implements AutoCloseable {
     private final VerbsService verbs;
     private final HealthStatusManager health = new HealthStatusManager();
     private final MetricsEndpoint metricsEndpoint;
+    private final CallerAuthentication authentication;
 
     private PagewireNode(NodeContext context) {
         this.context = context;
@@ -75,7 +80,8 @@ public final class PagewireNode implements AutoCloseable {
         } else {
             inProcessExecutor = null;
             eventLoops = new NodeEventLoops(context.nodeId(), context.eventLoopThreads(), context.busyPollNs());
-            channels = ChannelFactory.netty(context.fabric(), eventLoops.workers(), eventLoops.channelType());
+            channels = ChannelFactory.netty(context.fabric(), eventLoops.workers(), eventLoops.channelType(),
+                    context.security().mutualTls() ? context.security().channelCredentials() : null);
         }
         this.fabric = new Fabric(context.fabric(), channels);
         this.nic = new Nic(context.nodeId(), kernel, context.nic(), NicTimers.threaded(context.nodeId()), fabric);
@@ -98,6 +104,9 @@ public final class PagewireNode implements AutoCloseable {
         this.scheduler = timers;
         this.verbs = new VerbsService(this, scheduler);
         metrics.bindSessions(verbs::sessionCount);
+        this.authentication = new CallerAuthentication(context.security(),
+                Set.of(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
+        metrics.bindRefusals(authentication, fabric);
         this.server = buildServer();
         try {
             server.start();
@@ -119,6 +128,11 @@ public final class PagewireNode implements AutoCloseable {
             }
         }
         this.metricsEndpoint = endpoint;
+        if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
+            LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
+                    + ": no TLS, and any caller that reaches the port is taken at its word (" + SecurityContext.TRANSPORT_PROP_NAME
+                    + "=plaintext, for local experiments only)");
+        }
         health.setStatus("", ServingStatus.SERVING);
         health.setStatus(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, ServingStatus.SERVING);
         health.setStatus(FabricGrpc.SERVICE_NAME, ServingStatus.SERVING);
@@ -138,7 +152,9 @@ public final class PagewireNode implements AutoCloseable {
         if (context.transport() == Transport.IN_PROCESS) {
             builder = InProcessServerBuilder.forName(context.nodeId()).executor(inProcessExecutor);
         } else {
-            builder = NettyServerBuilder.forAddress(new InetSocketAddress(context.host(), context.port()))
+            InetSocketAddress address = new InetSocketAddress(context.host(), context.port());
+            builder = (context.security().mutualTls() ? NettyServerBuilder.forAddress(address, context.security().serverCredentials())
+                    : NettyServerBuilder.forAddress(address))
                     .bossEventLoopGroup(eventLoops.boss())
                     .workerEventLoopGroup(eventLoops.workers())
                     .channelType(eventLoops.serverChannelType())
@@ -163,6 +179,7 @@ public final class PagewireNode implements AutoCloseable {
             }
         };
         return builder.callExecutor(executors)
+                .intercept(authentication)
                 .intercept(new MetricCollectingServerInterceptor(registry))
                 .maxInboundMessageSize(context.fabric().maxMessageBytes())
                 .addService(fabric.service())
@@ -189,6 +206,19 @@ public final class PagewireNode implements AutoCloseable {
         }
         String host = context.host();
         return host + ":" + server.getPort() + (host.equals("0.0.0.0") || host.equals("::") ? " (all interfaces)" : "");
+    }
+
+    /** How the port is protected, as the log should say it. */
+    public String security() {
+        if (context.transport() == Transport.IN_PROCESS) {
+            return "in-process transport (no port)";
+        }
+        SecurityContext security = context.security();
+        if (!security.mutualTls()) {
+            return "PLAINTEXT: no TLS, callers not authenticated" + (security.applicationToken().isEmpty() ? "" : " (verbs need the application token)");
+        }
+        return "mutual TLS as " + security.certificateFile() + ", trusting " + security.trustedCaFile()
+                + (security.applicationToken().isEmpty() ? "" : ", verbs need the application token");
     }
 
     /** Where peers and applications on this host reach this node: "host:port", or the in-process server name. */

@@ -26,6 +26,7 @@ class NodeSettingsTest {
     @Test
     void aPeerListThatNamesTheNodeItselfServesEveryReplica() {
         NodeContext context = new NodeContext().nodeId("pagewire-1");
+        context.security().plaintext();
         NodeSettings.apply(context, java.util.Map.of(NodeSettings.NODE_PEERS,
                 "pagewire-0=pagewire-0.pagewire:7100,pagewire-1=pagewire-1.pagewire:7100,pagewire-2=pagewire-2.pagewire:7100"), "test");
         assertThat(context.conclude().peers()).containsOnlyKeys("pagewire-0", "pagewire-2");
@@ -48,7 +49,8 @@ class NodeSettingsTest {
         Files.writeString(file, "pagewire.node.id=from-file\npagewire.kernel.physicalMemoryBytes=64MiB\npagewire.nic.tlbEntries=32\n");
         NodeContext context = new NodeContext();
         NodeSettings.apply(context, NodeSettings.fromFile(file), "file");
-        NodeSettings.apply(context, Map.of("pagewire.nic.tlbEntries", "128", "pagewire.node.peers", "node-2=h2:7100,node-3=h3:7100"), "env");
+        NodeSettings.apply(context, Map.of("pagewire.nic.tlbEntries", "128", "pagewire.node.peers", "node-2=h2:7100,node-3=h3:7100",
+                "pagewire.security.transport", "plaintext"), "env");
         context.conclude();
         assertThat(context.nodeId()).isEqualTo("from-file");
         assertThat(context.kernel().physicalMemoryBytes()).isEqualTo(64L << 20);

@@ -1,6 +1,7 @@
 package io.pagewire.client.examples;
 
 import io.pagewire.client.Access;
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
@@ -44,6 +45,11 @@ public final class NotifyRing {
 
     /** Runs the ring over the given nodes (one member per node) and checks every message on arrival. */
     public static Result run(List<String> targets, int rounds, int size, RegistrationMode mode) {
+        return run(targets, rounds, size, mode, ConnectOptions.defaults());
+    }
+
+    /** The same, connecting with the given options (certificates, token) instead of the environment's. */
+    public static Result run(List<String> targets, int rounds, int size, RegistrationMode mode, ConnectOptions options) {
         if (size < 24) {
             throw new IllegalArgumentException("messages need at least 24 bytes (round, hop, checksum), was " + size);
         }
@@ -52,7 +58,7 @@ public final class NotifyRing {
         List<Endpoint> members = new ArrayList<>();
         try {
             for (String target : targets) {
-                Pagewire node = Pagewire.connect(target);
+                Pagewire node = Pagewire.connect(target, options);
                 nodes.add(node);
                 members.add(node.openEndpoint("ring-member-" + nodes.size()));
             }

@@ -2,6 +2,7 @@ package io.pagewire.client.examples;
 
 import io.pagewire.client.Access;
 import io.pagewire.client.Completion;
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Pagewire;
@@ -39,6 +40,11 @@ public final class SendRing {
 
     /** Runs the ring over the given nodes (one member per node) and checks every message on arrival. */
     public static NotifyRing.Result run(List<String> targets, int rounds, int size, RegistrationMode mode) {
+        return run(targets, rounds, size, mode, ConnectOptions.defaults());
+    }
+
+    /** The same, connecting with the given options (certificates, token) instead of the environment's. */
+    public static NotifyRing.Result run(List<String> targets, int rounds, int size, RegistrationMode mode, ConnectOptions options) {
         if (size < 24) {
             throw new IllegalArgumentException("messages need at least 24 bytes (round, hop, checksum), was " + size);
         }
@@ -47,7 +53,7 @@ public final class SendRing {
         try {
             List<Endpoint> members = new ArrayList<>();
             for (String target : targets) {
-                Pagewire node = Pagewire.connect(target);
+                Pagewire node = Pagewire.connect(target, options);
                 nodes.add(node);
                 members.add(node.openEndpoint("send-ring-member-" + nodes.size()));
             }

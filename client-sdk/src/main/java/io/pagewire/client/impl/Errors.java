@@ -28,9 +28,25 @@ final class Errors {
             case RESOURCE_EXHAUSTED -> new PagewireException.ResourceExhaustedException(message);
             case PERMISSION_DENIED -> new PagewireException.PermissionDeniedException(message);
             case UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED -> new PagewireException.UnavailableException(
-                    "node at " + target + " did not answer: " + message, sre);
+                    "node at " + target + " did not answer: " + message + securityHint(status), sre);
             default -> new PagewireException(status.getCode() + ": " + message, sre);
         };
+    }
+
+    /** What an unanswered call may mean about TLS: the status gRPC gives says nothing of it. */
+    private static String securityHint(Status status) {
+        for (Throwable c = status.getCause(); c != null; c = c.getCause()) {
+            if (c instanceof javax.net.ssl.SSLException) {
+                return " (the TLS handshake failed: " + c.getMessage() + "; the certificates must come from the node's CA and the node's"
+                        + " must name the address or ClientSecurity's server name)";
+            }
+        }
+        String description = status.getDescription();
+        if (status.getCode() == Status.Code.UNAVAILABLE && description != null && description.startsWith("Network closed for unknown reason")) {
+            return " (a node that runs mutual TLS closes a plaintext connection like this: connect with its CA and a certificate,"
+                    + " ConnectOptions.withSecurity or PAGEWIRE_SECURITY_CERTIFICATE_DIRECTORY)";
+        }
+        return "";
     }
 
     static PagewireException fromCompletion(CompletionEvent c) {

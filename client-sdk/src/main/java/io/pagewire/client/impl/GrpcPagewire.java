@@ -1,7 +1,14 @@
 package io.pagewire.client.impl;
 
 import io.grpc.Channel;
+import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.MetadataUtils;
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.PagewireException;
+import java.io.IOException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
@@ -36,19 +43,55 @@ public final class GrpcPagewire implements Pagewire {
         this.target = target;
     }
 
-    /** Opens a channel to "host:port"; with busy polling, callbacks run on the transport thread. */
+    /**
+     * Opens a channel to "host:port", over mutual TLS when the options' security has certificates;
+     * with busy polling, callbacks run on the transport thread.
+     */
     public static GrpcPagewire connect(String target, ConnectOptions options) {
-        NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target).usePlaintext().maxInboundMessageSize(64 << 20)
+        NettyChannelBuilder builder = channelBuilder(target, options.security()).maxInboundMessageSize(64 << 20)
                 .keepAliveTime(30, TimeUnit.SECONDS);
         if (options.busyPoll()) {
             builder.directExecutor();
         }
         ManagedChannel channel = builder.build();
-        return new GrpcPagewire(channel, channel, options, target);
+        return new GrpcPagewire(withToken(channel, options.security()), channel, options, target);
+    }
+
+    /**
+     * A channel builder for a node at "host:port": mutual TLS with the security's certificates (the
+     * node's own certificate checked against its server name, else the address), or plaintext. Tools
+     * that call a node's other services (health, the link baseline) build their channels here too.
+     */
+    public static NettyChannelBuilder channelBuilder(String target, ClientSecurity security) {
+        if (!security.tls()) {
+            return NettyChannelBuilder.forTarget(target).usePlaintext();
+        }
+        NettyChannelBuilder builder;
+        try {
+            builder = NettyChannelBuilder.forTarget(target, TlsChannelCredentials.newBuilder()
+                    .keyManager(security.certificateFile().toFile(), security.privateKeyFile().toFile())
+                    .trustManager(security.trustedCaFile().toFile()).build());
+        } catch (IOException e) {
+            throw new PagewireException("cannot read the TLS files of " + security + ": " + e.getMessage(), e);
+        }
+        if (security.serverName() != null) {
+            builder.overrideAuthority(security.serverName());
+        }
+        return builder;
     }
 
     public static GrpcPagewire over(Channel channel, ConnectOptions options) {
-        return new GrpcPagewire(channel, null, options, channel.authority());
+        return new GrpcPagewire(withToken(channel, options.security()), null, options, channel.authority());
+    }
+
+    /** Sends the application token, if there is one, in every call's {@code authorization} header. */
+    public static Channel withToken(Channel channel, ClientSecurity security) {
+        if (security.token().isEmpty()) {
+            return channel;
+        }
+        Metadata headers = new Metadata();
+        headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + security.token());
+        return ClientInterceptors.intercept(channel, MetadataUtils.newAttachHeadersInterceptor(headers));
     }
 
     VerbsGrpc.VerbsStub stub() {

@@ -1,5 +1,6 @@
 package io.pagewire.node.cli;
 
+import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
@@ -21,6 +22,11 @@ import java.util.Map;
  * <p>Figures are keyed by name; {@link BenchReport} turns the rounds into medians, ranges and ratios.
  */
 final class Bench {
+    /**
+     * The bench measures the emulator over a plain link: its nodes run plaintext (said explicitly,
+     * as a local experiment), so TLS's cipher work is in neither Pagewire's figures nor the baseline's.
+     */
+    private static final ConnectOptions PLAINTEXT = ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext());
     static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
     static final int LATENCY_SIZE = 64;
 
@@ -63,7 +69,7 @@ final class Bench {
             for (NodeProcesses nodes : List.of(pair, spinning)) {
                 log.printf("# warming up the node processes (%.0f s of 4 KiB writes)%n", budget.nodeWarmupSeconds());
                 log.flush();
-                try (Pagewire a = Pagewire.connect(nodes.requester()); Pagewire b = Pagewire.connect(nodes.responder());
+                try (Pagewire a = Pagewire.connect(nodes.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(nodes.responder(), PLAINTEXT);
                         Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
                     perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, Long.MAX_VALUE, (long) (budget.nodeWarmupSeconds() * 1e9), 0, 1,
                             128, done -> { });
@@ -99,9 +105,10 @@ final class Bench {
     }
 
     private void bandwidth(NodeProcesses pair, double warmup) throws Exception {
-        try (Pagewire a = Pagewire.connect(pair.requester()); Pagewire b = Pagewire.connect(pair.responder());
-                Pagewire remoteA = Pagewire.connect(pair.requester(), ConnectOptions.defaults().withSharedMemory(false));
-                NodeProbe probeA = new NodeProbe(pair.requester()); NodeProbe probeB = new NodeProbe(pair.responder())) {
+        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT);
+                Pagewire remoteA = Pagewire.connect(pair.requester(), PLAINTEXT.withSharedMemory(false));
+                NodeProbe probeA = new NodeProbe(pair.requester(), ClientSecurity.plaintext());
+                NodeProbe probeB = new NodeProbe(pair.responder(), ClientSecurity.plaintext())) {
             String peer = probeB.describe().getNodeId();
             java.util.function.LongSupplier cpu = () -> ProcessCpu.nanos() + probeA.cpuNs() + probeB.cpuNs();
             for (int size : BANDWIDTH_SIZES) {
@@ -136,9 +143,10 @@ final class Bench {
         for (boolean busy : new boolean[] {false, true}) {
             NodeProcesses nodes = busy ? spinning : pair;
             String how = busy ? "busy-poll" : "default";
-            ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busy);
+            ConnectOptions options = PLAINTEXT.withBusyPoll(busy);
             try (Pagewire a = Pagewire.connect(nodes.requester(), options); Pagewire b = Pagewire.connect(nodes.responder(), options);
-                    NodeProbe probeA = new NodeProbe(nodes.requester()); NodeProbe probeB = new NodeProbe(nodes.responder())) {
+                    NodeProbe probeA = new NodeProbe(nodes.requester(), ClientSecurity.plaintext());
+                    NodeProbe probeB = new NodeProbe(nodes.responder(), ClientSecurity.plaintext())) {
                 Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
                 record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
                 record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
@@ -161,7 +169,7 @@ final class Bench {
 
     /** Warm translations in each mode against PINNED, and what a minor receive fault adds. */
     private void modes(NodeProcesses pair) throws Exception {
-        try (Pagewire a = Pagewire.connect(pair.requester()); Pagewire b = Pagewire.connect(pair.responder())) {
+        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT)) {
             for (RegistrationMode mode : RegistrationMode.values()) {
                 Perftest.LatencyRow row = latency(a, b, mode, Perftest.Test.WRITE_LAT, false, false);
                 record("write RTT 64 B warm " + mode + " p50 us", row.typical() * 2);
@@ -174,9 +182,12 @@ final class Bench {
     private void embedded() throws Exception {
         for (boolean busy : new boolean[] {false, true}) {
             String how = busy ? "busy-poll" : "default";
-            try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busy ? PerfCommand.BUSY_POLL_NS : 0));
-                    Pagewire a = Pagewire.connect(cluster.node(1).target(), ConnectOptions.defaults().withBusyPoll(busy));
-                    Pagewire b = Pagewire.connect(cluster.node(2).target(), ConnectOptions.defaults().withBusyPoll(busy))) {
+            try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> {
+                c.security().plaintext();
+                c.busyPollNs(busy ? PerfCommand.BUSY_POLL_NS : 0);
+            });
+                    Pagewire a = Pagewire.connect(cluster.node(1).target(), PLAINTEXT.withBusyPoll(busy));
+                    Pagewire b = Pagewire.connect(cluster.node(2).target(), PLAINTEXT.withBusyPoll(busy))) {
                 Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
                 record("write RTT 64 B embedded " + how + " p50 us", write.typical() * 2);
             }

@@ -70,15 +70,16 @@ final class DemoCommand implements Callable<Integer> {
                     .systemBufferBytes(2L << 20);
             c.nic().tlbEntries(tlbEntries).tlbWays(Math.min(8, tlbEntries));
         })) {
+            out.printf("The nodes listen on loopback only and talk mutual TLS, with a CA made for this run in %s.%n", cluster.certificates());
             out.println("While it runs, each node's meters are at:");
             for (PagewireNode node : cluster.nodes()) {
-                out.printf("  %s  %s   (or: pagewire stat %s)%n", node.id(), node.metricsUrl(), node.target());
+                out.printf("  %s  %s   (or: pagewire stat --certs %s %s)%n", node.id(), node.metricsUrl(), cluster.certificates(), node.target());
             }
             out.flush();
             List<Pagewire> connections = new ArrayList<>();
             try {
                 for (PagewireNode node : cluster.nodes()) {
-                    connections.add(Pagewire.connect(node.target()));
+                    connections.add(Pagewire.connect(node.target(), cluster.connectOptions()));
                 }
                 Demo demo = new Demo(connections, new Demo.Workload(workingSet, messageBytes, depth));
                 List<Demo.Row> rows = new ArrayList<>();

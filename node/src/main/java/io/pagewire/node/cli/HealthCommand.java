@@ -5,12 +5,13 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.pagewire.client.impl.GrpcPagewire;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -39,11 +40,14 @@ final class HealthCommand implements Callable<Integer> {
     @Option(names = {"-q", "--quiet"}, description = "Print nothing when serving.")
     boolean quiet;
 
+    @Mixin
+    ClientSecurityOptions security = new ClientSecurityOptions();
+
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+        ManagedChannel channel = GrpcPagewire.channelBuilder(target, security.security()).build();
         try {
             HealthCheckResponse response = HealthGrpc.newBlockingStub(channel)
                     .withDeadlineAfter((long) (timeoutSeconds * 1e9), TimeUnit.NANOSECONDS)

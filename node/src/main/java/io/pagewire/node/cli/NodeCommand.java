@@ -105,8 +105,8 @@ final class NodeCommand implements Callable<Integer> {
             stopped.countDown();
         }, "pagewire-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        out.printf("node %s listening on %s; metrics at %s; peers %s%n", node.id(), node.boundAddress(),
-                node.metricsUrl() == null ? "(off)" : node.metricsBoundAddress(), context.peers());
+        out.printf("node %s listening on %s; metrics at %s; peers %s; %s%n", node.id(), node.boundAddress(),
+                node.metricsUrl() == null ? "(off)" : node.metricsBoundAddress(), context.peers(), node.security());
         out.flush();
         stopped.await();
         return 0;

@@ -2,7 +2,8 @@ package io.pagewire.node.cli;
 
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.impl.GrpcPagewire;
 import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.proto.baseline.RunBaselineRequest;
 import io.pagewire.proto.baseline.RunBaselineResponse;
@@ -13,20 +14,22 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * What the benchmarks ask a node besides the SDK's calls: its identity and CPU time, and a link
- * baseline run from it to a peer. One plain gRPC channel per node.
+ * baseline run from it to a peer. One gRPC channel per node, secured as the SDK's.
  */
 final class NodeProbe implements AutoCloseable {
     private final String target;
     private final ManagedChannel channel;
+    private final io.grpc.Channel calls;
 
-    NodeProbe(String target) {
+    NodeProbe(String target, ClientSecurity security) {
         this.target = target;
-        this.channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+        this.channel = GrpcPagewire.channelBuilder(target, security).build();
+        this.calls = GrpcPagewire.withToken(channel, security);
     }
 
     DescribeNodeResponse describe() {
         try {
-            return VerbsGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS).describeNode(DescribeNodeRequest.getDefaultInstance());
+            return VerbsGrpc.newBlockingStub(calls).withDeadlineAfter(30, TimeUnit.SECONDS).describeNode(DescribeNodeRequest.getDefaultInstance());
         } catch (StatusRuntimeException e) {
             throw new IllegalStateException("node at " + target + " did not describe itself: " + e.getStatus(), e);
         }
@@ -41,7 +44,7 @@ final class NodeProbe implements AutoCloseable {
     RunBaselineResponse baseline(RunBaselineRequest.Kind kind, String peer, int size, long count, long warmup, long warmupNs,
             long durationNs) {
         try {
-            return LinkBaselineGrpc.newBlockingStub(channel).withDeadlineAfter(15, TimeUnit.MINUTES).run(RunBaselineRequest.newBuilder()
+            return LinkBaselineGrpc.newBlockingStub(calls).withDeadlineAfter(15, TimeUnit.MINUTES).run(RunBaselineRequest.newBuilder()
                     .setKind(kind).setPeer(peer).setSize(size).setCount(count).setWarmup(warmup).setWarmupNs(warmupNs).setDurationNs(durationNs).build());
         } catch (StatusRuntimeException e) {
             throw new IllegalStateException("the gRPC baseline from " + target + " to " + peer + " failed: " + e.getStatus(), e);

@@ -30,7 +30,7 @@ final class NodeProcesses implements AutoCloseable {
                 List<String> command = new ArrayList<>(List.of(javaBinary(), "-cp", System.getProperty("java.class.path"),
                         PagewireCommand.class.getName(), "node", "--id", "node-" + (i + 1), "--host", "127.0.0.1",
                         "--port", String.valueOf(ports[i]), "--metrics-port", "-1", "--peer",
-                        "node-" + (peer + 1) + "=127.0.0.1:" + ports[peer]));
+                        "node-" + (peer + 1) + "=127.0.0.1:" + ports[peer], "--set", "pagewire.security.transport=plaintext"));
                 settings.forEach((name, value) -> command.addAll(List.of("--set", name + "=" + value)));
                 File log = logDirectory.resolve(label + "-node-" + (i + 1) + ".log").toFile();
                 processes.add(new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log).start());
@@ -62,7 +62,7 @@ final class NodeProcesses implements AutoCloseable {
                     throw new IllegalStateException("a node process ended with code " + p.exitValue() + " before it served");
                 }
             }
-            try (NodeProbe probe = new NodeProbe(target)) {
+            try (NodeProbe probe = new NodeProbe(target, io.pagewire.client.ClientSecurity.plaintext())) {
                 if (!probe.describe().getPeersList().isEmpty()) {
                     return;
                 }

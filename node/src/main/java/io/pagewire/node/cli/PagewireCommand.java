@@ -4,12 +4,13 @@ import java.util.Map;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code pagewire} command: run a node, the demo, the perftest, or watch a node's counters. */
+/** The {@code pagewire} command: run a node, the demo, the perftest, watch a node's counters, or make a testbed's certificates. */
 @Command(name = "pagewire",
         mixinStandardHelpOptions = true,
         versionProvider = PagewireCommand.Version.class,
         description = "Pagewire: a testbed for user-level networking with virtual memory.",
         subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, HealthCommand.class,
+            CertsCommand.class,
             CommandLine.HelpCommand.class})
 public final class PagewireCommand {
     public static void main(String[] args) {

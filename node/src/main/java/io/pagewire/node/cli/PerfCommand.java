@@ -1,5 +1,6 @@
 package io.pagewire.node.cli;
 
+import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
@@ -15,6 +16,7 @@ import java.util.concurrent.Callable;
 import java.util.function.LongConsumer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -37,6 +39,9 @@ final class PerfCommand implements Callable<Integer> {
 
     @Parameters(index = "1", arity = "0..2", paramLabel = "HOST:PORT", description = "The requester's node, then the responder's.")
     List<String> targets = new ArrayList<>();
+
+    @Mixin
+    ClientSecurityOptions security = new ClientSecurityOptions();
 
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Message size (default 65536 for bandwidth, 2 for latency).")
     Integer size;
@@ -147,16 +152,21 @@ final class PerfCommand implements Callable<Integer> {
             long largest = sizes.get(sizes.size() - 1);
             long memory = Math.max(64L << 20, Long.highestOneBit(4 * largest * queuePairs + (16L << 20)) * 2);
             // --busy-poll puts the nodes' event loops in latency mode too: they poll before they block.
-            pair = held.add(EmbeddedCluster.start(2, Transport.NETTY, c -> c.busyPollNs(busyPoll ? BUSY_POLL_NS : 0).kernel()
-                    .physicalMemoryBytes(memory).memlockLimitBytes(memory / 2).systemBufferBytes(8L << 20)));
+            // The embedded pair measures the emulator over a plain link (a local experiment, said so explicitly).
+            pair = held.add(EmbeddedCluster.start(2, Transport.NETTY, c -> {
+                c.security().plaintext();
+                c.busyPollNs(busyPoll ? BUSY_POLL_NS : 0).kernel().physicalMemoryBytes(memory).memlockLimitBytes(memory / 2)
+                        .systemBufferBytes(8L << 20);
+            }));
         }
         String requesterTarget = pair == null ? targets.get(0) : pair.node(1).target();
         String responderTarget = pair == null ? targets.get(1) : pair.node(2).target();
-        ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busyPoll);
+        ClientSecurity security = pair == null ? this.security.security() : pair.clientSecurity();
+        ConnectOptions options = ConnectOptions.defaults().withBusyPoll(busyPoll).withSecurity(security);
         requester = held.add(Pagewire.connect(requesterTarget, options));
         responder = held.add(Pagewire.connect(responderTarget, options));
-        NodeProbe requesterProbe = held.add(new NodeProbe(requesterTarget));
-        NodeProbe responderProbe = held.add(new NodeProbe(responderTarget));
+        NodeProbe requesterProbe = held.add(new NodeProbe(requesterTarget, security));
+        NodeProbe responderProbe = held.add(new NodeProbe(responderTarget, security));
         try (Perftest perftest = new Perftest(requester, responder, mode, busyPoll)) {
             // CPU of everything involved: this process, and the nodes when they are processes of their own.
             boolean embedded = pair != null;

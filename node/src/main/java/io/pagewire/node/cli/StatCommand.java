@@ -1,5 +1,6 @@
 package io.pagewire.node.cli;
 
+import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -12,6 +13,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -39,6 +41,9 @@ final class StatCommand implements Callable<Integer> {
     @Option(names = "--zeros", description = "Also show meters whose value is zero.")
     boolean zeros;
 
+    @Mixin
+    ClientSecurityOptions security = new ClientSecurityOptions();
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -52,7 +57,7 @@ final class StatCommand implements Callable<Integer> {
         boolean terminal = System.console() != null && !once;
         try {
             for (String target : targets) {
-                connections.put(target, Pagewire.connect(target));
+                connections.put(target, Pagewire.connect(target, ConnectOptions.defaults().withSecurity(security.security())));
             }
             while (true) {
                 long now = System.nanoTime();

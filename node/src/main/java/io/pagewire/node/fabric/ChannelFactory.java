@@ -1,5 +1,6 @@
 package io.pagewire.node.fabric;
 
+import io.grpc.ChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -10,7 +11,8 @@ import java.util.concurrent.TimeUnit;
 
 /** How the fabric opens a channel to a peer: real HTTP/2 over TCP, or gRPC's in-process transport for tests. */
 public interface ChannelFactory {
-    ManagedChannel open(String target);
+    /** A channel to {@code peer} at {@code target}; with TLS, the peer's certificate must name {@code peer}. */
+    ManagedChannel open(String peer, String target);
 
     /**
      * Whether payloads must be copied before they are handed to a stream: the in-process transport
@@ -21,15 +23,19 @@ public interface ChannelFactory {
     /**
      * Netty channels with a direct executor: inbound batches are handled on the event loop, without
      * a thread hand-off per message. The loops are the node's own (its server runs on them too).
+     * {@code tls} null dials in plaintext.
      */
-    static ChannelFactory netty(FabricContext context, EventLoopGroup loops, Class<? extends Channel> channelType) {
+    static ChannelFactory netty(FabricContext context, EventLoopGroup loops, Class<? extends Channel> channelType, ChannelCredentials tls) {
         return new ChannelFactory() {
             @Override
-            public ManagedChannel open(String target) {
-                return NettyChannelBuilder.forTarget(target)
+            public ManagedChannel open(String peer, String target) {
+                // With TLS the authority is the peer's id, so the handshake checks that the node at
+                // the address holds a certificate for that id (its DNS name), whatever the address.
+                NettyChannelBuilder builder = tls == null ? NettyChannelBuilder.forTarget(target).usePlaintext()
+                        : NettyChannelBuilder.forTarget(target, tls).overrideAuthority(peer);
+                return builder
                         .eventLoopGroup(loops)
                         .channelType(channelType)
-                        .usePlaintext()
                         .directExecutor()
                         .flowControlWindow(context.flowControlWindowBytes())
                         .maxInboundMessageSize(context.maxMessageBytes())
@@ -51,7 +57,7 @@ public interface ChannelFactory {
     static ChannelFactory inProcess(Executor executor, int maxMessageBytes) {
         return new ChannelFactory() {
             @Override
-            public ManagedChannel open(String target) {
+            public ManagedChannel open(String peer, String target) {
                 return InProcessChannelBuilder.forName(target).executor(executor).maxInboundMessageSize(maxMessageBytes).build();
             }
 

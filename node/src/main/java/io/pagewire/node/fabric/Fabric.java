@@ -11,6 +11,7 @@ import io.pagewire.node.nic.PacketTransport;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.fabric.LaneFrame;
 import io.pagewire.proto.fabric.LaneHello;
+import io.pagewire.node.security.PeerIdentity;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
 import java.util.List;
@@ -45,6 +46,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private final long incarnation = System.nanoTime() ^ ThreadLocalRandom.current().nextLong();
     private final Map<String, PeerLink> peers = new ConcurrentHashMap<>();
     private final FaultInjector faults;
+    private final java.util.concurrent.atomic.LongAdder lanesRefused = new java.util.concurrent.atomic.LongAdder();
     private final ScheduledExecutorService scheduler;
     private volatile Nic nic;
     private volatile boolean closed;
@@ -89,13 +91,14 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         if (peer.equals(context.nodeId())) {
             return;
         }
+        context.acceptPeer(peer);
         PeerLink link = link(peer);
         synchronized (link) {
             if (link.channel != null) {
                 return;
             }
             link.target = target;
-            link.channel = channels.open(target);
+            link.channel = channels.open(peer, target);
         }
         for (int i = 0; i < context.lanesPerPeer(); i++) {
             dial(link, i);
@@ -586,10 +589,50 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         }
     }
 
+    /**
+     * Whether a lane whose hello claims {@code peer} may come in from {@code caller}: the id must be
+     * one this node accepts, and with mutual TLS the caller's certificate must name that very node.
+     * Null when it may; else the status the lane ends with.
+     */
+    private Status admission(String peer, PeerIdentity caller) {
+        String me = "node " + context.nodeId();
+        if (context.peerCertificatesRequired()) {
+            if (caller == null) {
+                return Status.UNAUTHENTICATED.withDescription(me + " refused a lane claiming to be " + shown(peer)
+                        + ": the caller presented no Pagewire certificate");
+            }
+            if (caller.kind() != PeerIdentity.Kind.NODE) {
+                return Status.PERMISSION_DENIED.withDescription(me + " refused a lane claiming to be " + shown(peer)
+                        + ": the caller's certificate is " + shown(caller.toString()) + "'s, not a node's");
+            }
+            if (!caller.name().equals(peer)) {
+                return Status.PERMISSION_DENIED.withDescription(me + " refused a lane claiming to be " + shown(peer)
+                        + ": the caller's certificate names " + shown(caller.toString()));
+            }
+        }
+        if (!context.acceptedPeers().contains(peer)) {
+            return Status.PERMISSION_DENIED.withDescription(me + " refused a lane from " + shown(peer)
+                    + ": not one of its peers (pagewire.node.peers, pagewire.node.acceptPeers)");
+        }
+        return null;
+    }
+
+    /** An id a caller sent, cut short enough to quote in a log line or a status. */
+    private static String shown(String id) {
+        return id.length() <= 64 ? id : id.substring(0, 64) + "... (" + id.length() + " characters)";
+    }
+
+    /** Lanes refused because of who they came from. */
+    public long lanesRefused() {
+        return lanesRefused.sum();
+    }
+
     /** The server end: lanes peers dial. */
     private final class Service extends FabricGrpc.FabricImplBase {
         @Override
         public StreamObserver<LaneFrame> lane(StreamObserver<LaneFrame> responseObserver) {
+            // Who the caller's certificate says it is; read now, while the call's context is current.
+            PeerIdentity caller = PeerIdentity.CURRENT.get();
             ServerCallStreamObserver<LaneFrame> out = (ServerCallStreamObserver<LaneFrame>) responseObserver;
             out.disableAutoRequest();
             out.setOnReadyThreshold(context.onReadyThresholdBytes());
@@ -619,7 +662,14 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                         String peer = frame.getHello().getNodeId();
                         if (closed || faults.isCut(peer) || peer.equals(context.nodeId())) {
                             out.onError(Status.UNAVAILABLE.withDescription("node " + context.nodeId() + " does not accept a lane from "
-                                    + peer + (faults.isCut(peer) ? ": link cut" : "")).asRuntimeException());
+                                    + shown(peer) + (faults.isCut(peer) ? ": link cut" : "")).asRuntimeException());
+                            return false;
+                        }
+                        Status refused = admission(peer, caller);
+                        if (refused != null) {
+                            lanesRefused.increment();
+                            LOG.log(System.Logger.Level.WARNING, refused.getDescription());
+                            out.onError(refused.asRuntimeException());
                             return false;
                         }
                         PeerLink link = link(peer);

@@ -28,6 +28,8 @@ public final class FabricContext {
     private long delayJitterNs = Long.getLong(FabricConfiguration.DELAY_JITTER_PROP_NAME, FabricConfiguration.DELAY_JITTER_DEFAULT_NS);
     private Set<String> cutLinks = parsePeers(System.getProperty(FabricConfiguration.CUT_LINKS_PROP_NAME, FabricConfiguration.CUT_LINKS_DEFAULT));
     private long faultSeed = Long.getLong(FabricConfiguration.FAULT_SEED_PROP_NAME, FabricConfiguration.FAULT_SEED_DEFAULT);
+    private final Set<String> acceptedPeers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private boolean peerCertificatesRequired;
     private boolean concluded;
 
     /** Parses a comma-separated list of node ids. */
@@ -103,6 +105,33 @@ public final class FabricContext {
     public FabricContext faultSeed(long value) {
         faultSeed = value;
         return this;
+    }
+
+    /**
+     * A node whose lanes this node accepts even though it does not dial it. Peers it dials are
+     * accepted too; a lane from any other id is refused, so nobody can make up peers.
+     */
+    public FabricContext acceptPeer(String id) {
+        acceptedPeers.add(id);
+        return this;
+    }
+
+    /** The ids accepted so far (dialled peers join as they are dialled). */
+    public Set<String> acceptedPeers() {
+        return acceptedPeers;
+    }
+
+    /**
+     * Whether a lane must come from a caller whose certificate names the node its hello claims to be
+     * (mutual TLS); without, the hello's id is taken on trust (plaintext, local experiments).
+     */
+    public FabricContext peerCertificatesRequired(boolean value) {
+        peerCertificatesRequired = value;
+        return this;
+    }
+
+    public boolean peerCertificatesRequired() {
+        return peerCertificatesRequired;
     }
 
     public String nodeId() {

@@ -79,7 +79,10 @@ public enum Metric {
     INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind"),
 
     // ---- applications -------------------------------------------------------------------------------------
-    SESSIONS("pagewire.sessions", null, Type.GAUGE, "Application sessions open on the node (each one's endpoints end with it)");
+    SESSIONS("pagewire.sessions", null, Type.GAUGE, "Application sessions open on the node (each one's endpoints end with it)"),
+    SECURITY_REFUSALS("pagewire.security.refusals", null, Type.COUNTER,
+            "Calls and lanes refused for who sent them: no Pagewire identity in the certificate, a missing or wrong application token,"
+                    + " a lane from a node that is not a peer or whose certificate names another", "reason");
 
     /** How a meter behaves. */
     public enum Type {

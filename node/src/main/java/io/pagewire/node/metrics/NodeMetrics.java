@@ -179,6 +179,15 @@ public final class NodeMetrics {
         gauge(Metric.SESSIONS, sessions, java.util.function.IntSupplier::getAsInt, Tags.empty());
     }
 
+    /** The node's refusals of callers, by reason (the meters hold their sources weakly: the node holds both). */
+    public void bindRefusals(io.pagewire.node.security.CallerAuthentication authentication, Fabric fabric) {
+        counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForIdentity,
+                Tags.of("reason", "no_identity"));
+        counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForToken,
+                Tags.of("reason", "token"));
+        counter(Metric.SECURITY_REFUSALS, fabric, Fabric::lanesRefused, Tags.of("reason", "lane"));
+    }
+
     private <T> void counter(Metric metric, T source, ToDoubleFunction<T> value, Tags tags) {
         FunctionCounter.builder(metric.meterName(), source, value).description(metric.help()).baseUnit(metric.baseUnit())
                 .tags(tags).register(registry);

@@ -125,7 +125,8 @@ class CommandLineTest {
         });
         try {
             killer.start();
-            Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "3000", "--warmup", "0", cluster.node(1).target(), cluster.node(2).target());
+            Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "3000", "--warmup", "0", "--certs", cluster.certificates().toString(),
+                    cluster.node(1).target(), cluster.node(2).target());
             assertThat(run.exitCode()).as(run.err()).isEqualTo(1);
             assertThat(run.err()).contains("pagewire perf: ").doesNotContain("\tat ").doesNotContain("Exception in");
             assertThat(run.out()).contains("#bytes");
@@ -155,11 +156,12 @@ class CommandLineTest {
     @Test
     void statPrintsANodesMeters() {
         try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {
-            Run run = run(Map.of(), "stat", "--once", cluster.node(1).target());
+            String certs = cluster.certificates().toString();
+            Run run = run(Map.of(), "stat", "--once", "--certs", certs, cluster.node(1).target());
             assertThat(run.exitCode()).as(run.err()).isZero();
             assertThat(run.out()).contains("== " + cluster.node(1).target(), "pagewire_memory_pages", "state=free", "2048",
                     "pagewire_tlb_entries", "pagewire_link_lanes_up", "peer=node-2");
-            Run filtered = run(Map.of(), "stat", "--once", "--zeros", "--filter", "^pagewire_rnr", cluster.node(1).target());
+            Run filtered = run(Map.of(), "stat", "--once", "--zeros", "--filter", "^pagewire_rnr", "--certs", certs, cluster.node(1).target());
             assertThat(filtered.out()).contains("pagewire_rnr_naks_sent_total").doesNotContain("pagewire_memory_pages");
         }
     }
@@ -169,17 +171,21 @@ class CommandLineTest {
         String target;
         try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {
             target = cluster.node(1).target();
-            Run serving = run(Map.of(), "health", target);
+            String certs = cluster.certificates().toString();
+            Run plaintext = run(Map.of(), "health", "--plaintext", target);
+            assertThat(plaintext.exitCode()).as("a caller without TLS is refused").isEqualTo(1);
+            assertThat(plaintext.err()).startsWith(target + ": UNAVAILABLE");
+            Run serving = run(Map.of(), "health", "--certs", certs, target);
             assertThat(serving.exitCode()).as(serving.err()).isZero();
             assertThat(serving.out()).contains(target + ": SERVING");
-            Run verbs = run(Map.of(), "health", "--quiet", "--service", "pagewire.verbs.v1.Verbs", target);
+            Run verbs = run(Map.of(), "health", "--quiet", "--service", "pagewire.verbs.v1.Verbs", "--certs", certs, target);
             assertThat(verbs.exitCode()).as(verbs.err()).isZero();
             assertThat(verbs.out()).isEmpty();
-            Run unknown = run(Map.of(), "health", "--service", "no.such.Service", target);
+            Run unknown = run(Map.of(), "health", "--service", "no.such.Service", "--certs", certs, target);
             assertThat(unknown.exitCode()).isEqualTo(1);
             assertThat(unknown.err()).contains("NOT_FOUND");
         }
-        Run gone = run(Map.of(), "health", "--timeout", "2", target);
+        Run gone = run(Map.of(), "health", "--timeout", "2", "--plaintext", target);
         assertThat(gone.exitCode()).isEqualTo(1);
         assertThat(gone.err()).startsWith(target + ": UNAVAILABLE");
     }

@@ -16,8 +16,8 @@ class PerftestTest {
     void writeLatencyHasOnePingInFlightAndOnePongPerPing() throws Exception {
         for (boolean busyPoll : new boolean[] {false, true}) {
             try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                    Pagewire a = Pagewire.connect(pair.node(1).target());
-                    Pagewire b = Pagewire.connect(pair.node(2).target());
+                    Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
+                    Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
                     Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, busyPoll)) {
                 Perftest.LatencyRow row = perftest.latency(Perftest.Test.WRITE_LAT, 64, 300, 30, done -> { });
                 assertThat(row.iterations()).isEqualTo(300);
@@ -32,8 +32,8 @@ class PerftestTest {
     @Timeout(120)
     void sendAndAtomicTestsRunLikePerftests() throws Exception {
         try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                Pagewire a = Pagewire.connect(pair.node(1).target());
-                Pagewire b = Pagewire.connect(pair.node(2).target());
+                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
+                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
                 Perftest perftest = new Perftest(a, b, RegistrationMode.ON_DEMAND, false)) {
             Perftest.LatencyRow sendLat = perftest.latency(Perftest.Test.SEND_LAT, 64, 200, 20, done -> { });
             assertThat(sendLat.iterations()).isEqualTo(200);

@@ -28,7 +28,8 @@ class PeerRestartTest {
         // A retry budget of minutes: only the restart can end the write below within the test's time.
         NodeContext context = new NodeContext().nodeId(id).transport(Transport.NETTY).host("127.0.0.1").port(port).metricsPort(-1);
         context.nic().ackTimeoutNs(10_000_000_000L);
-        return context;
+        context.security().plaintext();
+        return context.acceptPeer("node-1").acceptPeer("node-2");
     }
 
     @Test

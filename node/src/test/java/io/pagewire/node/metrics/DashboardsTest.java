@@ -244,7 +244,7 @@ class DashboardsTest {
         List<Pagewire> connections = new ArrayList<>();
         try {
             for (PagewireNode node : cluster.nodes()) {
-                connections.add(Pagewire.connect(node.target()));
+                connections.add(Pagewire.connect(node.target(), cluster.connectOptions()));
             }
             int round = 0;
             while (running.get()) {

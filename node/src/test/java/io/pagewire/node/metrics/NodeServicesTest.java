@@ -32,6 +32,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.io.TempDir;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -56,7 +58,7 @@ class NodeServicesTest {
     @Test
     void healthAndReflectionAreServed() throws Exception {
         try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {
-            ManagedChannel channel = ManagedChannelBuilder.forTarget(cluster.node(1).target()).usePlaintext().build();
+            ManagedChannel channel = cluster.openChannel(cluster.node(1));
             try {
                 HealthGrpc.HealthBlockingStub health = HealthGrpc.newBlockingStub(channel);
                 for (String service : List.of("", "pagewire.verbs.v1.Verbs", "pagewire.fabric.v1.Fabric")) {
@@ -96,8 +98,9 @@ class NodeServicesTest {
     void aGracefulShutdownStopsServingAndLetsInFlightWorkFinish() throws Exception {
         try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(64L << 20).swapBytes(0))) {
             PagewireNode node = cluster.node(1);
-            ManagedChannel channel = ManagedChannelBuilder.forTarget(node.target()).usePlaintext().build();
-            try (Pagewire a = Pagewire.connect(node.target()); Pagewire b = Pagewire.connect(cluster.node(2).target())) {
+            ManagedChannel channel = cluster.openChannel(node);
+            try (Pagewire a = Pagewire.connect(node.target(), cluster.connectOptions());
+                    Pagewire b = Pagewire.connect(cluster.node(2).target(), cluster.connectOptions())) {
                 Endpoint sender = a.openEndpoint("sender");
                 Endpoint receiver = b.openEndpoint("receiver");
                 int length = 8 << 20;
@@ -124,14 +127,16 @@ class NodeServicesTest {
     }
 
     @Test
-    void sigtermStopsANodeProcessGracefully() throws Exception {
+    void sigtermStopsANodeProcessGracefully(@TempDir Path certs) throws Exception {
+        assertThat(PagewireCommand.run(Map.of(), "certs", "--out", certs.toString(), "sigterm")).isZero();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process node = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), PagewireCommand.class.getName(), "node",
-                "--id", "sigterm", "--port", "0", "--metrics-port", "-1", "--memory", "16MiB", "--swap", "0")
+                "--id", "sigterm", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1", "--memory", "16MiB", "--swap", "0",
+                "--set", "pagewire.security.certificateDirectory=" + certs)
                 .redirectErrorStream(true).start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(node.getInputStream(), StandardCharsets.UTF_8))) {
             String first = out.readLine();
-            assertThat(first).startsWith("node sigterm listening on ");
+            assertThat(first).startsWith("node sigterm listening on ").contains("mutual TLS as " + certs.resolve("sigterm.pem"));
             node.toHandle().destroy(); // SIGTERM, leaving the output open to read
             List<String> rest = new ArrayList<>();
             String line;

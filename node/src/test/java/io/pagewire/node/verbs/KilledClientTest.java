@@ -20,10 +20,13 @@ class KilledClientTest extends SdkFixture {
     void pinsAndFramesReturnToZeroAfterTheClientIsKilled() throws Exception {
         start(2, c -> { });
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process client = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), KilledClientMain.class.getName(),
+        ProcessBuilder builder = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), KilledClientMain.class.getName(),
                 cluster.node(1).target(), cluster.node(2).target())
-                .redirectErrorStream(true)
-                .start();
+                .redirectErrorStream(true);
+        // The client finds its certificate the way a deployed application would: through the environment.
+        builder.environment().put("PAGEWIRE_SECURITY_CERTIFICATE_DIRECTORY", cluster.certificates().toString());
+        builder.environment().put("PAGEWIRE_SECURITY_IDENTITY", io.pagewire.node.EmbeddedCluster.APPLICATION);
+        Process client = builder.start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = out.readLine()) != null && !line.equals("READY")) {

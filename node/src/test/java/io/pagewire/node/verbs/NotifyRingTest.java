@@ -20,7 +20,7 @@ class NotifyRingTest extends SdkFixture {
     void theTokenGoesAroundTheRingAndEveryMessageArrivesIntact(RegistrationMode mode) {
         start(3, c -> { });
         List<String> targets = cluster.nodes().stream().map(PagewireNode::target).toList();
-        NotifyRing.Result result = NotifyRing.run(targets, 20, 9000, mode);
+        NotifyRing.Result result = NotifyRing.run(targets, 20, 9000, mode, cluster.connectOptions());
         assertThat(result.members()).isEqualTo(3);
         assertThat(result.hops()).isEqualTo(60);
         assertThat(result.averageHopMicros()).isPositive();
@@ -31,7 +31,7 @@ class NotifyRingTest extends SdkFixture {
     void theTokenGoesAroundAsSendsIntoPostedReceives(RegistrationMode mode) {
         start(3, c -> { });
         List<String> targets = cluster.nodes().stream().map(PagewireNode::target).toList();
-        NotifyRing.Result result = SendRing.run(targets, 20, 9000, mode);
+        NotifyRing.Result result = SendRing.run(targets, 20, 9000, mode, cluster.connectOptions());
         assertThat(result.hops()).isEqualTo(60);
         assertThat(cluster.nodes().stream().mapToLong(n -> n.nic().counters().get(io.pagewire.node.nic.NicCounter.RECEIVES_COMPLETED)).sum())
                 .as("every hop filled a posted receive").isEqualTo(60);

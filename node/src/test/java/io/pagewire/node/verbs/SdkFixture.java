@@ -43,7 +43,7 @@ abstract class SdkFixture {
      * application would use it.
      */
     protected ConnectOptions connectOptions() {
-        return ConnectOptions.defaults();
+        return cluster.connectOptions();
     }
 
     protected Pagewire connect(PagewireNode node) {

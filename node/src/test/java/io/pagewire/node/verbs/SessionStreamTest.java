@@ -24,7 +24,7 @@ class SessionStreamTest extends SdkFixture {
     void aPostBeforeOpenSessionIsRefusedAndAnOpenAfterItOpensNothing() throws Exception {
         start(1, c -> { });
         PagewireNode node = cluster.node(1);
-        ManagedChannel channel = ManagedChannelBuilder.forTarget(node.target()).usePlaintext().build();
+        ManagedChannel channel = cluster.openChannel(node);
         try {
             for (int i = 0; i < 50; i++) {
                 CompletableFuture<Status> ended = new CompletableFuture<>();

@@ -55,7 +55,7 @@ class VerbsFuzzTest extends SdkFixture {
         SplittableRandom random = new SplittableRandom(seed);
         start(2, c -> { });
         PagewireNode node = cluster.node(1);
-        ManagedChannel channel = ManagedChannelBuilder.forTarget(node.target()).usePlaintext().build();
+        ManagedChannel channel = cluster.openChannel(node);
         try {
             EndpointRef ref = openSession(channel);
             List<MethodDescriptor<Message, Message>> methods = unaryMethods();

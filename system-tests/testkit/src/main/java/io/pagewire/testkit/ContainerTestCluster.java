@@ -8,6 +8,7 @@ import com.github.dockerjava.api.model.Ports;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.node.NodeSettings;
+import io.pagewire.node.security.SecurityContext;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +20,7 @@ import org.testcontainers.containers.Network;
 import org.testcontainers.containers.wait.strategy.Wait;
 import org.testcontainers.lifecycle.Startables;
 import org.testcontainers.utility.DockerImageName;
+import org.testcontainers.utility.MountableFile;
 
 /**
  * The container backing: each node in its own container of the node image, on one Docker network
@@ -29,6 +31,8 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
     static final int VERBS_PORT = 7100;
     static final int METRICS_PORT = 9464;
     private static final int LOG_LINES = 40;
+    /** Where a node container finds its certificates. */
+    static final String CERTIFICATES = "/var/lib/pagewire/certs";
 
     private final Network network = Network.newNetwork();
 
@@ -45,6 +49,13 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
             // Each node's environment names its peers, so it is set once every node exists.
             for (ContainerNode node : cluster.nodes) {
                 node.container.withEnv(cluster.environment(node.id));
+                if (cluster.certificates() != null) {
+                    // The node's own certificate and key and the CA's certificate, readable by the image's user.
+                    for (String file : List.of("ca.pem", node.id + ".pem", node.id + ".key")) {
+                        node.container.withCopyFileToContainer(MountableFile.forHostPath(cluster.certificates().resolve(file), 0644),
+                                CERTIFICATES + "/" + file);
+                    }
+                }
             }
             Startables.deepStart(cluster.nodes.stream().map(n -> n.container)).get(spec.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
             cluster.nodes.forEach(n -> n.running = true);
@@ -76,6 +87,9 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
         env.put(NodeSettings.environmentName(NodeSettings.NODE_ID), id);
         env.put(NodeSettings.environmentName(NodeSettings.NODE_PEERS), nodes.stream().map(n -> n.id).filter(p -> !p.equals(id))
                 .map(p -> p + "=" + p + ":" + VERBS_PORT).collect(Collectors.joining(",")));
+        if (certificates() != null) {
+            env.put(NodeSettings.environmentName(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME), CERTIFICATES);
+        }
         spec().settings().forEach((name, value) -> env.put(NodeSettings.environmentName(name), value));
         return env;
     }
@@ -162,7 +176,7 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
             running = true;
             long deadline = System.nanoTime() + cluster.spec().startTimeout().toNanos();
             while (true) {
-                try (Pagewire probe = Pagewire.connect(target(), ConnectOptions.defaults().withSharedMemory(false)
+                try (Pagewire probe = Pagewire.connect(target(), cluster.probeOptions()
                         .withDeadline(java.time.Duration.ofSeconds(2)))) {
                     probe.node();
                     break;

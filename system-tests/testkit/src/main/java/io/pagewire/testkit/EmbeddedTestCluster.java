@@ -62,6 +62,12 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
 
         void launch(int portToBind) {
             NodeContext context = new NodeContext().nodeId(id).transport(Transport.NETTY).host("127.0.0.1").port(portToBind).metricsPort(0);
+            for (int i = 1; i <= cluster.spec().size(); i++) {
+                context.acceptPeer(ClusterSpec.nodeId(i));
+            }
+            if (cluster.certificates() != null) {
+                context.security().certificateDirectory(cluster.certificates());
+            }
             NodeSettings.apply(context, cluster.spec().settings(), "the test cluster's spec");
             for (EmbeddedNode peer : cluster.nodes) {
                 if (peer != this && peer.port != 0) {

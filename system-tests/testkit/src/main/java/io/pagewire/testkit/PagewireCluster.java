@@ -39,6 +39,17 @@ public interface PagewireCluster extends AutoCloseable {
         return java.util.Optional.empty();
     }
 
+    /**
+     * How an application proves itself to these nodes: mutual TLS with the certificate the cluster
+     * issued to the test ("app"), or plaintext when the spec says so.
+     */
+    io.pagewire.client.ClientSecurity clientSecurity();
+
+    /** A raw gRPC channel to a node, secured like the SDK's connections (for tests that send what the SDK would not). */
+    default io.grpc.ManagedChannel openChannel(ClusterNode node) {
+        return io.pagewire.client.impl.GrpcPagewire.channelBuilder(node.target(), clientSecurity()).build();
+    }
+
     /** Closes every SDK connection handed out so far (the extension calls it after each test). */
     void closeConnections();
 

@@ -2,7 +2,15 @@ package io.pagewire.testkit;
 
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.HeldResources;
+import io.pagewire.node.security.SecurityContext;
+import io.pagewire.node.security.TestbedCertificates;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,9 +26,41 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
     protected final List<N> nodes = new ArrayList<>();
     private HeldResources connections = new HeldResources();
     private final ClusterSpec spec;
+    /** The cluster's CA and certificates, one per node and one for the test ("app"); null when it runs plaintext. */
+    private final Path certificates;
 
     TestClusterBase(ClusterSpec spec) {
         this.spec = spec;
+        boolean plaintext = "plaintext".equalsIgnoreCase(spec.settings().getOrDefault(SecurityContext.TRANSPORT_PROP_NAME, "mtls").trim());
+        if (plaintext) {
+            certificates = null;
+            return;
+        }
+        try {
+            certificates = Files.createTempDirectory("pagewire-test-certs-");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make the cluster's certificate directory: " + e.getMessage(), e);
+        }
+        TestbedCertificates ca = TestbedCertificates.in(certificates);
+        for (int i = 1; i <= spec.size(); i++) {
+            ca.issueNode(ClusterSpec.nodeId(i), List.of("localhost", "127.0.0.1"));
+        }
+        ca.issueApplication(EmbeddedCluster.APPLICATION);
+    }
+
+    /** Where the CA and the nodes' certificates are, or null when the cluster runs plaintext. */
+    Path certificates() {
+        return certificates;
+    }
+
+    @Override
+    public ClientSecurity clientSecurity() {
+        return certificates == null ? ClientSecurity.plaintext() : ClientSecurity.mutualTls(certificates, EmbeddedCluster.APPLICATION);
+    }
+
+    /** Default options that reach this cluster's nodes (its {@link #clientSecurity()}). */
+    ConnectOptions probeOptions() {
+        return ConnectOptions.defaults().withSecurity(clientSecurity()).withSharedMemory(false);
     }
 
     @Override
@@ -35,7 +75,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
 
     /** Opens a connection that the cluster closes after the test. */
     Pagewire track(String target, ConnectOptions options) {
-        Pagewire connection = Pagewire.connect(target, options);
+        Pagewire connection = Pagewire.connect(target, options.withSecurity(clientSecurity()));
         synchronized (this) {
             return connections.add(connection);
         }
@@ -59,7 +99,25 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
         try {
             closeConnections();
         } finally {
-            stopNodes();
+            try {
+                stopNodes();
+            } finally {
+                deleteCertificates();
+            }
+        }
+    }
+
+    private void deleteCertificates() {
+        if (certificates == null) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(certificates)) {
+            for (Path file : files.toList()) {
+                Files.deleteIfExists(file);
+            }
+            Files.deleteIfExists(certificates);
+        } catch (IOException e) {
+            // A temporary directory left behind is no reason to fail the test.
         }
     }
 
@@ -70,7 +128,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
             if (!node.running()) {
                 continue;
             }
-            try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
+            try (Pagewire probe = Pagewire.connect(node.target(), probeOptions())) {
                 while (true) {
                     Map<String, Map<String, Double>> stats = probe.stats();
                     double sessions = value(stats, "pagewire_sessions", "");
@@ -103,8 +161,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
         for (ClusterNode node : nodes()) {
             out.append("== ").append(node.id()).append(node.running() ? " (" + node.target() + ")" : " (not running)").append('\n');
             if (node.running()) {
-                try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false)
-                        .withDeadline(Duration.ofSeconds(5)))) {
+                try (Pagewire probe = Pagewire.connect(node.target(), probeOptions().withDeadline(Duration.ofSeconds(5)))) {
                     out.append(probe.statList().stream().filter(s -> s.value() != 0)
                             .map(s -> String.format(" %s%s %s", s.name(), s.tags().isEmpty() ? "" : s.tags(), format(s.value())))
                             .collect(Collectors.joining("\n"))).append('\n');
@@ -143,7 +200,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
             List<String> peers = nodes().stream().filter(p -> p != node && p.running()).map(ClusterNode::id).toList();
             List<String> down = peers;
             while (!down.isEmpty()) {
-                try (Pagewire probe = Pagewire.connect(node.target(), ConnectOptions.defaults().withSharedMemory(false))) {
+                try (Pagewire probe = Pagewire.connect(node.target(), probeOptions())) {
                     Map<String, Double> lanes = probe.stats().getOrDefault("pagewire_link_lanes_up", Map.of());
                     down = peers.stream().filter(p -> lanes.getOrDefault("peer=" + p, 0.0) < 1).toList();
                 } catch (RuntimeException e) {

@@ -13,6 +13,9 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
 import io.pagewire.node.NodeContext;
 import io.pagewire.node.NodeSettings;
+import io.pagewire.node.security.SecurityContext;
+import io.pagewire.node.security.TestbedCertificates;
+import java.nio.file.Files;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -70,13 +73,23 @@ class DeployManifestsTest {
                 .hasSize((int) env.keySet().stream().filter(k -> k.startsWith("PAGEWIRE_")).count());
         NodeContext configured = new NodeContext().nodeId("pagewire-0");
         NodeSettings.apply(configured, withoutId(settings), "deploy/k8s/pagewire.yaml");
+        // The Secret the manifest mounts, made as its header says.
+        Path certs = Files.createTempDirectory("pagewire-k8s-certs-");
+        TestbedCertificates.in(certs).issueNode("pagewire-0", List.of());
+        String mounted = settings.get(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME);
+        assertThat(node.getVolumeMounts()).as("the certificate directory is the Secret's mount")
+                .anySatisfy(m -> assertThat(m.getMountPath()).isEqualTo(mounted));
+        configured.security().certificateDirectory(certs);
         configured.conclude();
+        assertThat(configured.security().mutualTls()).as("the nodes speak mutual TLS").isTrue();
 
         assertThat(ports).containsEntry("verbs", configured.port()).containsEntry("metrics", configured.metricsPort());
         assertThat(configured.port()).isEqualTo(defaults.port());
         service.getSpec().getPorts().forEach(p -> assertThat(ports).as("Service port " + p.getName()).containsEntry(p.getName(), p.getPort()));
-        assertThat(node.getReadinessProbe().getGrpc().getPort()).as("readiness asks the gRPC health service").isEqualTo(configured.port());
-        assertThat(node.getLivenessProbe().getGrpc().getPort()).as("liveness asks the gRPC health service").isEqualTo(configured.port());
+        for (var probe : List.of(node.getReadinessProbe(), node.getLivenessProbe())) {
+            assertThat(probe.getExec().getCommand()).as("probes run `pagewire health` against the node's port (over its TLS)")
+                    .contains("health", "localhost:" + configured.port());
+        }
         Map<String, String> annotations = set.getSpec().getTemplate().getMetadata().getAnnotations();
         assertThat(annotations).containsEntry("prometheus.io/scrape", "true")
                 .containsEntry("prometheus.io/port", String.valueOf(configured.metricsPort())).containsEntry("prometheus.io/path", "/metrics");

@@ -168,7 +168,7 @@ abstract class SdkErrorsSuite {
     @Test
     void anotherSessionsEndpointCannotBeUsedAndAnUnknownOneIsNotFound(PagewireCluster cluster) throws Exception {
         startPair(cluster);
-        ManagedChannel channel = ManagedChannelBuilder.forTarget(cluster.node(1).target()).usePlaintext().build();
+        ManagedChannel channel = cluster.openChannel(cluster.node(1));
         try {
             VerbsGrpc.VerbsBlockingStub raw = VerbsGrpc.newBlockingStub(channel);
             assertThatThrownBy(() -> raw.allocate(AllocateRequest.newBuilder()
