@@ -362,6 +362,7 @@ public final class QueuePair implements AutoCloseable {
                 failure = error;
                 requester.failAll(requester.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error);
                 flushReceives("flushed: " + error);
+                returnCreditsIfDone();
             }
         } finally {
             unlockAndSend();
@@ -435,6 +436,7 @@ public final class QueuePair implements AutoCloseable {
         failure = error;
         requester.failAll(wqe, status, error, "flushed: queue pair " + qpn + " failed: " + error);
         flushReceives("flushed: queue pair " + qpn + " failed: " + error);
+        returnCreditsIfDone();
     }
 
     ReceiveQueue receives() {
@@ -497,8 +499,13 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /**
+     * Gives the pair's share of the system buffer back once it can receive no more (closed, or failed:
+     * a pair in ERROR executes nothing until it is destroyed, so a failed pair does not keep other
+     * pairs from being created) and nothing it parked is still waiting for its page.
+     */
     private void returnCreditsIfDone() {
-        if (state == State.CLOSED && parkedParts == 0 && !creditsReturned) {
+        if ((state == State.CLOSED || state == State.ERROR) && parkedParts == 0 && !creditsReturned) {
             creditsReturned = true;
             nic.returnCredits(nic.context().creditsPerQp());
         }

@@ -65,4 +65,30 @@ class CreditEnforcementTest {
             assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("the overrun was answered with RNR").isPositive();
         }
     }
+
+    @Test
+    void aFailedQueuePairGivesItsShareOfTheSystemBufferBack() throws Exception {
+        // Room for two pairs' credits on b: TwoNics' own pair and one more.
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(1 << 20),
+                new KernelContext().physicalMemoryBytes(1 << 20).systemBufferBytes(16 * 4096),
+                new NicContext().ackTimeoutNs(20_000_000), new NicContext().creditsPerQp(8))) {
+            QueuePair doomed = nics.b.createQueuePair(nics.eb, nics.cqb);
+            assertThatThrownBy(() -> nics.b.createQueuePair(nics.eb, nics.cqb)).isInstanceOf(NicException.class)
+                    .hasMessageContaining("no receive credits left");
+            QueuePair peer = nics.a.createQueuePair(nics.ea, nics.cqa);
+            doomed.connect(peer.address());
+            peer.connect(doomed.address());
+            long src = nics.eb.space().allocate(4096);
+            MemoryRegion from = nics.eb.register(src, 4096, RegistrationMode.PINNED, Access.all());
+            doomed.post(WorkRequest.write(1, from.lkey(), src, 4096, 0x1000, 424242));
+            Completion failed = nics.take(nics.cqb, "the write with a made-up rkey");
+            assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_ACCESS_ERROR);
+            assertThat(doomed.state()).isEqualTo(QueuePair.State.ERROR);
+            QueuePair next = nics.b.createQueuePair(nics.eb, nics.cqb);
+            assertThat(next.state()).as("created with the failed pair's credits").isEqualTo(QueuePair.State.INIT);
+            doomed.close();
+            assertThatThrownBy(() -> nics.b.createQueuePair(nics.eb, nics.cqb)).as("closing a failed pair returns nothing twice")
+                    .isInstanceOf(NicException.class).hasMessageContaining("no receive credits left");
+        }
+    }
 }
