@@ -47,6 +47,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private final Map<String, PeerLink> peers = new ConcurrentHashMap<>();
     private final FaultInjector faults;
     private final java.util.concurrent.atomic.LongAdder lanesRefused = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder batchesFailed = new java.util.concurrent.atomic.LongAdder();
     private final ScheduledExecutorService scheduler;
     private volatile Nic nic;
     private volatile boolean closed;
@@ -286,6 +287,11 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             /** Handles one frame; false when it ended the lane. */
             private boolean receive(LaneFrame frame) {
                 Lane lane = laneRef.get();
+                if (frame == LaneMarshaller.MALFORMED) {
+                    LOG.log(System.Logger.Level.WARNING, malformed(link.peer).getDescription());
+                    lane.close(malformed(link.peer).asRuntimeException());
+                    return false;
+                }
                 if (frame.hasHello()) {
                     if (!frame.getHello().getNodeId().equals(link.peer)) {
                         LOG.log(System.Logger.Level.WARNING, "node at " + link.target + " says it is " + frame.getHello().getNodeId()
@@ -461,6 +467,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             try {
                 n.receive(link.peer, batch);
             } catch (RuntimeException e) {
+                batchesFailed.increment();
                 LOG.log(System.Logger.Level.WARNING, "a batch from " + link.peer + " failed in the NIC", e);
             }
         }
@@ -617,9 +624,23 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         return null;
     }
 
+    /** The status a lane ends with when its peer sent bytes that are not a LaneFrame. */
+    private Status malformed(String from) {
+        return Status.INVALID_ARGUMENT.withDescription("node " + context.nodeId() + " ended a lane from " + shown(from)
+                + ": a message that is not a lane frame (" + LaneMarshaller.malformedReason() + ")");
+    }
+
     /** An id a caller sent, cut short enough to quote in a log line or a status. */
     private static String shown(String id) {
         return id.length() <= 64 ? id : id.substring(0, 64) + "... (" + id.length() + " characters)";
+    }
+
+    /**
+     * Inbound batches whose handling threw in the NIC. Each is a bug (bad input must be refused with a
+     * NAK or dropped, not thrown): logged with its stack trace, counted, and the lane goes on.
+     */
+    public long batchesFailed() {
+        return batchesFailed.sum();
     }
 
     /** Lanes refused because of who they came from. */
@@ -654,6 +675,13 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 /** Handles one frame; false when it ended the lane. */
                 private boolean receive(LaneFrame frame) {
                     Lane lane = laneRef.get();
+                    if (frame == LaneMarshaller.MALFORMED) {
+                        Status status = malformed(lane == null ? "a caller before its hello" : lane.peer);
+                        LOG.log(System.Logger.Level.WARNING, status.getDescription());
+                        out.onError(status.asRuntimeException());
+                        ended();
+                        return false;
+                    }
                     if (lane == null) {
                         if (!frame.hasHello()) {
                             out.onError(Status.INVALID_ARGUMENT.withDescription("a lane must start with a LaneHello").asRuntimeException());
@@ -697,7 +725,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
                 }
 
                 private void ended() {
-                    Lane lane = laneRef.get();
+                    Lane lane = laneRef.getAndSet(null);
                     if (lane != null) {
                         laneDown(linkRef.get(), lane);
                         lane.close(null);

@@ -74,7 +74,10 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
             }
             return frame;
         } catch (IOException e) {
-            throw Status.INTERNAL.withDescription("a lane frame could not be parsed: " + e.getMessage()).withCause(e).asRuntimeException();
+            // Not thrown: gRPC would end the stream with UNKNOWN "Application error processing RPC".
+            // The lane sees MALFORMED and ends the stream itself, saying why.
+            BUFFERS.get().malformed = e.getMessage();
+            return MALFORMED;
         }
     }
 
@@ -89,6 +92,14 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
      * Gives the receiving thread's array back from a frame; call on that thread once nothing reads
      * the frame's payloads any more (the next message overwrites them). Other frames are ignored.
      */
+    /** What a lane receives in place of bytes that are not a LaneFrame; {@link #malformedReason()} says why. */
+    static final LaneFrame MALFORMED = LaneFrame.newBuilder().build();
+
+    /** Why the last frame this thread parsed was {@link #MALFORMED}. */
+    static String malformedReason() {
+        return BUFFERS.get().malformed;
+    }
+
     static void release(LaneFrame frame) {
         ReceiveBuffer buffer = BUFFERS.get();
         if (buffer.lentTo == frame) {
@@ -100,6 +111,7 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
     private static final class ReceiveBuffer {
         private byte[] bytes = new byte[0];
         private LaneFrame lentTo;
+        private String malformed;
 
         byte[] atLeast(int size) {
             if (bytes.length < size) {

@@ -77,6 +77,8 @@ public enum Metric {
     LINK_LANES_UP("pagewire.link.lanes.up", null, Type.GAUGE, "Lanes up to a peer", "peer"),
     LINK_LANES_LOST("pagewire.link.lanes.lost", null, Type.COUNTER, "Lanes to a peer that broke", "peer"),
     INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind"),
+    LINK_BATCHES_FAILED("pagewire.link.batches.failed", null, Type.COUNTER,
+            "Received batches whose handling threw in the NIC: a bug, each logged with its stack trace"),
 
     // ---- applications -------------------------------------------------------------------------------------
     SESSIONS("pagewire.sessions", null, Type.GAUGE, "Application sessions open on the node (each one's endpoints end with it)"),

@@ -179,13 +179,14 @@ public final class NodeMetrics {
         gauge(Metric.SESSIONS, sessions, java.util.function.IntSupplier::getAsInt, Tags.empty());
     }
 
-    /** The node's refusals of callers, by reason (the meters hold their sources weakly: the node holds both). */
+    /** The node's refusals of callers by reason, and batches that failed in the NIC (the meters hold their sources weakly: the node holds both). */
     public void bindRefusals(io.pagewire.node.security.CallerAuthentication authentication, Fabric fabric) {
         counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForIdentity,
                 Tags.of("reason", "no_identity"));
         counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForToken,
                 Tags.of("reason", "token"));
         counter(Metric.SECURITY_REFUSALS, fabric, Fabric::lanesRefused, Tags.of("reason", "lane"));
+        counter(Metric.LINK_BATCHES_FAILED, fabric, Fabric::batchesFailed, Tags.empty());
     }
 
     private <T> void counter(Metric metric, T source, ToDoubleFunction<T> value, Tags tags) {
