@@ -22,6 +22,8 @@ public final class NodeContext {
     private long busyPollNs;
     private String ringDirectory = System.getProperty("pagewire.node.ringDirectory", defaultRingDirectory());
     private int ringBytes = 1 << 20;
+    private int sessionsLimit = 1024;
+    private long virtualBytesPerSession = 1L << 40;
     private final Map<String, String> peers = new LinkedHashMap<>();
     private final KernelContext kernel = new KernelContext();
     private final NicContext nic = new NicContext();
@@ -96,6 +98,26 @@ public final class NodeContext {
     public NodeContext ringBytes(int value) {
         ringBytes = value;
         return this;
+    }
+
+    /** Application sessions the node serves at once ({@code pagewire.quota.sessions}); one more is refused with RESOURCE_EXHAUSTED. */
+    public NodeContext sessionsLimit(int value) {
+        sessionsLimit = value;
+        return this;
+    }
+
+    /** Virtual memory one session may allocate ({@code pagewire.quota.virtualBytesPerSession}). */
+    public NodeContext virtualBytesPerSession(long value) {
+        virtualBytesPerSession = value;
+        return this;
+    }
+
+    public int sessionsLimit() {
+        return sessionsLimit;
+    }
+
+    public long virtualBytesPerSession() {
+        return virtualBytesPerSession;
     }
 
     public String ringDirectory() {
@@ -202,6 +224,12 @@ public final class NodeContext {
         }
         if (ringBytes < 4096 || Integer.bitCount(ringBytes) != 1) {
             throw new IllegalArgumentException("pagewire.node.ringBytes must be a power of two of at least 4096, was " + ringBytes);
+        }
+        if (sessionsLimit < 1) {
+            throw new IllegalArgumentException("pagewire.quota.sessions must be at least 1, was " + sessionsLimit);
+        }
+        if (virtualBytesPerSession < 1) {
+            throw new IllegalArgumentException("pagewire.quota.virtualBytesPerSession must be at least 1, was " + virtualBytesPerSession);
         }
         if (ringDirectory == null) {
             ringDirectory = "";

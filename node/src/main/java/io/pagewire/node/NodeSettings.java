@@ -39,6 +39,8 @@ public final class NodeSettings {
     public static final String NODE_RING_DIRECTORY = "pagewire.node.ringDirectory";
     public static final String NODE_RING_BYTES = "pagewire.node.ringBytes";
     public static final String NODE_ACCEPT_PEERS = "pagewire.node.acceptPeers";
+    public static final String QUOTA_SESSIONS = "pagewire.quota.sessions";
+    public static final String QUOTA_VIRTUAL_BYTES_PER_SESSION = "pagewire.quota.virtualBytesPerSession";
     /**
      * Variables of the SDK and the command's client side that share the {@code PAGEWIRE_} prefix: a
      * node ignores them (a container's health probe reads the same environment as its node).
@@ -62,6 +64,12 @@ public final class NodeSettings {
         knob(NODE_RING_DIRECTORY, (c, v) -> c.ringDirectory(v.trim()));
         knob(NODE_RING_BYTES, (c, v) -> c.ringBytes((int) bytes(NODE_RING_BYTES, v)));
         knob(NODE_ACCEPT_PEERS, (c, v) -> FabricContext.parsePeers(v).forEach(c::acceptPeer));
+        knob(QUOTA_SESSIONS, (c, v) -> c.sessionsLimit(integer(QUOTA_SESSIONS, v)));
+        knob(QUOTA_VIRTUAL_BYTES_PER_SESSION, (c, v) -> c.virtualBytesPerSession(bytes(QUOTA_VIRTUAL_BYTES_PER_SESSION, v)));
+        knob(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().queuePairsPerSession(integer(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().regionsPerSession(integer(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, (c, v) -> c.nic().registeredBytesPerSession(bytes(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().countersPerSession(integer(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, v)));
 
         knob(SecurityContext.TRANSPORT_PROP_NAME, (c, v) -> c.security().transport(SecurityContext.TransportSecurity.parse(SecurityContext.TRANSPORT_PROP_NAME, v)));
         knob(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME, (c, v) -> c.security().certificateDirectory(path(v)));

@@ -79,9 +79,15 @@ public final class Endpoint implements AutoCloseable {
         }
         checkAccess(access);
         space.checkAllocated(address, length);
+        reserveRegion(length);
         long[] table = null;
         if (mode == RegistrationMode.PINNED) {
-            table = pinAll(address, length);
+            try {
+                table = pinAll(address, length);
+            } catch (RuntimeException e) {
+                unreserveRegion(length);
+                throw e;
+            }
         }
         MemoryRegion region = new MemoryRegion(this, address, length, mode, access, nextLkey.getAndIncrement(), nic.newRkey(mode), table);
         if (mode == RegistrationMode.SHADOW) {
@@ -97,6 +103,7 @@ public final class Endpoint implements AutoCloseable {
     public MemoryRegion registerImplicit(Set<Access> access) {
         checkOpen();
         checkAccess(access);
+        reserveRegion(0);
         MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, RegistrationMode.ON_DEMAND, access,
                 nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
@@ -114,7 +121,36 @@ public final class Endpoint implements AutoCloseable {
     /** Drops a registration: its pins are released, its translations dropped, its keys refused from now on. */
     public void deregister(MemoryRegion region) {
         if (regions.remove(region.lkey(), region)) {
+            unreserveRegion(region.implicit() ? 0 : region.length());
             release(region, "deregistered");
+        }
+    }
+
+    /** Regions and registered bytes counted against the session's quotas. Guarded by quotaLock. */
+    private int regionsHeld;
+    private long bytesRegistered;
+    private final Object quotaLock = new Object();
+
+    private void reserveRegion(long length) {
+        NicContext ctx = nic.context();
+        synchronized (quotaLock) {
+            if (regionsHeld >= ctx.regionsPerSession()) {
+                throw new QuotaExceededException(this + " holds " + regionsHeld + " memory regions, its limit ("
+                        + NicConfiguration.REGIONS_PER_SESSION_PROP_NAME + "); deregister some first");
+            }
+            if (length > ctx.registeredBytesPerSession() - bytesRegistered) {
+                throw new QuotaExceededException(this + " has " + bytesRegistered + " bytes registered; " + length + " more would pass its limit of "
+                        + ctx.registeredBytesPerSession() + " (" + NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME + ")");
+            }
+            regionsHeld++;
+            bytesRegistered += length;
+        }
+    }
+
+    private void unreserveRegion(long length) {
+        synchronized (quotaLock) {
+            regionsHeld--;
+            bytesRegistered -= length;
         }
     }
 
@@ -180,6 +216,10 @@ public final class Endpoint implements AutoCloseable {
     /** Creates an event counter that peers may notify ({@link Access#REMOTE_WRITE}) and/or FETCH_ADD ({@link Access#REMOTE_ATOMIC}). */
     public EventCounter createEventCounter(Set<Access> access) {
         checkOpen();
+        if (counters.size() >= nic.context().countersPerSession()) {
+            throw new QuotaExceededException(this + " holds " + counters.size() + " event counters, its limit ("
+                    + NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME + "); destroy some first");
+        }
         EventCounter counter = new EventCounter(nextCounterId.getAndIncrement(), this, access);
         counters.put(counter.id(), counter);
         return counter;

@@ -160,6 +160,10 @@ public final class Nic implements AutoCloseable {
         if (endpoint.isClosed()) {
             throw new NicException(endpoint + " is closed");
         }
+        if (endpoint.queuePairs().size() >= context.queuePairsPerSession()) {
+            throw new QuotaExceededException(endpoint + " holds " + endpoint.queuePairs().size() + " queue pairs, its limit ("
+                    + NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME + "); destroy some first");
+        }
         credits.reserve(context.creditsPerQp());
         QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq);
         queuePairs.put(qp.qpn(), qp);

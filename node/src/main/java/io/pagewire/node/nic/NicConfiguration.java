@@ -58,6 +58,18 @@ public final class NicConfiguration {
     public static final int CREDITS_PER_QP_DEFAULT = 32;
 
     /** Completions a completion queue holds before the queue pairs feeding it fail. */
+    /** Queue pairs one session (endpoint) may hold at once. */
+    public static final String QUEUE_PAIRS_PER_SESSION_PROP_NAME = "pagewire.quota.queuePairsPerSession";
+    public static final int QUEUE_PAIRS_PER_SESSION_DEFAULT = 256;
+    /** Memory regions one session may hold at once. */
+    public static final String REGIONS_PER_SESSION_PROP_NAME = "pagewire.quota.regionsPerSession";
+    public static final int REGIONS_PER_SESSION_DEFAULT = 4096;
+    /** Bytes one session may have registered at once (the implicit ODP region counts as none). */
+    public static final String REGISTERED_BYTES_PER_SESSION_PROP_NAME = "pagewire.quota.registeredBytesPerSession";
+    public static final long REGISTERED_BYTES_PER_SESSION_DEFAULT = 1L << 40;
+    /** Event counters one session may hold at once. */
+    public static final String COUNTERS_PER_SESSION_PROP_NAME = "pagewire.quota.countersPerSession";
+    public static final int COUNTERS_PER_SESSION_DEFAULT = 4096;
     public static final String CQ_CAPACITY_PROP_NAME = "pagewire.nic.cqCapacity";
     public static final int CQ_CAPACITY_DEFAULT = 65536;
 

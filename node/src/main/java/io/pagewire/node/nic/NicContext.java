@@ -25,6 +25,12 @@ public final class NicContext {
     private int reorderWindowPackets = intProperty(NicConfiguration.REORDER_WINDOW_PROP_NAME, NicConfiguration.REORDER_WINDOW_DEFAULT);
     private int creditsPerQp = intProperty(NicConfiguration.CREDITS_PER_QP_PROP_NAME, NicConfiguration.CREDITS_PER_QP_DEFAULT);
     private int cqCapacity = intProperty(NicConfiguration.CQ_CAPACITY_PROP_NAME, NicConfiguration.CQ_CAPACITY_DEFAULT);
+    private int queuePairsPerSession = intProperty(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME,
+            NicConfiguration.QUEUE_PAIRS_PER_SESSION_DEFAULT);
+    private int regionsPerSession = intProperty(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, NicConfiguration.REGIONS_PER_SESSION_DEFAULT);
+    private long registeredBytesPerSession = longProperty(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME,
+            NicConfiguration.REGISTERED_BYTES_PER_SESSION_DEFAULT);
+    private int countersPerSession = intProperty(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, NicConfiguration.COUNTERS_PER_SESSION_DEFAULT);
     private int maxMessageBytes = intProperty(NicConfiguration.MAX_MESSAGE_PROP_NAME, NicConfiguration.MAX_MESSAGE_DEFAULT);
     private NanoClock clock = NanoClock.SYSTEM;
     private long randomSeed = System.nanoTime();
@@ -93,6 +99,46 @@ public final class NicContext {
     public NicContext creditsPerQp(int value) {
         creditsPerQp = value;
         return this;
+    }
+
+    /** Queue pairs one endpoint (an application's session) may hold at once. */
+    public NicContext queuePairsPerSession(int value) {
+        queuePairsPerSession = value;
+        return this;
+    }
+
+    /** Memory regions one endpoint may hold at once. */
+    public NicContext regionsPerSession(int value) {
+        regionsPerSession = value;
+        return this;
+    }
+
+    /** Bytes one endpoint may have registered at once. */
+    public NicContext registeredBytesPerSession(long value) {
+        registeredBytesPerSession = value;
+        return this;
+    }
+
+    /** Event counters one endpoint may hold at once. */
+    public NicContext countersPerSession(int value) {
+        countersPerSession = value;
+        return this;
+    }
+
+    public int queuePairsPerSession() {
+        return queuePairsPerSession;
+    }
+
+    public int regionsPerSession() {
+        return regionsPerSession;
+    }
+
+    public long registeredBytesPerSession() {
+        return registeredBytesPerSession;
+    }
+
+    public int countersPerSession() {
+        return countersPerSession;
     }
 
     public NicContext cqCapacity(int value) {
@@ -210,6 +256,10 @@ public final class NicContext {
                 "from 1 to 65536", reorderWindowPackets);
         require(creditsPerQp >= 1, NicConfiguration.CREDITS_PER_QP_PROP_NAME, "at least 1", creditsPerQp);
         require(cqCapacity >= 16, NicConfiguration.CQ_CAPACITY_PROP_NAME, "at least 16", cqCapacity);
+        require(queuePairsPerSession >= 1, NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, "at least 1", queuePairsPerSession);
+        require(regionsPerSession >= 1, NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, "at least 1", regionsPerSession);
+        require(registeredBytesPerSession >= 1, NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, "at least 1", registeredBytesPerSession);
+        require(countersPerSession >= 1, NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, "at least 1", countersPerSession);
         require(maxMessageBytes >= 1, NicConfiguration.MAX_MESSAGE_PROP_NAME, "positive", maxMessageBytes);
         require(clock != null, "clock", "set", null);
         concluded = true;

@@ -135,6 +135,7 @@ public final class QueuePair implements AutoCloseable {
             }
             for (WorkRequest request : requests) {
                 if (state == State.READY) {
+                    checkSendQueueRoom(request);
                     requester.post(request);
                 } else {
                     complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
@@ -164,6 +165,7 @@ public final class QueuePair implements AutoCloseable {
                     continue;
                 }
                 try {
+                    checkSendQueueRoom(request);
                     requester.post(request);
                 } catch (NicException e) {
                     refused.accept(request, e);
@@ -201,6 +203,15 @@ public final class QueuePair implements AutoCloseable {
             }
         } finally {
             unlockAndSend();
+        }
+    }
+
+    /** The send queue holds at most as many outstanding requests as a completion queue holds completions (lock held). */
+    private void checkSendQueueRoom(WorkRequest request) {
+        int capacity = nic.context().cqCapacity();
+        if (requester.outstanding() >= capacity) {
+            throw new QuotaExceededException("work request " + request.wrId() + ": queue pair " + qpn + " has " + capacity
+                    + " requests outstanding already, its send queue's size (pagewire.nic.cqCapacity); reap completions first");
         }
     }
 

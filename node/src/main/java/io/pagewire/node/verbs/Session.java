@@ -38,6 +38,8 @@ final class Session {
 
     private final RingPort ringPort;
     private volatile Bell bell;
+    /** Serialises the session's allocations, so that its virtual-memory quota holds. */
+    final Object allocation = new Object();
 
     /** The node's end of a session's bell: wakes the application's ring agent; false when it cannot (the stream must). */
     interface Bell {
@@ -118,9 +120,27 @@ final class Session {
         SessionRings r = activeRings;
         if (r != null && RingCodec.writeCounter(r.events(), counterId, value)) {
             ringIfAsleep(r);
+        } else if (!events.isReady() || !unsentCounters.isEmpty()) {
+            // The client is not reading: keep only each counter's latest value (peers may notify without
+            // end, and the client wants the value, not every step), sent once it reads again.
+            unsentCounters.put(counterId, value);
         } else {
             send(SessionEvent.newBuilder().setCounter(CounterChanged.newBuilder().setCounterId(counterId).setValue(value)).build());
         }
+    }
+
+    /** Counter values that changed while the client did not read its events, latest only. Guarded by this. */
+    private final java.util.Map<Integer, Long> unsentCounters = new java.util.LinkedHashMap<>();
+
+    /** The events stream can take more: send what waited for it. */
+    synchronized void eventsWritable() {
+        if (unsentCounters.isEmpty()) {
+            return;
+        }
+        for (java.util.Map.Entry<Integer, Long> e : unsentCounters.entrySet()) {
+            send(SessionEvent.newBuilder().setCounter(CounterChanged.newBuilder().setCounterId(e.getKey()).setValue(e.getValue())).build());
+        }
+        unsentCounters.clear();
     }
 
     void unwatch(EventCounter counter) {

@@ -34,7 +34,7 @@ final class StatusMapping {
         }
         Status status;
         if (cause instanceof PinLimitExceededException || cause instanceof MemoryExhaustedException
-                || cause instanceof SystemBufferFullException) {
+                || cause instanceof SystemBufferFullException || cause instanceof io.pagewire.node.nic.QuotaExceededException) {
             status = Status.RESOURCE_EXHAUSTED;
         } else if (cause instanceof BadAddressException || cause instanceof NicException || cause instanceof IllegalArgumentException) {
             status = Status.INVALID_ARGUMENT;

@@ -139,9 +139,40 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         // Set once this side ended the stream with an error: whatever the client still sends opens nothing.
         java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
         events.setOnCancelHandler(() -> end(current.get()));
+        // Flow control: the next request is read only while the client reads its events. A client that
+        // stops reading stops being read (its posts wait in its own transport), so neither the
+        // completions of its posts nor their refusals pile up in this node's heap.
+        java.util.concurrent.atomic.AtomicBoolean withheld = new java.util.concurrent.atomic.AtomicBoolean();
+        events.disableAutoRequest();
+        events.setOnReadyHandler(() -> {
+            Session session = current.get();
+            if (session != null) {
+                session.eventsWritable();
+            }
+            if (withheld.compareAndSet(true, false)) {
+                events.request(1);
+            }
+        });
+        events.request(1);
         return new StreamObserver<>() {
             @Override
             public void onNext(SessionRequest request) {
+                try {
+                    handle(request);
+                } finally {
+                    if (events.isReady()) {
+                        events.request(1);
+                    } else {
+                        withheld.set(true);
+                        // It may have turned ready between the check and the flag: do not wait for a handler that already ran.
+                        if (events.isReady() && withheld.compareAndSet(true, false)) {
+                            events.request(1);
+                        }
+                    }
+                }
+            }
+
+            private void handle(SessionRequest request) {
                 if (failed.get()) {
                     return;
                 }
@@ -151,6 +182,12 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                         if (!request.hasOpen()) {
                             failed.set(true);
                             throw Status.FAILED_PRECONDITION.withDescription("a session must start with OpenSession").asRuntimeException();
+                        }
+                        int limit = node.context().sessionsLimit();
+                        if (sessions.size() >= limit) {
+                            failed.set(true);
+                            throw Status.RESOURCE_EXHAUSTED.withDescription("node " + node.id() + " serves " + sessions.size()
+                                    + " sessions, its limit (pagewire.quota.sessions)").asRuntimeException();
                         }
                         Endpoint endpoint = node.nic().openEndpoint(request.getOpen().getName());
                         session = new Session(endpoint, keys.nextLong(), events, rings);
@@ -283,8 +320,18 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     @Override
     public void allocate(AllocateRequest request, StreamObserver<AllocateResponse> response) {
         answer(response, () -> {
-            long address = session(request.getEndpoint()).endpoint.space().allocate(request.getLength());
-            return AllocateResponse.newBuilder().setAddress(address).build();
+            Session session = session(request.getEndpoint());
+            long limit = node.context().virtualBytesPerSession();
+            synchronized (session.allocation) {
+                long allocated = session.endpoint.space().allocatedBytes();
+                if (request.getLength() > limit - allocated) {
+                    throw Status.RESOURCE_EXHAUSTED.withDescription("endpoint " + session.endpoint.id() + " has " + allocated
+                            + " bytes of virtual memory; " + request.getLength() + " more would pass its limit of " + limit
+                            + " (pagewire.quota.virtualBytesPerSession)").asRuntimeException();
+                }
+                long address = session.endpoint.space().allocate(request.getLength());
+                return AllocateResponse.newBuilder().setAddress(address).build();
+            }
         });
     }
 
