@@ -50,7 +50,7 @@ public final class NodeSettings {
 
     private static final Map<String, BiConsumer<NodeContext, String>> KNOBS = new TreeMap<>();
     private static final Pattern SIZE = Pattern.compile("(?i)\\s*(\\d+)\\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\\s*");
-    private static final Pattern TIME = Pattern.compile("(?i)\\s*(\\d+)\\s*(ns|us|µs|ms|s)?\\s*");
+    private static final Pattern TIME = Pattern.compile("(?i)\\s*(\\d+)\\s*(ns|us|µs|ms|s|m|min|h)?\\s*");
 
     static {
         knob(NODE_ID, (c, v) -> c.nodeId(v.trim()));
@@ -216,11 +216,11 @@ public final class NodeSettings {
         };
     }
 
-    /** A duration in nanoseconds, with an optional unit: 200000, 200us, 200ms, 2s. */
+    /** A duration in nanoseconds, with an optional unit: 200000, 200us, 200ms, 2s, 30m, 1h. */
     public static long nanos(String knob, String value) {
         Matcher m = TIME.matcher(value);
         if (!m.matches()) {
-            throw new IllegalArgumentException(knob + " must be a duration such as 200ms, 50us or 2s (plain numbers are ns), was '" + value + "'");
+            throw new IllegalArgumentException(knob + " must be a duration such as 200ms, 50us, 2s or 30m (plain numbers are ns), was '" + value + "'");
         }
         long n = Long.parseLong(m.group(1));
         String unit = m.group(2) == null ? "ns" : m.group(2).toLowerCase(Locale.ROOT);
@@ -228,6 +228,8 @@ public final class NodeSettings {
             case "us", "µs" -> n * 1_000L;
             case "ms" -> n * 1_000_000L;
             case "s" -> n * 1_000_000_000L;
+            case "m", "min" -> n * 60_000_000_000L;
+            case "h" -> n * 3_600_000_000_000L;
             default -> n;
         };
     }

@@ -19,6 +19,8 @@ class NodeSettingsTest {
         assertThat(NodeSettings.nanos("k", "200ms")).isEqualTo(200_000_000L);
         assertThat(NodeSettings.nanos("k", "50us")).isEqualTo(50_000L);
         assertThat(NodeSettings.nanos("k", "7")).isEqualTo(7);
+        assertThat(NodeSettings.nanos("k", "30m")).isEqualTo(1_800_000_000_000L);
+        assertThat(NodeSettings.nanos("k", "1h")).isEqualTo(3_600_000_000_000L);
         assertThatThrownBy(() -> NodeSettings.bytes("pagewire.kernel.swapBytes", "lots"))
                 .hasMessage("pagewire.kernel.swapBytes must be a size such as 4096, 64KiB or 256MiB, was 'lots'");
     }

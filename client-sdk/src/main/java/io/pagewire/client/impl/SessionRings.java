@@ -1,7 +1,6 @@
 package io.pagewire.client.impl;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -107,9 +106,10 @@ public final class SessionRings {
         if (capacity < 4096 || Integer.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("ring capacity must be a power of two of at least 4096, was " + capacity);
         }
-        try (RandomAccessFile file = new RandomAccessFile(path.toFile(), "rw")) {
-            file.setLength(fileBytes(capacity));
-            MappedByteBuffer mapped = file.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(capacity));
+        // A new file (never one someone placed there first), readable and writable by the node's user
+        // only: whoever maps a session's rings can post as that session.
+        try (FileChannel file = createOwnerOnly(path)) {
+            MappedByteBuffer mapped = file.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(capacity));
             UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
             header.putLong(NONCE_OFFSET, nonce);
             header.putInt(CAPACITY_OFFSET, capacity);
@@ -117,6 +117,15 @@ public final class SessionRings {
             return new SessionRings(path, mapped);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create ring file " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static FileChannel createOwnerOnly(Path path) throws IOException {
+        try {
+            return FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
+                    java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException notPosix) {
+            return FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
         }
     }
 

@@ -388,6 +388,9 @@ final class Soak {
                     violation("stream " + id + ": counter went from " + lastSeenCount + " back to " + value);
                 }
                 lastSeenCount = Math.max(lastSeenCount, value);
+                // Values only grow: the ordinals below this one are never looked up again.
+                long seen = value;
+                notifyMessage.keySet().removeIf(ordinal -> ordinal < seen);
                 Long k = notifyMessage.get(value);
                 if (k == null) {
                     continue; // a notify that failed (the count may still include it), or the initial value

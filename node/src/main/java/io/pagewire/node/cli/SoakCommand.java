@@ -51,8 +51,19 @@ final class SoakCommand implements Callable<Integer> {
         if (nodes < 2 || nodes > 8) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--nodes must be from 2 to 8, was " + nodes);
         }
-        Soak.Settings settings = new Soak.Settings(nodes, NodeSettings.nanos("--duration", duration), seed == null ? System.nanoTime() : seed,
-                loss, duplicate, reorder, NodeSettings.nanos("--delay", delay), !noLinkCuts, maxOperations);
+        Soak.Settings settings;
+        try {
+            settings = new Soak.Settings(nodes, NodeSettings.nanos("--duration", duration), seed == null ? System.nanoTime() : seed, loss,
+                    duplicate, reorder, NodeSettings.nanos("--delay", delay), !noLinkCuts, maxOperations);
+        } catch (IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        for (double rate : new double[] {loss, duplicate, reorder}) {
+            if (rate < 0 || rate >= 1) {
+                throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--loss, --duplicate and --reorder are probabilities from 0 to"
+                        + " below 1, was " + rate);
+            }
+        }
         out.printf("soak: %d nodes for %s, seed %d (replay with --seed)%n", nodes, duration, settings.seed());
         out.flush();
         Soak.Result result = new Soak(settings, out).run();

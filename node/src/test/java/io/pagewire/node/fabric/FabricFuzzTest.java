@@ -140,22 +140,7 @@ class FabricFuzzTest {
         } finally {
             channel.shutdownNow();
         }
-        try (Pagewire a = Pagewire.connect(cluster.node(2).target(), cluster.connectOptions());
-                Pagewire b = Pagewire.connect(victim.target(), cluster.connectOptions())) {
-            Endpoint sender = a.openEndpoint("well-behaved");
-            Endpoint receiver = b.openEndpoint("well-behaved");
-            int length = 3 * 4096 + 17;
-            long src = sender.allocate(length);
-            long dst = receiver.allocate(length);
-            byte[] data = new byte[length];
-            new java.util.Random(length).nextBytes(data);
-            sender.store(src, data);
-            MemoryRegion source = sender.register(src, length, RegistrationMode.PINNED, Access.all());
-            MemoryRegion target = receiver.register(dst, length, RegistrationMode.ON_DEMAND, Access.all());
-            QueuePair qp = sender.connect(receiver);
-            qp.write(source, src, length, dst, target.rkey()).get(30, TimeUnit.SECONDS);
-            assertThat(receiver.load(dst, length)).as(when).isEqualTo(data);
-        }
+        io.pagewire.node.TestData.assertWriteLands(cluster, 2, 1, when);
     }
 
     /**

@@ -46,6 +46,10 @@ class SharedMemoryRingsTest extends SdkFixture {
         Endpoint a = connect(cluster.node(1)).openEndpoint("a");
         Endpoint b = connect(cluster.node(2)).openEndpoint("b");
         assertThat(ringFiles()).as("one ring file per session").hasSize(2);
+        for (Path file : ringFiles()) {
+            assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
+                    .as("whoever maps a session's rings can post as that session: owner only").isEqualTo("rw-------");
+        }
         byte[] data = new byte[3 * 4096 + 17];
         new Random(7).nextBytes(data);
         long src = a.allocate(data.length);
