@@ -24,6 +24,8 @@ public final class EmbeddedCluster implements AutoCloseable {
 
     private final List<PagewireNode> nodes = new ArrayList<>();
     private Path certificates;
+    private Transport transport;
+    private Consumer<NodeContext> configure;
 
     private EmbeddedCluster() {
     }
@@ -35,6 +37,8 @@ public final class EmbeddedCluster implements AutoCloseable {
      */
     public static EmbeddedCluster start(int size, Transport transport, Consumer<NodeContext> configure) {
         EmbeddedCluster cluster = new EmbeddedCluster();
+        cluster.transport = transport;
+        cluster.configure = configure;
         try {
             if (transport == Transport.NETTY) {
                 cluster.certificates = Files.createTempDirectory("pagewire-certs-");
@@ -45,15 +49,7 @@ public final class EmbeddedCluster implements AutoCloseable {
                 ca.issueApplication(APPLICATION);
             }
             for (int i = 1; i <= size; i++) {
-                NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(0).metricsPort(-1);
-                for (int j = 1; j <= size; j++) {
-                    context.acceptPeer("node-" + j);
-                }
-                if (cluster.certificates != null) {
-                    context.security().certificateDirectory(cluster.certificates);
-                }
-                configure.accept(context);
-                cluster.nodes.add(PagewireNode.start(context));
+                cluster.nodes.add(PagewireNode.start(cluster.context(i, size, 0)));
             }
             for (PagewireNode node : cluster.nodes) {
                 for (PagewireNode peer : cluster.nodes) {
@@ -71,6 +67,42 @@ public final class EmbeddedCluster implements AutoCloseable {
             cluster.close();
             throw e;
         }
+    }
+
+    private NodeContext context(int i, int size, int port) {
+        NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(port).metricsPort(-1);
+        for (int j = 1; j <= size; j++) {
+            context.acceptPeer("node-" + j);
+        }
+        if (certificates != null) {
+            context.security().certificateDirectory(certificates);
+        }
+        configure.accept(context);
+        return context;
+    }
+
+    /**
+     * Restarts node {@code i} as a crash would: the process ends (its memory, endpoints and queue pairs
+     * with it) and a new one starts on the same port, with a new incarnation, and links up again. Over
+     * the network only (an in-process node's name would be taken).
+     */
+    public synchronized PagewireNode restart(int i) {
+        if (transport != Transport.NETTY) {
+            throw new IllegalStateException("only a cluster over the network restarts its nodes");
+        }
+        PagewireNode old = nodes.get(i - 1);
+        String target = old.target();
+        int port = Integer.parseInt(target.substring(target.lastIndexOf(':') + 1));
+        old.close();
+        PagewireNode fresh = PagewireNode.start(context(i, nodes.size(), port));
+        nodes.set(i - 1, fresh);
+        for (PagewireNode peer : nodes) {
+            if (peer != fresh) {
+                fresh.connect(peer.id(), peer.target());
+            }
+        }
+        awaitLinks(TimeUnit.SECONDS.toNanos(30));
+        return fresh;
     }
 
     /** How an application reaches these nodes: mutual TLS as {@link #APPLICATION} when they run it, else plaintext. */
@@ -115,12 +147,12 @@ public final class EmbeddedCluster implements AutoCloseable {
         }
     }
 
-    public List<PagewireNode> nodes() {
+    public synchronized List<PagewireNode> nodes() {
         return List.copyOf(nodes);
     }
 
-    /** Node i, counted from 1 as the names are. */
-    public PagewireNode node(int i) {
+    /** Node i, counted from 1 as the names are (after a restart, its new process). */
+    public synchronized PagewireNode node(int i) {
         return nodes.get(i - 1);
     }
 

@@ -29,25 +29,26 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The chaos soak: nodes in one JVM over TLS on loopback, every ordered pair of nodes running one stream
  * per registration mode that cycles WRITE, WRITE_WITH_NOTIFY and SEND under memory pressure (more
- * registered than the nodes' memory), injected loss, duplication, reordering and delay, and link cuts;
- * the design's invariants are checked as it goes and at the end. Bounded in time and count. Node
- * restarts are not injected yet.
+ * registered than the nodes' memory), injected loss, duplication, reordering and delay, link cuts and
+ * node restarts; the design's invariants are checked as it goes and at the end. Bounded in time and
+ * count. A stream through a node that restarted begins again (what the node held went with it).
  */
 final class Soak {
     /** What to run. */
     record Settings(int nodes, long durationNs, long seed, double lossRate, double duplicateRate, double reorderRate, long delayNs,
-            boolean linkCuts, long maxOperations) {
+            boolean linkCuts, boolean restarts, long maxOperations) {
     }
 
     /** What happened: the summary line's figures, and every violation seen. */
-    record Result(long operations, long bytes, long failedUnderFaults, long rebuilt, long linkCuts, long faultsInjected, long nicFaults,
-            long majorFaults, List<String> violations, double seconds) {
+    record Result(long operations, long bytes, long failedUnderFaults, long rebuilt, long linkCuts, long restarts, long renewed,
+            long faultsInjected, long nicFaults, long majorFaults, List<String> violations, double seconds) {
         String summary(Settings s) {
             return String.format("soak: %d nodes, %.0f s, seed %d: %,d operations, %.1f MiB moved, faults injected %,d (loss %.3f, duplication %.3f,"
-                    + " reordering %.3f, delay %d us) and %d link cuts, %,d operations failed under them (%d queue pairs rebuilt),"
+                    + " reordering %.3f, delay %d us), %d link cuts and %d node restarts, %,d operations failed under them (%d queue pairs"
+                    + " rebuilt, %d streams begun again after a restart),"
                     + " memory pressure: %,d NIC page faults (%,d from swap), invariant violations: %d", s.nodes(), seconds, s.seed(), operations,
                     bytes / 1048576.0, faultsInjected, s.lossRate(), s.duplicateRate(), s.reorderRate(), s.delayNs() / 1000, linkCuts,
-                    failedUnderFaults, rebuilt, nicFaults, majorFaults, violations.size());
+                    restarts, failedUnderFaults, rebuilt, renewed, nicFaults, majorFaults, violations.size());
         }
     }
 
@@ -62,6 +63,10 @@ final class Soak {
     private final AtomicLong failed = new AtomicLong();
     private final AtomicLong rebuilt = new AtomicLong();
     private final AtomicLong cuts = new AtomicLong();
+    /** Node restarts so far; a stream whose incarnation began before the latest may find its endpoints gone. */
+    private final AtomicLong restarts = new AtomicLong();
+    private final AtomicLong renewed = new AtomicLong();
+    private volatile boolean restarting;
     private volatile boolean stopping;
 
     Soak(Settings settings, PrintWriter log) {
@@ -109,6 +114,12 @@ final class Soak {
                     cutter.setDaemon(true);
                     cutter.start();
                 }
+                Thread restarter = null;
+                if (settings.restarts()) {
+                    restarter = new Thread(() -> restartNodes(cluster, deadline), "soak-restarter");
+                    restarter.setDaemon(true);
+                    restarter.start();
+                }
                 for (Thread t : threads) {
                     t.join(TimeUnit.NANOSECONDS.toMillis(settings.durationNs()) + TimeUnit.SECONDS.toMillis(3 * OPERATION_TIMEOUT_S));
                     if (t.isAlive()) {
@@ -119,6 +130,9 @@ final class Soak {
                 if (cutter != null) {
                     cutter.join(10_000);
                 }
+                if (restarter != null) {
+                    restarter.join(60_000);
+                }
                 for (PagewireNode node : cluster.nodes()) {
                     for (PagewireNode peer : cluster.nodes()) {
                         if (node != peer) {
@@ -127,7 +141,11 @@ final class Soak {
                     }
                 }
                 for (Stream stream : streams) {
-                    stream.verifyAtEnd();
+                    try {
+                        stream.verifyAtEnd();
+                    } catch (RuntimeException e) {
+                        violation("stream " + stream.id + " could not be checked at the end: " + e);
+                    }
                 }
             } finally {
                 stopping = true;
@@ -156,7 +174,8 @@ final class Soak {
                     }
                 }
             }
-            return new Result(operations.get(), bytes.get(), failed.get(), rebuilt.get(), cuts.get(), injected, nicFaults, majorFaults,
+            return new Result(operations.get(), bytes.get(), failed.get(), rebuilt.get(), cuts.get(), restarts.get(), renewed.get(), injected,
+                    nicFaults, majorFaults,
                     List.copyOf(violations),
                     (System.nanoTime() - started) / 1e9);
         }
@@ -197,6 +216,30 @@ final class Soak {
             sleep(200 + random.nextInt(1300));
             a.fabric().heal(b.id());
             b.fabric().heal(a.id());
+        }
+    }
+
+    /**
+     * Restarts a node every 15 to 25 s, as a crash and a supervisor would: its memory, endpoints and
+     * queue pairs end; its peers see the new incarnation and fail their pairs to it at once.
+     */
+    private void restartNodes(EmbeddedCluster cluster, long deadline) {
+        SplittableRandom random = new SplittableRandom(settings.seed() ^ 0x4e57a47L);
+        while (!stopping && System.nanoTime() < deadline - TimeUnit.SECONDS.toNanos(25)) {
+            sleep(15_000 + random.nextInt(10_000));
+            if (stopping) {
+                return;
+            }
+            int i = 1 + random.nextInt(settings.nodes());
+            restarting = true;
+            try {
+                restarts.incrementAndGet();
+                cluster.restart(i);
+            } catch (RuntimeException e) {
+                violation("node-" + i + " did not come back after a restart: " + e.getMessage());
+            } finally {
+                restarting = false;
+            }
         }
     }
 
@@ -246,13 +289,17 @@ final class Soak {
     private final class Stream {
         final int id;
         private final RegistrationMode mode;
-        private final Endpoint sender;
-        private final Endpoint receiver;
+        private final Pagewire from;
+        private final Pagewire to;
         private final int slots;
-        private final MemoryRegion source;
-        private final MemoryRegion target;
-        private final MemoryRegion receiveBuffers;
-        private final EventCounter counter;
+        private Endpoint sender;
+        private Endpoint receiver;
+        private MemoryRegion source;
+        private MemoryRegion target;
+        private MemoryRegion receiveBuffers;
+        private EventCounter counter;
+        /** The node restarts this incarnation of the stream began after. */
+        private long epoch;
         /** Per slot: the last write acknowledged, and writes that failed after it (they may or may not have landed). */
         private final long[] acknowledged;
         private final Map<Integer, List<Long>> unsure = new ConcurrentHashMap<>();
@@ -271,22 +318,54 @@ final class Soak {
         Stream(int id, Pagewire from, Pagewire to, RegistrationMode mode) {
             this.id = id;
             this.mode = mode;
-            this.sender = from.openEndpoint("soak-" + id + "-out");
-            this.receiver = to.openEndpoint("soak-" + id + "-in");
+            this.from = from;
+            this.to = to;
             this.slots = mode == RegistrationMode.PINNED ? 16 : 256;
-            long src = sender.allocate(MESSAGE);
-            this.source = sender.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());
-            long dst = receiver.allocate((long) slots * MESSAGE);
-            this.target = receiver.register(dst, (long) slots * MESSAGE, mode, Access.all());
-            long recv = receiver.allocate((long) RECEIVES * MESSAGE);
-            this.receiveBuffers = receiver.register(recv, (long) RECEIVES * MESSAGE, mode, Access.all());
-            this.counter = receiver.createEventCounter(Access.all());
             this.acknowledged = new long[slots];
+            open();
+        }
+
+        /** A new incarnation: both endpoints, their regions, the counter and the queue pairs, with nothing known about them yet. */
+        private void open() {
+            epoch = restarts.get();
             Arrays.fill(acknowledged, -1);
+            unsure.clear();
+            notifyMessage.clear();
+            notified.clear();
+            received.clear();
+            notifies = 0;
+            lastSeenCount = 0;
+            lastSendReceived = -1;
+            sender = from.openEndpoint("soak-" + id + "-out");
+            receiver = to.openEndpoint("soak-" + id + "-in");
+            long src = sender.allocate(MESSAGE);
+            source = sender.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());
+            long dst = receiver.allocate((long) slots * MESSAGE);
+            target = receiver.register(dst, (long) slots * MESSAGE, mode, Access.all());
+            long recv = receiver.allocate((long) RECEIVES * MESSAGE);
+            receiveBuffers = receiver.register(recv, (long) RECEIVES * MESSAGE, mode, Access.all());
+            counter = receiver.createEventCounter(Access.all());
             counter.onChange(notified::add);
             connect();
         }
 
+        /**
+         * A node of this stream restarted: what its endpoints held is gone with it (legitimately), so the
+         * stream starts a new incarnation once the node serves again; what it checked so far stands.
+         */
+        private void renew(long deadline) {
+            close();
+            while (!stopping && System.nanoTime() < deadline) {
+                try {
+                    open();
+                    renewed.incrementAndGet();
+                    return;
+                } catch (RuntimeException notYet) {
+                    close();
+                    sleep(200);
+                }
+            }
+        }
         private void connect() {
             out = sender.createQueuePair();
             in = receiver.createQueuePair();
@@ -322,62 +401,84 @@ final class Soak {
         }
 
         void run(long deadline) {
-            long k = 0;
             try {
                 while (!stopping && System.nanoTime() < deadline && operations.get() < settings.maxOperations()) {
-                    checkNotifications();
-                    drainReceives();
-                    byte[] data = pattern(id, k);
-                    sender.store(source.address(), data);
-                    int slot = (int) (k % slots);
-                    long remote = target.address() + (long) slot * MESSAGE;
-                    int kind = (int) (k % 3);
-                    long ordinal = 0;
-                    var future = switch (kind) {
-                        case 0 -> out.write(source, source.address(), MESSAGE, remote, target.rkey());
-                        case 1 -> {
-                            ordinal = ++notifies;
-                            notifyMessage.put(ordinal, k);
-                            yield out.writeWithNotify(source, source.address(), MESSAGE, remote, target.rkey(), counter.id());
-                        }
-                        default -> out.send(source, source.address(), MESSAGE);
-                    };
                     try {
-                        future.get(OPERATION_TIMEOUT_S, TimeUnit.SECONDS);
-                    } catch (ExecutionException e) {
-                        failed.incrementAndGet();
-                        if (kind != 2) {
-                            unsure.computeIfAbsent(slot, s -> new CopyOnWriteArrayList<>()).add(k);
+                        if (!runIncarnation(deadline)) {
+                            return;
                         }
-                        if (kind == 1) {
-                            notifies--;
-                            notifyMessage.remove(ordinal);
+                    } catch (RuntimeException e) {
+                        if (stopping) {
+                            return;
                         }
-                        rebuild();
-                        k++;
-                        continue;
-                    } catch (TimeoutException e) {
-                        violation("stream " + id + " (" + mode + "): message " + k + " did not complete in " + OPERATION_TIMEOUT_S + " s");
-                        return;
+                        if (restarts.get() == epoch && !restarting) {
+                            violation("stream " + id + " (" + mode + ") stopped: " + e);
+                            return;
+                        }
+                        renew(deadline);
                     }
-                    operations.incrementAndGet();
-                    bytes.addAndGet(MESSAGE);
-                    if (kind != 2) {
-                        long there = messageIn(id, receiver.load(remote, MESSAGE));
-                        if (there != k) {
-                            violation("stream " + id + " (" + mode + "): slot " + slot + " holds message " + there + " after message " + k
-                                    + " was acknowledged");
-                        }
-                        acknowledged[slot] = k;
-                        unsure.remove(slot);
-                    }
-                    k++;
                 }
-            } catch (RuntimeException | InterruptedException e) {
-                if (!stopping) {
-                    violation("stream " + id + " (" + mode + ") stopped: " + e);
-                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
+        }
+
+        /** Runs until the deadline (true) or a hang (false); a node restart surfaces as an exception. */
+        private boolean runIncarnation(long deadline) throws InterruptedException {
+            long k = 0;
+            while (!stopping && System.nanoTime() < deadline && operations.get() < settings.maxOperations()) {
+                checkNotifications();
+                drainReceives();
+                byte[] data = pattern(id, k);
+                sender.store(source.address(), data);
+                int slot = (int) (k % slots);
+                long remote = target.address() + (long) slot * MESSAGE;
+                int kind = (int) (k % 3);
+                long ordinal = 0;
+                var future = switch (kind) {
+                    case 0 -> out.write(source, source.address(), MESSAGE, remote, target.rkey());
+                    case 1 -> {
+                        ordinal = ++notifies;
+                        notifyMessage.put(ordinal, k);
+                        yield out.writeWithNotify(source, source.address(), MESSAGE, remote, target.rkey(), counter.id());
+                    }
+                    default -> out.send(source, source.address(), MESSAGE);
+                };
+                try {
+                    future.get(OPERATION_TIMEOUT_S, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    failed.incrementAndGet();
+                    if (kind != 2) {
+                        unsure.computeIfAbsent(slot, s -> new CopyOnWriteArrayList<>()).add(k);
+                    }
+                    if (kind == 1) {
+                        notifies--;
+                        notifyMessage.remove(ordinal);
+                    }
+                    rebuild();
+                    k++;
+                    continue;
+                } catch (TimeoutException e) {
+                    if (restarts.get() != epoch) {
+                        throw new IllegalStateException("a node restarted while message " + k + " was in flight", e);
+                    }
+                    violation("stream " + id + " (" + mode + "): message " + k + " did not complete in " + OPERATION_TIMEOUT_S + " s");
+                    return false;
+                }
+                operations.incrementAndGet();
+                bytes.addAndGet(MESSAGE);
+                if (kind != 2) {
+                    long there = messageIn(id, receiver.load(remote, MESSAGE));
+                    if (there != k) {
+                        violation("stream " + id + " (" + mode + "): slot " + slot + " holds message " + there + " after message " + k
+                                + " was acknowledged");
+                    }
+                    acknowledged[slot] = k;
+                    unsure.remove(slot);
+                }
+                k++;
+            }
+            return true;
         }
 
         /** Counter values seen so far: never lower than before, and each one's data already in place. */

@@ -11,7 +11,7 @@ import picocli.CommandLine.Spec;
 /** {@code pagewire soak}: the chaos soak, ending with one summary line; exit status 1 on any invariant violation. */
 @Command(name = "soak", mixinStandardHelpOptions = true,
         description = {"Runs nodes in one JVM under all-to-all traffic in every mode (WRITE, WRITE_WITH_NOTIFY, SEND), memory pressure,",
-            "injected loss, duplication, reordering, delay and link cuts, checking the design's invariants as it goes and at the end:",
+            "injected loss, duplication, reordering, delay, link cuts and node restarts, checking the design's invariants as it goes and at the end:",
             "bytes exactly once and in order, notifications after their data, nothing acknowledged lost, pins and frames back to zero.",
             "Ends with one summary line; exit status 1 when any invariant was violated."})
 final class SoakCommand implements Callable<Integer> {
@@ -42,6 +42,9 @@ final class SoakCommand implements Callable<Integer> {
     @Option(names = "--no-link-cuts", description = "Do not cut links.")
     boolean noLinkCuts;
 
+    @Option(names = "--no-restarts", description = "Do not restart nodes (one every 15 to 25 s otherwise).")
+    boolean noRestarts;
+
     @Option(names = "--max-operations", defaultValue = "100000000", description = "Stop after this many operations (default ${DEFAULT-VALUE}).")
     long maxOperations;
 
@@ -54,7 +57,7 @@ final class SoakCommand implements Callable<Integer> {
         Soak.Settings settings;
         try {
             settings = new Soak.Settings(nodes, NodeSettings.nanos("--duration", duration), seed == null ? System.nanoTime() : seed, loss,
-                    duplicate, reorder, NodeSettings.nanos("--delay", delay), !noLinkCuts, maxOperations);
+                    duplicate, reorder, NodeSettings.nanos("--delay", delay), !noLinkCuts, !noRestarts, maxOperations);
         } catch (IllegalArgumentException e) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The CI-sized chaos soak: three nodes, two minutes, 1 % loss, duplication and reordering, link cuts
- * and memory pressure, every mode and WRITE / WRITE_WITH_NOTIFY / SEND; zero invariant violations.
+ * The CI-sized chaos soak: three nodes, two minutes, 1 % loss, duplication and reordering, link cuts,
+ * node restarts and memory pressure, every mode and WRITE / WRITE_WITH_NOTIFY / SEND; zero invariant violations.
  * {@code -Dpagewire.soak.seconds=N} and {@code -Dpagewire.soak.seed=S} size and replay it.
  */
 @Timeout(value = 10, unit = TimeUnit.MINUTES)
@@ -19,7 +19,7 @@ class SoakTest {
     void twoMinutesOfChaosBreakNoInvariant() throws Exception {
         long seconds = Long.getLong("pagewire.soak.seconds", 120);
         long seed = Long.getLong("pagewire.soak.seed", System.nanoTime());
-        Soak.Settings settings = new Soak.Settings(3, TimeUnit.SECONDS.toNanos(seconds), seed, 0.01, 0.01, 0.01, 0, true, 10_000_000);
+        Soak.Settings settings = new Soak.Settings(3, TimeUnit.SECONDS.toNanos(seconds), seed, 0.01, 0.01, 0.01, 0, true, true, 10_000_000);
         StringWriter log = new StringWriter();
         Soak.Result result = new Soak(settings, new PrintWriter(log, true)).run();
         String summary = result.summary(settings);
@@ -28,6 +28,7 @@ class SoakTest {
         assertThat(result.operations()).as("the soak moved data: " + summary).isGreaterThan(1000);
         assertThat(result.faultsInjected()).as("faults were injected: " + summary).isPositive();
         assertThat(result.linkCuts()).as("links were cut: " + summary).isPositive();
+        assertThat(result.restarts()).as("nodes were restarted: " + summary).isPositive();
         assertThat(result.majorFaults()).as("memory was under pressure (pages came back from swap): " + summary).isPositive();
     }
 
