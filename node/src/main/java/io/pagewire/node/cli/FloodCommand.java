@@ -1,0 +1,35 @@
+package io.pagewire.node.cli;
+
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code pagewire flood}: what one abusive client costs another's latency and the node's heap, printed as ratios measured in one run. */
+@Command(name = "flood", mixinStandardHelpOptions = true,
+        description = {"Measures a victim's 64-byte write round trip alone and while another client floods the node (sessions to the",
+            "limit, registrations, a stream it never reads; and bulk writes on the same link), alternating A B A B, with the heap",
+            "after a collection per phase. Prints a table and the ratios to the victim alone."})
+final class FloodCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = {"-n", "--pings"}, defaultValue = "2000", description = "Round trips per phase (default ${DEFAULT-VALUE}).")
+    int pings;
+
+    @Option(names = "--rounds", defaultValue = "2", description = "Rounds of alone / floods (default ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Override
+    public Integer call() throws Exception {
+        if (pings < 10 || rounds < 1) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--pings must be at least 10 and --rounds at least 1");
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        out.print(Flood.report(new Flood(pings, rounds).run()));
+        out.flush();
+        return 0;
+    }
+}
