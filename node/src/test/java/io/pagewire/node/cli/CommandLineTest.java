@@ -137,6 +137,20 @@ class CommandLineTest {
     }
 
     @Test
+    void floodPrintsTheVictimsRatiosAndSoakRefusesBadOptions() {
+        Run flood = run(Map.of(), "flood", "-n", "50", "--rounds", "1");
+        assertThat(flood.exitCode()).as(flood.err()).isZero();
+        assertThat(flood.out()).contains("alone", "control-plane flood", "bulk writes on the same link")
+                .containsPattern("# victim under control-plane flood / alone: p50 [\\d.]+x, p99 [\\d.]+x; heap after GC \\d+ MiB vs \\d+ MiB alone");
+        Run soak = run(Map.of(), "soak", "--duration", "5x");
+        assertThat(soak.exitCode()).isEqualTo(2);
+        assertThat(soak.err()).contains("--duration must be a duration such as 200ms, 50us, 2s or 30m").doesNotContain("\tat ");
+        Run rate = run(Map.of(), "soak", "--loss", "1.5");
+        assertThat(rate.exitCode()).isEqualTo(2);
+        assertThat(rate.err()).contains("probabilities from 0 to below 1, was 1.5");
+    }
+
+    @Test
     void anInvalidNodeConfigurationIsRefusedNamingTheKnob() {
         Run flag = run(Map.of(), "node", "--memory", "1000", "--metrics-port", "-1");
         assertThat(flag.exitCode()).isEqualTo(2);
