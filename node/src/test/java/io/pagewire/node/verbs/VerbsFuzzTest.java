@@ -100,6 +100,125 @@ class VerbsFuzzTest extends SdkFixture {
         wellBehavedClientStillServed();
     }
 
+    @Test
+    void everyFuzzedSessionMessageGetsAClearAnswerAndTheNodeKeepsServing() throws Exception {
+        long seed = Long.getLong("pagewire.fuzz.seed", System.nanoTime());
+        int messages = Integer.getInteger("pagewire.fuzz.sessionMessages", 50_000);
+        System.out.println("VerbsFuzzTest session messages, seed " + seed + " (replay with -Dpagewire.fuzz.seed=" + seed + ")");
+        SplittableRandom random = new SplittableRandom(seed);
+        start(2, c -> { });
+        ManagedChannel channel = cluster.openChannel(cluster.node(1));
+        Map<String, Integer> outcomes = new TreeMap<>();
+        Map<String, String> bad = new TreeMap<>();
+        try {
+            int sent = 0;
+            int streams = 0;
+            while (sent < messages) {
+                FuzzSession session = FuzzSession.open(channel);
+                streams++;
+                for (int i = 0; i < 2000 && sent < messages && !session.ended.isDone(); i++) {
+                    SessionRequest request = fuzzSessionRequest(random, session.ref);
+                    if (!session.send(request)) {
+                        bad.putIfAbsent("stopped reading", "the node stopped reading a session whose client reads, after " + request);
+                        break;
+                    }
+                    sent++;
+                }
+                Status end = session.finish();
+                outcomes.merge("stream " + end.getCode(), 1, Integer::sum);
+                outcomes.merge("refused posts", (int) session.refused.get(), Integer::sum);
+                if (end.getCode() == Status.Code.UNKNOWN || end.getCode() == Status.Code.INTERNAL) {
+                    bad.putIfAbsent("stream " + end.getCode(), end.getDescription());
+                }
+            }
+            System.out.println("VerbsFuzzTest " + sent + " session messages on " + streams + " streams: " + outcomes);
+            assertThat(bad).as("session streams that ended in UNKNOWN, INTERNAL or stopped being read (seed " + seed + ")").isEmpty();
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+        wellBehavedClientStillServed();
+    }
+
+    /** One of a session message's kinds (post, post receive, watch, doorbell, rings, a second open), every field fuzzed. */
+    private static SessionRequest fuzzSessionRequest(SplittableRandom random, EndpointRef ref) {
+        List<FieldDescriptor> kinds = SessionRequest.getDescriptor().getFields();
+        // Mostly posts and receives (refused one by one, the stream goes on); the rest end a stream when wrong.
+        FieldDescriptor kind = random.nextInt(4) != 0
+                ? SessionRequest.getDescriptor().findFieldByName(random.nextBoolean() ? "post" : "post_receive")
+                : kinds.get(random.nextInt(kinds.size()));
+        SessionRequest.Builder builder = SessionRequest.newBuilder();
+        Object value = value(kind, builder, ref, random, 0);
+        if (value != null) {
+            builder.setField(kind, value);
+        }
+        return builder.build();
+    }
+
+    /** A session on the raw stream whose client reads every event, as a well-behaved one does, and sends what it is given. */
+    private static final class FuzzSession {
+        final CompletableFuture<Status> ended = new CompletableFuture<>();
+        final java.util.concurrent.atomic.AtomicLong refused = new java.util.concurrent.atomic.AtomicLong();
+        private final CompletableFuture<EndpointRef> opened = new CompletableFuture<>();
+        private io.grpc.stub.ClientCallStreamObserver<SessionRequest> stream;
+        EndpointRef ref;
+
+        static FuzzSession open(ManagedChannel channel) throws Exception {
+            FuzzSession session = new FuzzSession();
+            VerbsGrpc.newStub(channel).session(new io.grpc.stub.ClientResponseObserver<SessionRequest, SessionEvent>() {
+                @Override
+                public void beforeStart(io.grpc.stub.ClientCallStreamObserver<SessionRequest> requests) {
+                    session.stream = requests;
+                }
+
+                @Override
+                public void onNext(SessionEvent event) {
+                    if (event.hasOpened()) {
+                        session.opened.complete(EndpointRef.newBuilder().setEndpointId(event.getOpened().getEndpointId())
+                                .setSessionKey(event.getOpened().getSessionKey()).build());
+                    } else if (event.hasRefused()) {
+                        session.refused.incrementAndGet();
+                    }
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    session.ended.complete(Status.fromThrowable(t));
+                    session.opened.completeExceptionally(t);
+                }
+
+                @Override
+                public void onCompleted() {
+                    session.ended.complete(Status.OK);
+                }
+            });
+            session.stream.onNext(SessionRequest.newBuilder().setOpen(OpenSession.newBuilder().setName("session-fuzz")).build());
+            session.ref = session.opened.get(10, TimeUnit.SECONDS);
+            return session;
+        }
+
+        /** False when the stream stayed unready for 10 s although this client reads everything. */
+        boolean send(SessionRequest request) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!stream.isReady() && !ended.isDone()) {
+                if (System.nanoTime() > deadline) {
+                    return false;
+                }
+                Thread.sleep(1);
+            }
+            if (!ended.isDone()) {
+                stream.onNext(request);
+            }
+            return true;
+        }
+
+        Status finish() throws Exception {
+            if (!ended.isDone()) {
+                stream.onCompleted();
+            }
+            return ended.get(30, TimeUnit.SECONDS);
+        }
+    }
+
     /** AwaitEventCounter waits as long as it is asked to (a fuzzed timeout may be days): its own deadline is the client's choice. */
     private static boolean isWait(MethodDescriptor<?, ?> method) {
         return method.getBareMethodName().equals("AwaitEventCounter");
