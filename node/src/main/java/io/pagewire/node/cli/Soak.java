@@ -66,6 +66,10 @@ final class Soak {
     /** Node restarts so far; a stream whose incarnation began before the latest may find its endpoints gone. */
     private final AtomicLong restarts = new AtomicLong();
     private final AtomicLong renewed = new AtomicLong();
+    /** What nodes counted before they were restarted (a new incarnation counts from zero). */
+    private final AtomicLong injectedBefore = new AtomicLong();
+    private final AtomicLong nicFaultsBefore = new AtomicLong();
+    private final AtomicLong majorFaultsBefore = new AtomicLong();
     private volatile boolean restarting;
     private volatile boolean stopping;
 
@@ -155,15 +159,8 @@ final class Soak {
                 connections.forEach(Pagewire::close);
             }
             checkReleased(cluster);
-            long injected = 0;
-            long nicFaults = 0;
-            long majorFaults = 0;
             for (PagewireNode node : cluster.nodes()) {
-                majorFaults += node.kernel().counters().get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MAJOR);
-                nicFaults += node.kernel().counters().get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MINOR)
-                        + node.kernel().counters().get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MAJOR);
-                var faults = node.fabric().faults();
-                injected += faults.dropped() + faults.duplicated() + faults.reordered() + faults.delayedBatches();
+                count(node);
                 long failedBatches = node.fabric().batchesFailed();
                 if (failedBatches > 0) {
                     violation(node.id() + ": " + failedBatches + " batches threw in the NIC");
@@ -174,11 +171,21 @@ final class Soak {
                     }
                 }
             }
-            return new Result(operations.get(), bytes.get(), failed.get(), rebuilt.get(), cuts.get(), restarts.get(), renewed.get(), injected,
-                    nicFaults, majorFaults,
+            return new Result(operations.get(), bytes.get(), failed.get(), rebuilt.get(), cuts.get(), restarts.get(), renewed.get(),
+                    injectedBefore.get(), nicFaultsBefore.get(), majorFaultsBefore.get(),
                     List.copyOf(violations),
                     (System.nanoTime() - started) / 1e9);
         }
+    }
+
+    /** Adds what a node's incarnation counted (faults it injected, NIC page faults) to the run's totals. */
+    private void count(PagewireNode node) {
+        var kernel = node.kernel().counters();
+        majorFaultsBefore.addAndGet(kernel.get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MAJOR));
+        nicFaultsBefore.addAndGet(kernel.get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MINOR)
+                + kernel.get(io.pagewire.kernel.KernelCounter.NIC_FAULTS_MAJOR));
+        var faults = node.fabric().faults();
+        injectedBefore.addAndGet(faults.dropped() + faults.duplicated() + faults.reordered() + faults.delayedBatches());
     }
 
     /** Every session closed: each node's pins and frames back to zero. */
@@ -234,6 +241,7 @@ final class Soak {
             restarting = true;
             try {
                 restarts.incrementAndGet();
+                count(cluster.node(i));
                 cluster.restart(i);
             } catch (RuntimeException e) {
                 violation("node-" + i + " did not come back after a restart: " + e.getMessage());
