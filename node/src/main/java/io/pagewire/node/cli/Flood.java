@@ -61,7 +61,10 @@ final class Flood {
             ping(qp, from, src, dst, to.rkey(), pings); // warm-up, not recorded
             for (int round = 0; round < rounds; round++) {
                 phases.add(measure("alone", qp, from, src, dst, to.rkey(), null));
-                phases.add(measure("control-plane flood", qp, from, src, dst, to.rkey(), new ControlFlood(cluster)));
+                for (String kind : List.of("sessions", "registrations", "unread-stream")) {
+                    phases.add(measure("flood: " + kind, qp, from, src, dst, to.rkey(), new ControlFlood(cluster, kind)));
+                }
+                phases.add(measure("control-plane flood", qp, from, src, dst, to.rkey(), new ControlFlood(cluster, "all")));
                 phases.add(measure("bulk writes on the same link", qp, from, src, dst, to.rkey(), new BulkFlood(cluster)));
             }
         }
@@ -134,9 +137,22 @@ final class Flood {
         private final Pagewire client;
         private final ManagedChannel raw;
 
-        ControlFlood(EmbeddedCluster cluster) {
+        /** @param kind one of the floods (sessions, registrations, unread-stream), or all three together */
+        ControlFlood(EmbeddedCluster cluster, String kind) {
             client = Pagewire.connect(cluster.node(1).target(), cluster.connectOptions().withSharedMemory(false));
             raw = cluster.openChannel(cluster.node(1));
+            if (kind.equals("all") || kind.equals("sessions")) {
+                sessions();
+            }
+            if (kind.equals("all") || kind.equals("registrations")) {
+                registrations();
+            }
+            if (kind.equals("all") || kind.equals("unread-stream")) {
+                unreadStream();
+            }
+        }
+
+        private void sessions() {
             thread("sessions", () -> {
                 List<Endpoint> opened = new ArrayList<>();
                 try {
@@ -150,12 +166,18 @@ final class Flood {
                     opened.forEach(Endpoint::close);
                 }
             });
+        }
+
+        private void registrations() {
             Endpoint registrar = client.openEndpoint("flood-registrar");
             long address = registrar.allocate(1 << 20);
             thread("registrations", () -> {
                 registrar.register(address, 1 << 20, RegistrationMode.ON_DEMAND, Access.all()).close();
                 operations.incrementAndGet();
             });
+        }
+
+        private void unreadStream() {
             thread("unread-stream", () -> {
                 ClientCallStreamObserver<SessionRequest>[] stream = new ClientCallStreamObserver[1];
                 VerbsGrpc.newStub(raw).session(new ClientResponseObserver<SessionRequest, SessionEvent>() {
@@ -251,7 +273,7 @@ final class Flood {
         }
         double alone = median(phases, "alone", Phase::p50Us);
         double aloneHeap = median(phases, "alone", Phase::heapMiB);
-        for (String kind : List.of("control-plane flood", "bulk writes on the same link")) {
+        for (String kind : phases.stream().map(Phase::name).filter(n -> !n.equals("alone")).distinct().toList()) {
             out.append(String.format("# victim under %s / alone: p50 %.2fx, p99 %.2fx; heap after GC %.0f MiB vs %.0f MiB alone%n", kind,
                     median(phases, kind, Phase::p50Us) / alone, median(phases, kind, Phase::p99Us) / median(phases, "alone", Phase::p99Us),
                     median(phases, kind, Phase::heapMiB), aloneHeap));
