@@ -3,9 +3,6 @@ package io.pagewire.node;
 import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.node.security.TestbedCertificates;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,12 +38,8 @@ public final class EmbeddedCluster implements AutoCloseable {
         cluster.configure = configure;
         try {
             if (transport == Transport.NETTY) {
-                cluster.certificates = Files.createTempDirectory("pagewire-certs-");
-                TestbedCertificates ca = TestbedCertificates.in(cluster.certificates);
-                for (int i = 1; i <= size; i++) {
-                    ca.issueNode("node-" + i, List.of("localhost", "127.0.0.1"));
-                }
-                ca.issueApplication(APPLICATION);
+                cluster.certificates = TestbedCertificates.temporary(
+                        java.util.stream.IntStream.rangeClosed(1, size).mapToObj(i -> "node-" + i).toList(), APPLICATION);
             }
             for (int i = 1; i <= size; i++) {
                 cluster.nodes.add(PagewireNode.start(cluster.context(i, size, 0)));
@@ -60,9 +53,6 @@ public final class EmbeddedCluster implements AutoCloseable {
             }
             cluster.awaitLinks(TimeUnit.SECONDS.toNanos(30));
             return cluster;
-        } catch (IOException e) {
-            cluster.close();
-            throw new UncheckedIOException("cannot make the cluster's certificates: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             cluster.close();
             throw e;
@@ -185,15 +175,6 @@ public final class EmbeddedCluster implements AutoCloseable {
         for (PagewireNode node : nodes) {
             node.close();
         }
-        if (certificates != null) {
-            try (java.util.stream.Stream<Path> files = Files.list(certificates)) {
-                for (Path file : files.toList()) {
-                    Files.deleteIfExists(file);
-                }
-                Files.deleteIfExists(certificates);
-            } catch (IOException e) {
-                // A temporary directory left behind is not worth failing a close for.
-            }
-        }
+        TestbedCertificates.deleteDirectory(certificates);
     }
 }

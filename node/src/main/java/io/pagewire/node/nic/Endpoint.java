@@ -346,6 +346,11 @@ public final class Endpoint implements AutoCloseable {
         queuePairs.remove(qp);
     }
 
+    /** How many queue pairs the endpoint holds (without copying them). */
+    public int queuePairCount() {
+        return queuePairs.size();
+    }
+
     public List<QueuePair> queuePairs() {
         return List.copyOf(queuePairs);
     }

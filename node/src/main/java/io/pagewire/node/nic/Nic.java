@@ -160,8 +160,8 @@ public final class Nic implements AutoCloseable {
         if (endpoint.isClosed()) {
             throw new NicException(endpoint + " is closed");
         }
-        if (endpoint.queuePairs().size() >= context.queuePairsPerSession()) {
-            throw new QuotaExceededException(endpoint + " holds " + endpoint.queuePairs().size() + " queue pairs, its limit ("
+        if (endpoint.queuePairCount() >= context.queuePairsPerSession()) {
+            throw new QuotaExceededException(endpoint + " holds " + endpoint.queuePairCount() + " queue pairs, its limit ("
                     + NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME + "); destroy some first");
         }
         credits.reserve(context.creditsPerQp());

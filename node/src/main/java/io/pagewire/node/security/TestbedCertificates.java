@@ -98,6 +98,41 @@ public final class TestbedCertificates {
         }
     }
 
+    /**
+     * A throw-away testbed in a new temporary directory: a CA, a certificate for each node (also valid
+     * for localhost and 127.0.0.1, where a test's applications reach them) and one for {@code application}.
+     * {@link #deleteDirectory} removes it.
+     */
+    public static Path temporary(List<String> nodeIds, String application) {
+        Path directory;
+        try {
+            directory = Files.createTempDirectory("pagewire-certs-");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make a temporary certificate directory: " + e.getMessage(), e);
+        }
+        TestbedCertificates ca = in(directory);
+        for (String node : nodeIds) {
+            ca.issueNode(node, List.of("localhost", "127.0.0.1"));
+        }
+        ca.issueApplication(application);
+        return directory;
+    }
+
+    /** Deletes a directory of certificates ({@link #temporary}'s); one left behind is not worth failing for. */
+    public static void deleteDirectory(Path directory) {
+        if (directory == null) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(directory)) {
+            for (Path file : files.toList()) {
+                Files.deleteIfExists(file);
+            }
+            Files.deleteIfExists(directory);
+        } catch (IOException e) {
+            // left for the temporary directory's owner to clean
+        }
+    }
+
     /** The CA's certificate file: what every node and application trusts. */
     public Path caFile() {
         return directory.resolve("ca.pem");

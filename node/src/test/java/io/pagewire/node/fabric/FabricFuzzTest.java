@@ -6,11 +6,9 @@ import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
-import io.grpc.TlsChannelCredentials;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
@@ -90,9 +88,8 @@ class FabricFuzzTest {
         TestbedCertificates.Issued fuzzerIdentity = TestbedCertificates.in(cluster.certificates()).issueNode(FUZZER, List.of());
 
         try (Pagewire app = Pagewire.connect(victim.target(), cluster.connectOptions())) {
-            ManagedChannel channel = NettyChannelBuilder.forTarget(victim.target(), TlsChannelCredentials.newBuilder()
-                    .keyManager(fuzzerIdentity.certificateFile().toFile(), fuzzerIdentity.privateKeyFile().toFile())
-                    .trustManager(fuzzerIdentity.caFile().toFile()).build()).overrideAuthority("node-1").build();
+            ManagedChannel channel = io.pagewire.client.impl.GrpcPagewire.channelBuilder(victim.target(), new io.pagewire.client.ClientSecurity(
+                    fuzzerIdentity.caFile(), fuzzerIdentity.certificateFile(), fuzzerIdentity.privateKeyFile(), "node-1", "")).build();
             try {
                 SplittableRandom random = new SplittableRandom(seed);
                 Map<String, Long> answers = new TreeMap<>();

@@ -216,14 +216,10 @@ class MutualTlsTest {
         return HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).check(HealthCheckRequest.getDefaultInstance());
     }
 
+    /** A channel to the node showing {@code as}'s certificate and expecting the node's to name {@code authority}. */
     private static ManagedChannel tlsChannel(PagewireNode node, TestbedCertificates.Issued as, String authority) {
-        try {
-            return NettyChannelBuilder.forTarget(node.target(), TlsChannelCredentials.newBuilder()
-                    .keyManager(as.certificateFile().toFile(), as.privateKeyFile().toFile()).trustManager(as.caFile().toFile()).build())
-                    .overrideAuthority(authority).build();
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        return io.pagewire.client.impl.GrpcPagewire.channelBuilder(node.target(),
+                new ClientSecurity(as.caFile(), as.certificateFile(), as.privateKeyFile(), authority, "")).build();
     }
 
     /** Opens a lane claiming {@code nodeId}: OK when the node answers with its own hello, else the status the lane ended with. */

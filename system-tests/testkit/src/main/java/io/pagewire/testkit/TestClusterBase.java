@@ -7,9 +7,6 @@ import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.HeldResources;
 import io.pagewire.node.security.SecurityContext;
 import io.pagewire.node.security.TestbedCertificates;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,20 +29,8 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
     TestClusterBase(ClusterSpec spec) {
         this.spec = spec;
         boolean plaintext = "plaintext".equalsIgnoreCase(spec.settings().getOrDefault(SecurityContext.TRANSPORT_PROP_NAME, "mtls").trim());
-        if (plaintext) {
-            certificates = null;
-            return;
-        }
-        try {
-            certificates = Files.createTempDirectory("pagewire-test-certs-");
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot make the cluster's certificate directory: " + e.getMessage(), e);
-        }
-        TestbedCertificates ca = TestbedCertificates.in(certificates);
-        for (int i = 1; i <= spec.size(); i++) {
-            ca.issueNode(ClusterSpec.nodeId(i), List.of("localhost", "127.0.0.1"));
-        }
-        ca.issueApplication(EmbeddedCluster.APPLICATION);
+        certificates = plaintext ? null : TestbedCertificates.temporary(
+                java.util.stream.IntStream.rangeClosed(1, spec.size()).mapToObj(ClusterSpec::nodeId).toList(), EmbeddedCluster.APPLICATION);
     }
 
     /** Where the CA and the nodes' certificates are, or null when the cluster runs plaintext. */
@@ -102,22 +87,8 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
             try {
                 stopNodes();
             } finally {
-                deleteCertificates();
+                TestbedCertificates.deleteDirectory(certificates);
             }
-        }
-    }
-
-    private void deleteCertificates() {
-        if (certificates == null) {
-            return;
-        }
-        try (java.util.stream.Stream<Path> files = Files.list(certificates)) {
-            for (Path file : files.toList()) {
-                Files.deleteIfExists(file);
-            }
-            Files.deleteIfExists(certificates);
-        } catch (IOException e) {
-            // A temporary directory left behind is no reason to fail the test.
         }
     }
 
