@@ -24,6 +24,8 @@ public final class NodeContext {
     private int ringBytes = 1 << 20;
     private int sessionsLimit = 1024;
     private long virtualBytesPerSession = 1L << 40;
+    private double controlOpsPerSecond = CONTROL_OPS_PER_SECOND_DEFAULT;
+    private int controlBurst = CONTROL_BURST_DEFAULT;
     private final Map<String, String> peers = new LinkedHashMap<>();
     private final KernelContext kernel = new KernelContext();
     private final NicContext nic = new NicContext();
@@ -104,6 +106,35 @@ public final class NodeContext {
     public NodeContext sessionsLimit(int value) {
         sessionsLimit = value;
         return this;
+    }
+
+    /** The default of {@link #controlOpsPerSecond(double)}. */
+    public static final double CONTROL_OPS_PER_SECOND_DEFAULT = 500;
+    /** The default of {@link #controlBurst(int)}. */
+    public static final int CONTROL_BURST_DEFAULT = 100;
+
+    /**
+     * Control-plane operations (session opens, allocations, registrations, queue pairs, counters) one
+     * caller may start per second on average ({@code pagewire.quota.controlOpsPerSecond}); more start
+     * later, their calls waiting. 0 turns pacing off.
+     */
+    public NodeContext controlOpsPerSecond(double value) {
+        controlOpsPerSecond = value;
+        return this;
+    }
+
+    /** Control-plane operations a caller may start back to back before its rate applies ({@code pagewire.quota.controlBurst}). */
+    public NodeContext controlBurst(int value) {
+        controlBurst = value;
+        return this;
+    }
+
+    public double controlOpsPerSecond() {
+        return controlOpsPerSecond;
+    }
+
+    public int controlBurst() {
+        return controlBurst;
     }
 
     /** Virtual memory one session may allocate ({@code pagewire.quota.virtualBytesPerSession}). */
@@ -224,6 +255,12 @@ public final class NodeContext {
         }
         if (ringBytes < 4096 || Integer.bitCount(ringBytes) != 1) {
             throw new IllegalArgumentException("pagewire.node.ringBytes must be a power of two of at least 4096, was " + ringBytes);
+        }
+        if (!(controlOpsPerSecond >= 0) || Double.isInfinite(controlOpsPerSecond)) {
+            throw new IllegalArgumentException("pagewire.quota.controlOpsPerSecond must be 0 (off) or a positive rate, was " + controlOpsPerSecond);
+        }
+        if (controlBurst < 1) {
+            throw new IllegalArgumentException("pagewire.quota.controlBurst must be at least 1, was " + controlBurst);
         }
         if (sessionsLimit < 1) {
             throw new IllegalArgumentException("pagewire.quota.sessions must be at least 1, was " + sessionsLimit);

@@ -41,6 +41,8 @@ public final class NodeSettings {
     public static final String NODE_ACCEPT_PEERS = "pagewire.node.acceptPeers";
     public static final String QUOTA_SESSIONS = "pagewire.quota.sessions";
     public static final String QUOTA_VIRTUAL_BYTES_PER_SESSION = "pagewire.quota.virtualBytesPerSession";
+    public static final String QUOTA_CONTROL_OPS_PER_SECOND = "pagewire.quota.controlOpsPerSecond";
+    public static final String QUOTA_CONTROL_BURST = "pagewire.quota.controlBurst";
     /**
      * Variables of the SDK and the command's client side that share the {@code PAGEWIRE_} prefix: a
      * node ignores them (a container's health probe reads the same environment as its node).
@@ -66,7 +68,11 @@ public final class NodeSettings {
         knob(NODE_ACCEPT_PEERS, (c, v) -> FabricContext.parsePeers(v).forEach(c::acceptPeer));
         knob(QUOTA_SESSIONS, (c, v) -> c.sessionsLimit(integer(QUOTA_SESSIONS, v)));
         knob(QUOTA_VIRTUAL_BYTES_PER_SESSION, (c, v) -> c.virtualBytesPerSession(bytes(QUOTA_VIRTUAL_BYTES_PER_SESSION, v)));
+        knob(QUOTA_CONTROL_OPS_PER_SECOND, (c, v) -> c.controlOpsPerSecond(decimal(QUOTA_CONTROL_OPS_PER_SECOND, v)));
+        knob(QUOTA_CONTROL_BURST, (c, v) -> c.controlBurst(integer(QUOTA_CONTROL_BURST, v)));
         knob(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().queuePairsPerSession(integer(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().workRequestsPerSession(integer(NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, (c, v) -> c.nic().workRequestsPerNode(integer(NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, v)));
         knob(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().regionsPerSession(integer(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, v)));
         knob(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, (c, v) -> c.nic().registeredBytesPerSession(bytes(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, v)));
         knob(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().countersPerSession(integer(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, v)));
@@ -243,6 +249,14 @@ public final class NodeSettings {
             return Integer.parseInt(value.trim());
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(knob + " must be a whole number, was '" + value + "'");
+        }
+    }
+
+    private static double decimal(String knob, String value) {
+        try {
+            return Double.parseDouble(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(knob + " must be a number such as 500, was '" + value + "'");
         }
     }
 

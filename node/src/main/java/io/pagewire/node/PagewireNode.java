@@ -102,8 +102,9 @@ public final class PagewireNode implements AutoCloseable {
         });
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
-        this.verbs = new VerbsService(this, scheduler);
+        this.verbs = new VerbsService(this, scheduler, verbsExecutor);
         metrics.bindSessions(verbs::sessionCount);
+        metrics.bindPacing(verbs);
         this.authentication = new CallerAuthentication(context.security(),
                 Set.of(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
         metrics.bindRefusals(authentication, fabric);
@@ -302,6 +303,11 @@ public final class PagewireNode implements AutoCloseable {
     /** Application sessions open now. */
     public int sessions() {
         return verbs.sessionCount();
+    }
+
+    /** Control-plane operations started later because their caller was over its rate ({@code pagewire.quota.controlOpsPerSecond}). */
+    public long controlOperationsDelayed() {
+        return verbs.pacedOperations();
     }
 
     /** Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and the kernel. */

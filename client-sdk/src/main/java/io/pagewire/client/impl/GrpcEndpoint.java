@@ -88,7 +88,14 @@ final class GrpcEndpoint implements Endpoint {
                 ended(new PagewireException.UnavailableException("the session with " + connection.target() + " ended", null));
             }
         });
-        send(SessionRequest.newBuilder().setOpen(OpenSession.newBuilder().setName(name == null ? "" : name)).build());
+        try {
+            send(SessionRequest.newBuilder().setOpen(OpenSession.newBuilder().setName(name == null ? "" : name)).build());
+        } catch (PagewireException.UnavailableException e) {
+            if (!opened.isCompletedExceptionally()) {
+                throw e;
+            }
+            // The node refused the stream (a wrong token, say) before the open went out: opened() carries its reason.
+        }
     }
 
     CompletableFuture<GrpcEndpoint> opened() {
@@ -136,6 +143,12 @@ final class GrpcEndpoint implements Endpoint {
             case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
             case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getError());
             case COUNTER -> counterChanged(event.getCounter().getCounterId(), event.getCounter().getValue());
+            case WATCH_REFUSED -> {
+                // The counter is gone (destroyed while the watch was on its way): its handlers will never run.
+                watchers.remove(event.getWatchRefused().getCounterId());
+                System.getLogger(GrpcEndpoint.class.getName()).log(System.Logger.Level.WARNING, "endpoint " + ref.getEndpointId()
+                        + ": the node refused a watch of counter " + event.getWatchRefused().getCounterId() + ": " + event.getWatchRefused().getError());
+            }
             case SRQ_LIMIT_REACHED -> {
                 GrpcSharedReceiveQueue srq = sharedReceiveQueues.get(event.getSrqLimitReached().getSrqId());
                 if (srq != null) {

@@ -4,14 +4,17 @@ import io.grpc.ManagedChannel;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.pagewire.client.Access;
+import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.impl.GrpcPagewire;
 import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.Transport;
+import io.pagewire.node.security.TestbedCertificates;
 import io.pagewire.proto.verbs.OpenSession;
 import io.pagewire.proto.verbs.PostRequest;
 import io.pagewire.proto.verbs.SessionEvent;
@@ -40,15 +43,18 @@ final class Flood {
 
     private final int pings;
     private final int rounds;
+    private final double controlOpsPerSecond;
 
-    Flood(int pings, int rounds) {
+    Flood(int pings, int rounds, double controlOpsPerSecond) {
         this.pings = pings;
         this.rounds = rounds;
+        this.controlOpsPerSecond = controlOpsPerSecond;
     }
 
     List<Phase> run() throws Exception {
         List<Phase> phases = new ArrayList<>();
-        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(64L << 20).swapBytes(0));
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY,
+                c -> c.controlOpsPerSecond(controlOpsPerSecond).kernel().physicalMemoryBytes(64L << 20).swapBytes(0));
                 Pagewire a = Pagewire.connect(cluster.node(1).target(), cluster.connectOptions());
                 Pagewire b = Pagewire.connect(cluster.node(2).target(), cluster.connectOptions())) {
             Endpoint sender = a.openEndpoint("victim");
@@ -134,13 +140,17 @@ final class Flood {
 
     /** Sessions to the limit and back, registrations in a loop, and a stream that is never read. */
     private static final class ControlFlood extends FloodLoad {
+        private static final String FLOODER = "flooder";
         private final Pagewire client;
         private final ManagedChannel raw;
 
         /** @param kind one of the floods (sessions, registrations, unread-stream), or all three together */
         ControlFlood(EmbeddedCluster cluster, String kind) {
-            client = Pagewire.connect(cluster.node(1).target(), cluster.connectOptions().withSharedMemory(false));
-            raw = cluster.openChannel(cluster.node(1));
+            // Another application than the victim, with a certificate of its own: the node's per-caller limits tell them apart.
+            TestbedCertificates.in(cluster.certificates()).issueApplication(FLOODER);
+            ClientSecurity security = ClientSecurity.mutualTls(cluster.certificates(), FLOODER);
+            client = Pagewire.connect(cluster.node(1).target(), cluster.connectOptions().withSecurity(security).withSharedMemory(false));
+            raw = GrpcPagewire.channelBuilder(cluster.node(1).target(), security).build();
             if (kind.equals("all") || kind.equals("sessions")) {
                 sessions();
             }

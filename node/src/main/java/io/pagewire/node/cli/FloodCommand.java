@@ -22,13 +22,19 @@ final class FloodCommand implements Callable<Integer> {
     @Option(names = "--rounds", defaultValue = "2", description = "Rounds of alone / floods (default ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = "--control-rate", defaultValue = "" + io.pagewire.node.NodeContext.CONTROL_OPS_PER_SECOND_DEFAULT,
+            description = "The node's pagewire.quota.controlOpsPerSecond: control operations a caller may start per second, 0 for no"
+                    + " pacing (default ${DEFAULT-VALUE}, the node's).")
+    double controlRate;
+
     @Override
     public Integer call() throws Exception {
-        if (pings < 10 || rounds < 1) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--pings must be at least 10 and --rounds at least 1");
+        if (pings < 10 || rounds < 1 || controlRate < 0) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--pings must be at least 10, --rounds at least 1 and --control-rate at least 0");
         }
         PrintWriter out = spec.commandLine().getOut();
-        out.print(Flood.report(new Flood(pings, rounds).run()));
+        out.print(Flood.report(new Flood(pings, rounds, controlRate).run()));
         out.flush();
         return 0;
     }

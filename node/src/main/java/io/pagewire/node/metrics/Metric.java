@@ -82,6 +82,9 @@ public enum Metric {
 
     // ---- applications -------------------------------------------------------------------------------------
     SESSIONS("pagewire.sessions", null, Type.GAUGE, "Application sessions open on the node (each one's endpoints end with it)"),
+    CONTROL_PACED("pagewire.control.paced", null, Type.COUNTER,
+            "Control-plane operations (session opens, allocations, registrations, queue pairs, counters) of callers over their rate"
+                    + " (pagewire.quota.controlOpsPerSecond): started later, or refused for waiting too long", "outcome"),
     SECURITY_REFUSALS("pagewire.security.refusals", null, Type.COUNTER,
             "Calls and lanes refused for who sent them: no Pagewire identity in the certificate, a missing or wrong application token,"
                     + " a lane from a node that is not a peer or whose certificate names another", "reason");

@@ -179,6 +179,12 @@ public final class NodeMetrics {
         gauge(Metric.SESSIONS, sessions, java.util.function.IntSupplier::getAsInt, Tags.empty());
     }
 
+    /** Control-plane operations the verbs service started later or refused because their caller was over its rate. */
+    public void bindPacing(io.pagewire.node.verbs.VerbsService verbs) {
+        counter(Metric.CONTROL_PACED, verbs, io.pagewire.node.verbs.VerbsService::pacedOperations, Tags.of("outcome", "delayed"));
+        counter(Metric.CONTROL_PACED, verbs, io.pagewire.node.verbs.VerbsService::pacingRefusals, Tags.of("outcome", "refused"));
+    }
+
     /** The node's refusals of callers by reason, and batches that failed in the NIC (the meters hold their sources weakly: the node holds both). */
     public void bindRefusals(io.pagewire.node.security.CallerAuthentication authentication, Fabric fabric) {
         counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForIdentity,

@@ -33,6 +33,8 @@ public final class Endpoint implements AutoCloseable {
     private final Map<Integer, SharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
     private final AtomicInteger nextSrqId = new AtomicInteger(1);
     private final MemoryListener listener = new Listener();
+    /** Work requests posted here and not yet completed (or, for receives, consumed). */
+    private final AtomicInteger workRequestsOutstanding = new AtomicInteger();
     private volatile boolean closed;
 
     Endpoint(Nic nic, AddressSpace space, String name) {
@@ -347,6 +349,36 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** How many queue pairs the endpoint holds (without copying them). */
+    /**
+     * Counts one more outstanding work request against this session's limit and the node's, or
+     * refuses it (RESOURCE_EXHAUSTED) with nothing counted.
+     */
+    void admitWorkRequest(long wrId) {
+        int limit = nic.context().workRequestsPerSession();
+        if (workRequestsOutstanding.incrementAndGet() > limit) {
+            workRequestsOutstanding.decrementAndGet();
+            throw new QuotaExceededException("work request " + wrId + ": " + this + " has " + limit + " work requests outstanding, its limit ("
+                    + NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME + "); reap completions first");
+        }
+        try {
+            nic.admitWorkRequest(wrId);
+        } catch (RuntimeException e) {
+            workRequestsOutstanding.decrementAndGet();
+            throw e;
+        }
+    }
+
+    /** A work request completed, failed or was flushed (a receive: was consumed). */
+    void retireWorkRequest() {
+        workRequestsOutstanding.decrementAndGet();
+        nic.retireWorkRequest();
+    }
+
+    /** Work requests posted here and not yet completed (or, for receives, consumed). */
+    public int workRequestsOutstanding() {
+        return workRequestsOutstanding.get();
+    }
+
     public int queuePairCount() {
         return queuePairs.size();
     }

@@ -35,6 +35,8 @@ public final class Nic implements AutoCloseable {
     private final ShadowPageTable shadow = new ShadowPageTable();
     private final DmaEngine dma;
     private final CreditPool credits;
+    /** Credits a queue pair is granted when created: what one MTU-sized packet may need; it borrows more as it uses them. */
+    private final int firstCredits;
     private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
     private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
@@ -80,6 +82,7 @@ public final class Nic implements AutoCloseable {
         translators[RegistrationMode.SHADOW.ordinal()] = new ShadowTranslator(shadow);
         translators[RegistrationMode.ON_DEMAND.ordinal()] = new OnDemandTranslator(this);
         this.dma = new DmaEngine(kernel.memory(), translators);
+        this.firstCredits = partsPerPacket;
         this.receivePolicies = ReceiveFaultPolicy.forEveryMode(this, new CreditPool(kernel.systemBuffer().slotCount()));
         this.credits = receivePolicy(RegistrationMode.SHADOW).credits();
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
@@ -164,8 +167,8 @@ public final class Nic implements AutoCloseable {
             throw new QuotaExceededException(endpoint + " holds " + endpoint.queuePairCount() + " queue pairs, its limit ("
                     + NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME + "); destroy some first");
         }
-        credits.reserve(context.creditsPerQp());
-        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq);
+        credits.reserve(firstCredits);
+        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq, firstCredits);
         queuePairs.put(qp.qpn(), qp);
         endpoint.attach(qp);
         return qp;
@@ -471,6 +474,33 @@ public final class Nic implements AutoCloseable {
 
     void returnCredits(int n) {
         credits.release(n);
+    }
+
+    /** Work requests outstanding on every endpoint of this node. */
+    private final java.util.concurrent.atomic.AtomicInteger workRequestsOutstanding = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Counts one more outstanding work request against the node's limit, or refuses it. */
+    void admitWorkRequest(long wrId) {
+        int limit = context.workRequestsPerNode();
+        if (workRequestsOutstanding.incrementAndGet() > limit) {
+            workRequestsOutstanding.decrementAndGet();
+            throw new QuotaExceededException("work request " + wrId + ": node " + nodeId + " has " + limit
+                    + " work requests outstanding, its limit (" + NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME + "); try again later");
+        }
+    }
+
+    void retireWorkRequest() {
+        workRequestsOutstanding.decrementAndGet();
+    }
+
+    /** Work requests posted on this node and not yet completed (or, for receives, consumed). */
+    public int workRequestsOutstanding() {
+        return workRequestsOutstanding.get();
+    }
+
+    /** Up to {@code wanted} more credits for a queue pair receiving data that spends them: as many as are free. */
+    int lendCredits(int wanted) {
+        return credits.lend(wanted);
     }
 
     void forget(Endpoint endpoint) {

@@ -61,6 +61,12 @@ public final class NicConfiguration {
     /** Queue pairs one session (endpoint) may hold at once. */
     public static final String QUEUE_PAIRS_PER_SESSION_PROP_NAME = "pagewire.quota.queuePairsPerSession";
     public static final int QUEUE_PAIRS_PER_SESSION_DEFAULT = 256;
+    /** Work requests (sends, writes, reads, atomics and posted receives) one session may have outstanding at once. */
+    public static final String WORK_REQUESTS_PER_SESSION_PROP_NAME = "pagewire.quota.workRequestsPerSession";
+    public static final int WORK_REQUESTS_PER_SESSION_DEFAULT = 262_144;
+    /** Work requests all sessions of a node may have outstanding at once. */
+    public static final String WORK_REQUESTS_PER_NODE_PROP_NAME = "pagewire.quota.workRequestsPerNode";
+    public static final int WORK_REQUESTS_PER_NODE_DEFAULT = 1 << 20;
     /** Memory regions one session may hold at once. */
     public static final String REGIONS_PER_SESSION_PROP_NAME = "pagewire.quota.regionsPerSession";
     public static final int REGIONS_PER_SESSION_DEFAULT = 4096;

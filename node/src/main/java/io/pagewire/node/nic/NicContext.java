@@ -27,6 +27,9 @@ public final class NicContext {
     private int cqCapacity = intProperty(NicConfiguration.CQ_CAPACITY_PROP_NAME, NicConfiguration.CQ_CAPACITY_DEFAULT);
     private int queuePairsPerSession = intProperty(NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME,
             NicConfiguration.QUEUE_PAIRS_PER_SESSION_DEFAULT);
+    private int workRequestsPerSession = intProperty(NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME,
+            NicConfiguration.WORK_REQUESTS_PER_SESSION_DEFAULT);
+    private int workRequestsPerNode = intProperty(NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, NicConfiguration.WORK_REQUESTS_PER_NODE_DEFAULT);
     private int regionsPerSession = intProperty(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, NicConfiguration.REGIONS_PER_SESSION_DEFAULT);
     private long registeredBytesPerSession = longProperty(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME,
             NicConfiguration.REGISTERED_BYTES_PER_SESSION_DEFAULT);
@@ -105,6 +108,26 @@ public final class NicContext {
     public NicContext queuePairsPerSession(int value) {
         queuePairsPerSession = value;
         return this;
+    }
+
+    /** Work requests one endpoint may have outstanding at once, posted receives included. */
+    public NicContext workRequestsPerSession(int value) {
+        workRequestsPerSession = value;
+        return this;
+    }
+
+    /** Work requests all endpoints of the node may have outstanding at once. */
+    public NicContext workRequestsPerNode(int value) {
+        workRequestsPerNode = value;
+        return this;
+    }
+
+    public int workRequestsPerSession() {
+        return workRequestsPerSession;
+    }
+
+    public int workRequestsPerNode() {
+        return workRequestsPerNode;
     }
 
     /** Memory regions one endpoint may hold at once. */
@@ -256,6 +279,8 @@ public final class NicContext {
                 "from 1 to 65536", reorderWindowPackets);
         require(creditsPerQp >= 1, NicConfiguration.CREDITS_PER_QP_PROP_NAME, "at least 1", creditsPerQp);
         require(cqCapacity >= 16, NicConfiguration.CQ_CAPACITY_PROP_NAME, "at least 16", cqCapacity);
+        require(workRequestsPerSession >= 1, NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME, "at least 1", workRequestsPerSession);
+        require(workRequestsPerNode >= 1, NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, "at least 1", workRequestsPerNode);
         require(queuePairsPerSession >= 1, NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME, "at least 1", queuePairsPerSession);
         require(regionsPerSession >= 1, NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, "at least 1", regionsPerSession);
         require(registeredBytesPerSession >= 1, NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, "at least 1", registeredBytesPerSession);

@@ -50,9 +50,15 @@ public final class QueuePair implements AutoCloseable {
     private boolean pumpAgain;
     private int parkedParts;
     private boolean creditsReturned;
+    /** Credits of the node's system buffer this pair holds: its first grant and what it borrowed since. */
+    private int creditsHeld;
+    /** The grant the pair's address names: where its responder's credit count starts. */
+    private final int firstCredits;
 
-    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq) {
+    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, int firstCredits) {
         this.nic = nic;
+        this.firstCredits = firstCredits;
+        this.creditsHeld = firstCredits;
         this.endpoint = endpoint;
         this.cq = cq;
         this.qpn = qpn;
@@ -90,7 +96,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** What a peer needs to connect to this queue pair. */
     public QpAddress address() {
-        return new QpAddress(nic.nodeId(), qpn, nic.context().creditsPerQp(), nic.dma().pageSize());
+        return new QpAddress(nic.nodeId(), qpn, firstCredits, nic.dma().pageSize());
     }
 
     /** Connects to a queue pair on a peer node (the RTR and RTS transitions in one). */
@@ -518,8 +524,31 @@ public final class QueuePair implements AutoCloseable {
     private void returnCreditsIfDone() {
         if ((state == State.CLOSED || state == State.ERROR) && parkedParts == 0 && !creditsReturned) {
             creditsReturned = true;
-            nic.returnCredits(nic.context().creditsPerQp());
+            nic.returnCredits(creditsHeld);
         }
+    }
+
+    int firstCredits() {
+        return firstCredits;
+    }
+
+    /** Credits this pair holds of the system buffer: what its sender may have parked at once. */
+    int creditsHeld() {
+        return creditsHeld;
+    }
+
+    /**
+     * Data that spends credits arrived: borrow toward the pair's full share ({@code pagewire.nic.creditsPerQp})
+     * while the buffer has free slots. Returns the credits added, which the next acknowledgement grants.
+     */
+    int borrowCredits() {
+        int wanted = nic.context().creditsPerQp() - creditsHeld;
+        if (wanted <= 0 || creditsReturned) {
+            return 0;
+        }
+        int lent = nic.lendCredits(wanted);
+        creditsHeld += lent;
+        return lent;
     }
 
     /** The queue pair's sequence numbers, credits and waits: what a failing test prints. */

@@ -50,6 +50,7 @@ final class ReceiveQueue {
             throw new NicException(String.format("receive %d: buffer 0x%x+%d is outside %s", request.wrId(), request.address(),
                     request.length(), region));
         }
+        endpoint.admitWorkRequest(request.wrId());
         posted.add(new Posted(request, region));
     }
 
@@ -64,6 +65,9 @@ final class ReceiveQueue {
                 limit = 0;
                 limitReached = null;
             }
+        }
+        if (taken != null) {
+            taken.region().endpoint().retireWorkRequest();
         }
         if (fire != null) {
             fire.run();
@@ -96,6 +100,7 @@ final class ReceiveQueue {
     synchronized java.util.List<Posted> drain() {
         java.util.List<Posted> all = new java.util.ArrayList<>(posted);
         posted.clear();
+        all.forEach(p -> p.region().endpoint().retireWorkRequest());
         return all;
     }
 }

@@ -101,6 +101,7 @@ final class Requester {
             }
             packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
         }
+        qp.endpoint().admitWorkRequest(wr.wrId());
         wqes.add(new SendWqe(wr, local, nextPsn, packets, nic.clock().nanoTime()));
         nextPsn += packets;
     }
@@ -474,6 +475,7 @@ final class Requester {
                 return;
             }
             wqes.removeFirst();
+            qp.endpoint().retireWorkRequest();
             // A finished READ or FETCH_ADD acknowledges itself and everything before it.
             ackedThrough = Math.max(ackedThrough, wqe.psnLast());
             qp.complete(wqe, CompletionStatus.SUCCESS, null);
@@ -601,6 +603,7 @@ final class Requester {
     void failAll(SendWqe failed, CompletionStatus status, String error, String flushReason) {
         while (!wqes.isEmpty()) {
             SendWqe wqe = wqes.removeFirst();
+            qp.endpoint().retireWorkRequest();
             if (wqe == failed) {
                 qp.complete(wqe, status, error);
             } else {

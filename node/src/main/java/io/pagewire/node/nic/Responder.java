@@ -69,7 +69,7 @@ final class Responder {
         this.dma = nic.dma();
         this.mtu = ctx.mtuBytes();
         this.held = new Packet[ctx.reorderWindowPackets()];
-        this.creditLimit = ctx.creditsPerQp();
+        this.creditLimit = qp.firstCredits();
         this.atomicPsn = new long[ctx.sendWindowPackets()];
         this.atomicResult = new long[ctx.sendWindowPackets()];
         java.util.Arrays.fill(atomicPsn, -1);
@@ -172,7 +172,7 @@ final class Responder {
             return receiverNotReady(psn, out);
         }
         if (policy.spendsCredits()) {
-            creditLimit += direct; // parked parts are credited when they are placed
+            creditLimit += direct + qp.borrowCredits(); // parked parts are credited when they are placed
         }
         Opcode opcode = packet.getOpcode();
         writeMessageBytes = (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
@@ -249,7 +249,7 @@ final class Responder {
         }
         // The requester spent sendCredits for this segment; what it did not park comes back now, the rest when placed.
         int parked = DmaEngine.pagesSpanned(buffer.address() + offset, payload.size(), dma.pageShift()) - direct;
-        creditLimit += Requester.sendCredits(payload.size(), dma.pageShift()) - parked;
+        creditLimit += Requester.sendCredits(payload.size(), dma.pageShift()) - parked + qp.borrowCredits();
         if (last) {
             boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
             receiving = null;
@@ -328,10 +328,10 @@ final class Responder {
     }
 
     private void park(AddressSpace space, long address, ByteBuffer part, long psn) {
-        if (qp.parkedPartsHeld() >= ctx.creditsPerQp()) {
+        if (qp.parkedPartsHeld() >= qp.creditsHeld()) {
             // More than this node granted: a sender that ignores its credits (or claimed more than it was
             // given) waits with RNR NAKs instead of taking other queue pairs' share of the buffer.
-            throw new SystemBufferFullException("queue pair " + qp.qpn() + " already has its " + ctx.creditsPerQp()
+            throw new SystemBufferFullException("queue pair " + qp.qpn() + " already has its " + qp.creditsHeld()
                     + " granted parts parked; its sender overran its credits");
         }
         // Recorded first: the completion may run at once on this thread if the page is already coming in.

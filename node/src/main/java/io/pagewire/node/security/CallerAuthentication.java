@@ -27,6 +27,12 @@ public final class CallerAuthentication implements ServerInterceptor {
     /** The header an application's token travels in, as {@code Bearer TOKEN}. */
     public static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
+    /**
+     * Who is calling, for per-client limits: the certificate's identity with mutual TLS, else the
+     * caller's host (plaintext). Set for every call that passes.
+     */
+    public static final Context.Key<String> CALLER = Context.key("pagewire-caller");
+
     private final boolean mutualTls;
     private final byte[] token;
     private final Set<String> guardedServices;
@@ -67,10 +73,19 @@ public final class CallerAuthentication implements ServerInterceptor {
                 return refuse(call, Status.UNAUTHENTICATED.withDescription("the application token sent is not this node's"));
             }
         }
-        if (identity == null) {
-            return next.startCall(call, headers);
+        Context context = Context.current().withValue(CALLER, identity != null ? identity.toString() : "host " + hostOf(call));
+        if (identity != null) {
+            context = context.withValue(PeerIdentity.CURRENT, identity);
         }
-        return Contexts.interceptCall(Context.current().withValue(PeerIdentity.CURRENT, identity), call, headers, next);
+        return Contexts.interceptCall(context, call, headers, next);
+    }
+
+    private static String hostOf(ServerCall<?, ?> call) {
+        java.net.SocketAddress remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+        if (remote instanceof java.net.InetSocketAddress inet) {
+            return inet.getAddress() == null ? inet.getHostString() : inet.getAddress().getHostAddress();
+        }
+        return String.valueOf(remote);
     }
 
     private static Optional<PeerIdentity> identityOf(ServerCall<?, ?> call) {

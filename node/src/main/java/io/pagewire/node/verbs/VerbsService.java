@@ -16,6 +16,7 @@ import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.SharedReceiveQueue;
+import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.proto.verbs.AdviseRequest;
 import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.AllocateRequest;
@@ -54,6 +55,7 @@ import io.pagewire.proto.verbs.SessionRequest;
 import io.pagewire.proto.verbs.StoreRequest;
 import io.pagewire.proto.verbs.StoreResponse;
 import io.pagewire.proto.verbs.VerbsGrpc;
+import io.pagewire.proto.verbs.WatchRefused;
 import io.pagewire.proto.verbs.WorkRequest;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -85,10 +87,17 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     private final SecureRandom keys = new SecureRandom();
 
     private final RingPort rings;
+    /** Where paced operations run once their wait is over (the pool unary calls run on). */
+    private final java.util.concurrent.Executor work;
+    private final ControlPacer pacer;
+    /** The longest a paced operation waits; a caller further over its rate is refused. */
+    private static final long MAX_PACING_DELAY_NS = 10_000_000_000L;
 
-    public VerbsService(PagewireNode node, ScheduledExecutorService scheduler) {
+    public VerbsService(PagewireNode node, ScheduledExecutorService scheduler, java.util.concurrent.Executor work) {
         this.node = node;
         this.scheduler = scheduler;
+        this.work = work;
+        this.pacer = new ControlPacer(node.context().controlOpsPerSecond(), node.context().controlBurst(), MAX_PACING_DELAY_NS);
         String directory = node.context().ringDirectory();
         this.rings = new RingPort(node.id(), directory == null || directory.isEmpty() ? null : java.nio.file.Path.of(directory),
                 node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS, node.eventLoops(),
@@ -154,9 +163,35 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
             }
         });
         events.request(1);
+        String caller = caller();
         return new StreamObserver<>() {
+            /** Set when the stream ended (either way): a paced open still waiting then opens nothing. */
+            private boolean over;
+
             @Override
             public void onNext(SessionRequest request) {
+                long wait = current.get() == null && request.hasOpen() ? pacer.admit(caller) : 0;
+                if (wait == ControlPacer.REFUSE) {
+                    failed.set(true);
+                    events.onError(overRate().asRuntimeException());
+                } else if (wait > 0) {
+                    // The next request is not read until the open ran: nothing overtakes it.
+                    scheduler.schedule(() -> work.execute(() -> {
+                        synchronized (this) {
+                            if (!over) {
+                                handleThenReadNext(request);
+                                if (events.isCancelled()) {
+                                    end(current.get()); // cancelled while the open waited: its handler found no session to end
+                                }
+                            }
+                        }
+                    }), wait, TimeUnit.NANOSECONDS);
+                } else {
+                    handleThenReadNext(request);
+                }
+            }
+
+            private void handleThenReadNext(SessionRequest request) {
                 try {
                     handle(request);
                 } finally {
@@ -226,6 +261,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                         for (io.pagewire.proto.verbs.ReceiveRequest r : request.getPostReceive().getReceivesList()) {
                             session.refused(request.getPostReceive().getQpn(), r.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
                         }
+                    } else if (request.hasWatch()) {
+                        // One bad watch is that watch's problem, not the session's: its endpoint and memory stay.
+                        session.send(SessionEvent.newBuilder().setWatchRefused(WatchRefused.newBuilder()
+                                .setCounterId(request.getWatch().getCounterId())
+                                .setError(StatusMapping.toStatus(e).getStatus().getDescription())).build());
                     } else {
                         failed.set(true);
                         end(session);
@@ -236,11 +276,17 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
             @Override
             public void onError(Throwable t) {
+                synchronized (this) {
+                    over = true;
+                }
                 end(current.get());
             }
 
             @Override
             public void onCompleted() {
+                synchronized (this) {
+                    over = true;
+                }
                 Session session = current.get();
                 end(session);
                 if (session != null) {
@@ -319,7 +365,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void allocate(AllocateRequest request, StreamObserver<AllocateResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Session session = session(request.getEndpoint());
             long limit = node.context().virtualBytesPerSession();
             synchronized (session.allocation) {
@@ -337,7 +383,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void free(FreeRequest request, StreamObserver<FreeResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             session(request.getEndpoint()).endpoint.space().free(request.getAddress());
             return FreeResponse.getDefaultInstance();
         });
@@ -345,7 +391,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void pageOut(io.pagewire.proto.verbs.PageOutRequest request, StreamObserver<io.pagewire.proto.verbs.PageOutResponse> response) {
-        answer(response, () -> io.pagewire.proto.verbs.PageOutResponse.newBuilder()
+        paced(response, () -> io.pagewire.proto.verbs.PageOutResponse.newBuilder()
                 .setPages(session(request.getEndpoint()).endpoint.space().pageOut(request.getAddress(), request.getLength())).build());
     }
 
@@ -374,7 +420,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void registerRegion(RegisterRegionRequest request, StreamObserver<RegisterRegionResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Endpoint endpoint = session(request.getEndpoint()).endpoint;
             Set<Access> access = access(request.getAccessList());
             MemoryRegion region;
@@ -390,7 +436,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void deregisterRegion(DeregisterRegionRequest request, StreamObserver<DeregisterRegionResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Endpoint endpoint = session(request.getEndpoint()).endpoint;
             endpoint.deregister(region(endpoint, request.getLkey()));
             return DeregisterRegionResponse.getDefaultInstance();
@@ -425,7 +471,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void createQueuePair(CreateQueuePairRequest request, StreamObserver<CreateQueuePairResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Session session = session(request.getEndpoint());
             QueuePair qp = node.nic().createQueuePair(session.endpoint, session.completions,
                     request.getSrqId() == 0 ? null : sharedReceiveQueue(session, request.getSrqId()));
@@ -435,7 +481,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void connectQueuePair(ConnectQueuePairRequest request, StreamObserver<ConnectQueuePairResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             QueuePair qp = queuePair(session(request.getEndpoint()), request.getQpn());
             var peer = request.getPeer();
             if (peer.getPageSize() != 0 && (Integer.bitCount(peer.getPageSize()) != 1 || peer.getPageSize() < 512
@@ -458,7 +504,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             queuePair(session(request.getEndpoint()), request.getQpn()).close();
             return DestroyQueuePairResponse.getDefaultInstance();
         });
@@ -469,14 +515,14 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     @Override
     public void createSharedReceiveQueue(io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest request,
             StreamObserver<io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse> response) {
-        answer(response, () -> io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse.newBuilder()
+        paced(response, () -> io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse.newBuilder()
                 .setSrqId(session(request.getEndpoint()).endpoint.createSharedReceiveQueue().id()).build());
     }
 
     @Override
     public void armSharedReceiveQueue(io.pagewire.proto.verbs.ArmSharedReceiveQueueRequest request,
             StreamObserver<io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Session session = session(request.getEndpoint());
             SharedReceiveQueue srq = sharedReceiveQueue(session, request.getSrqId());
             if (request.getLimit() > Integer.MAX_VALUE) {
@@ -491,7 +537,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     @Override
     public void destroySharedReceiveQueue(io.pagewire.proto.verbs.DestroySharedReceiveQueueRequest request,
             StreamObserver<io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             var dropped = io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse.newBuilder();
             for (io.pagewire.node.nic.ReceiveRequest r : sharedReceiveQueue(session(request.getEndpoint()), request.getSrqId()).destroy()) {
                 dropped.addDroppedWrIds(r.wrId());
@@ -512,7 +558,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void createEventCounter(CreateEventCounterRequest request, StreamObserver<CreateEventCounterResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             EventCounter counter = session(request.getEndpoint()).endpoint.createEventCounter(access(request.getAccessList()));
             return CreateEventCounterResponse.newBuilder().setCounterId(counter.id()).build();
         });
@@ -520,7 +566,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void destroyEventCounter(DestroyEventCounterRequest request, StreamObserver<DestroyEventCounterResponse> response) {
-        answer(response, () -> {
+        paced(response, () -> {
             Session session = session(request.getEndpoint());
             EventCounter counter = counter(session, request.getCounterId());
             session.unwatch(counter);
@@ -531,7 +577,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void readEventCounter(ReadEventCounterRequest request, StreamObserver<ReadEventCounterResponse> response) {
-        answer(response, () -> ReadEventCounterResponse.newBuilder()
+        paced(response, () -> ReadEventCounterResponse.newBuilder()
                 .setValue(counter(session(request.getEndpoint()), request.getCounterId()).value()).build());
     }
 
@@ -652,6 +698,39 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     private static io.pagewire.proto.verbs.QpAddress address(QpAddress address) {
         return io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(address.node()).setQpn(address.qpn())
                 .setInitialCredits(address.initialCredits()).setPageSize(address.pageSize()).build();
+    }
+
+    /** Operations control calls started later than asked (their caller was over its rate). */
+    public long pacedOperations() {
+        return pacer.delayed();
+    }
+
+    /** Control calls refused because their caller was so far over its rate that they would wait too long. */
+    public long pacingRefusals() {
+        return pacer.refused();
+    }
+
+    /** Answers a control-plane call once the caller's rate allows it (see {@link ControlPacer}). */
+    private <T> void paced(StreamObserver<T> response, Supplier<T> task) {
+        long wait = pacer.admit(caller());
+        if (wait == 0) {
+            answer(response, task);
+        } else if (wait == ControlPacer.REFUSE) {
+            response.onError(overRate().asRuntimeException());
+        } else {
+            scheduler.schedule(() -> work.execute(() -> answer(response, task)), wait, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private Status overRate() {
+        return Status.RESOURCE_EXHAUSTED.withDescription("this caller starts control operations (sessions, allocations, registrations,"
+                + " queue pairs, counters) faster than " + node.context().controlOpsPerSecond() + " per second"
+                + " (pagewire.quota.controlOpsPerSecond) for longer than its burst allows; slow down");
+    }
+
+    private static String caller() {
+        String caller = CallerAuthentication.CALLER.get();
+        return caller == null ? "unknown" : caller;
     }
 
     private static <T> void answer(StreamObserver<T> response, Supplier<T> work) {

@@ -125,7 +125,8 @@ class CommandLineTest {
         });
         try {
             killer.start();
-            Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "3000", "--warmup", "0", "--certs", cluster.certificates().toString(),
+            // Each size runs 2 s, so the node dies during the run however fast the machine is (a fixed count could finish first).
+            Run run = run(Map.of(), "perf", "write_bw", "-a", "-D", "2", "--warmup", "0", "--certs", cluster.certificates().toString(),
                     cluster.node(1).target(), cluster.node(2).target());
             assertThat(run.exitCode()).as(run.err()).isEqualTo(1);
             assertThat(run.err()).contains("pagewire perf: ").doesNotContain("\tat ").doesNotContain("Exception in");

@@ -68,9 +68,9 @@ class CreditEnforcementTest {
 
     @Test
     void aFailedQueuePairGivesItsShareOfTheSystemBufferBack() throws Exception {
-        // Room for two pairs' credits on b: TwoNics' own pair and one more.
+        // Room for two pairs' first grants on b: TwoNics' own pair and one more.
         try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(1 << 20),
-                new KernelContext().physicalMemoryBytes(1 << 20).systemBufferBytes(16 * 4096),
+                new KernelContext().physicalMemoryBytes(1 << 20).systemBufferBytes(4 * 4096),
                 new NicContext().ackTimeoutNs(20_000_000), new NicContext().creditsPerQp(8))) {
             QueuePair doomed = nics.b.createQueuePair(nics.eb, nics.cqb);
             assertThatThrownBy(() -> nics.b.createQueuePair(nics.eb, nics.cqb)).isInstanceOf(NicException.class)
@@ -84,11 +84,60 @@ class CreditEnforcementTest {
             Completion failed = nics.take(nics.cqb, "the write with a made-up rkey");
             assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_ACCESS_ERROR);
             assertThat(doomed.state()).isEqualTo(QueuePair.State.ERROR);
+            // The completion can reach the queue a moment before the failing NIC thread hands the credits back.
+            io.pagewire.node.TestData.awaitTrue(() -> nics.b.creditsGranted() == 2, 10_000, "the failed pair's credits came back");
             QueuePair next = nics.b.createQueuePair(nics.eb, nics.cqb);
             assertThat(next.state()).as("created with the failed pair's credits").isEqualTo(QueuePair.State.INIT);
             doomed.close();
             assertThatThrownBy(() -> nics.b.createQueuePair(nics.eb, nics.cqb)).as("closing a failed pair returns nothing twice")
                     .isInstanceOf(NicException.class).hasMessageContaining("no receive credits left");
+        }
+    }
+
+    @Test
+    void aPairReceivingIntoShadowPagesBorrowsItsShareAndTheBufferBoundsWhatIsLent() throws Exception {
+        // b's buffer: 24 slots. Its own pair starts with the 2 credits one packet needs; a second pair takes 2 more.
+        int share = 16;
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20),
+                new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(16 << 20).systemBufferBytes(24 * 4096),
+                new NicContext().ackTimeoutNs(20_000_000), new NicContext().creditsPerQp(share))) {
+            QueuePair second = nics.b.createQueuePair(nics.eb, nics.cqb);
+            QueuePair secondPeer = nics.a.createQueuePair(nics.ea, nics.cqa);
+            second.connect(secondPeer.address());
+            secondPeer.connect(second.address());
+            assertThat(nics.b.creditsGranted()).as("first grants only").isEqualTo(4);
+
+            int pages = 64;
+            byte[] data = new byte[pages * 4096];
+            new Random(2).nextBytes(data);
+            long src = nics.ea.space().allocate(data.length);
+            nics.ea.space().store(src, data, 0, data.length);
+            MemoryRegion from = nics.ea.register(src, data.length, RegistrationMode.PINNED, Access.all());
+            long[] dst = new long[2];
+            MemoryRegion[] to = new MemoryRegion[2];
+            for (int i = 0; i < 2; i++) {
+                dst[i] = nics.eb.space().allocate(data.length);
+                nics.eb.space().store(dst[i], new byte[data.length], 0, data.length);
+                to[i] = nics.eb.register(dst[i], data.length, RegistrationMode.SHADOW, Access.all());
+                assertThat(nics.eb.space().pageOut(dst[i], data.length)).isEqualTo(pages);
+            }
+            nics.qa.post(WorkRequest.write(1, from.lkey(), src, data.length, dst[0], to[0].rkey()));
+            secondPeer.post(WorkRequest.write(2, from.lkey(), src, data.length, dst[1], to[1].rkey()));
+            nics.takeSuccess(nics.cqa, "one write");
+            nics.takeSuccess(nics.cqa, "the other write");
+            for (int i = 0; i < 2; i++) {
+                byte[] landed = new byte[data.length];
+                nics.eb.space().load(dst[i], landed, 0, landed.length);
+                assertThat(landed).as("write " + i).isEqualTo(data);
+            }
+            assertThat(nics.qb.creditsHeld() + second.creditsHeld()).as("both borrowed; together no more than the buffer" + nics.state())
+                    .isGreaterThan(4).isLessThanOrEqualTo(24);
+            assertThat(nics.qb.creditsHeld()).isLessThanOrEqualTo(share);
+            assertThat(second.creditsHeld()).isLessThanOrEqualTo(share);
+            assertThat(nics.b.creditsGranted()).isEqualTo(nics.qb.creditsHeld() + second.creditsHeld());
+            assertThat(nics.kernelB.systemBuffer().peakSlotsInUse()).isLessThanOrEqualTo(24);
+            second.close();
+            assertThat(nics.b.creditsGranted()).as("a closed pair gives back all it borrowed").isEqualTo(nics.qb.creditsHeld());
         }
     }
 }

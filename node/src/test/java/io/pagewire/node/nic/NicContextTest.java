@@ -53,7 +53,8 @@ class NicContextTest {
 
     @Test
     void queuePairsBeyondTheSystemBufferAreRefusedWithTheFix() {
-        KernelContext kernelContext = new KernelContext().physicalMemoryBytes(1 << 20).swapBytes(0).systemBufferBytes(64 * 4096);
+        // Four slots: two pairs' first grants (two credits each, what one MTU-sized packet may need).
+        KernelContext kernelContext = new KernelContext().physicalMemoryBytes(1 << 20).swapBytes(0).systemBufferBytes(4 * 4096);
         try (KernelAgent kernel = KernelAgent.start(kernelContext);
                 Nic nic = new Nic("n", kernel, new NicContext().creditsPerQp(32), NicTimers.threaded("n"), null)) {
             Endpoint endpoint = nic.openEndpoint("e");
@@ -61,12 +62,26 @@ class NicContextTest {
             nic.createQueuePair(endpoint, cq);
             QueuePair second = nic.createQueuePair(endpoint, cq);
             assertThatThrownBy(() -> nic.createQueuePair(endpoint, cq))
-                    .isInstanceOf(NicException.class)
-                    .hasMessageContaining("64 of 64 system-buffer slots are granted to 2 queue pairs")
-                    .hasMessageContaining("raise pagewire.kernel.systemBufferBytes or lower pagewire.nic.creditsPerQp");
+                    .isInstanceOf(QuotaExceededException.class)
+                    .hasMessageContaining("4 of 4 system-buffer slots are granted to 2 queue pairs")
+                    .hasMessageContaining("raise pagewire.kernel.systemBufferBytes");
             second.close();
-            assertThat(nic.creditsGranted()).isEqualTo(32);
+            assertThat(nic.creditsGranted()).isEqualTo(2);
             nic.createQueuePair(endpoint, cq);
+        }
+    }
+
+    @Test
+    void aDefaultNodeIsNotLimitedToAHandfulOfQueuePairsByCreditsTheyNeverUse() {
+        // The default system buffer (1 MiB: 256 slots) and share (32 credits) used to admit 8 pairs.
+        try (KernelAgent kernel = KernelAgent.start(new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(0));
+                Nic nic = new Nic("n", kernel, new NicContext(), NicTimers.threaded("n"), null)) {
+            Endpoint endpoint = nic.openEndpoint("e");
+            CompletionQueue cq = nic.createCompletionQueue();
+            for (int i = 0; i < 100; i++) {
+                nic.createQueuePair(endpoint, cq);
+            }
+            assertThat(nic.creditsGranted()).isEqualTo(200);
         }
     }
 }

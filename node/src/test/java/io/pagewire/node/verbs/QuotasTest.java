@@ -96,6 +96,39 @@ class QuotasTest extends SdkFixture {
     }
 
     @Test
+    void outstandingWorkRequestsAreLimitedPerSessionAndPerNodeAndCountedBackWhenDone() throws Exception {
+        start(1, c -> c.nic().workRequestsPerSession(8).workRequestsPerNode(12));
+        PagewireNode node = cluster.node(1);
+        Pagewire client = connect(node);
+        Endpoint first = client.openEndpoint("first");
+        long address = first.allocate(64 << 10);
+        MemoryRegion buffers = first.register(address, 64 << 10, RegistrationMode.PINNED, Access.all());
+        QueuePair qp = first.createQueuePair();
+        List<CompletableFuture<io.pagewire.client.Completion>> posted = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            posted.add(qp.postReceive(buffers, address + i * 4096L, 4096));
+        }
+        assertThatThrownBy(() -> qp.await(qp.postReceive(buffers, address, 4096))).hasMessageContaining("pagewire.quota.workRequestsPerSession");
+
+        Endpoint second = client.openEndpoint("second");
+        long other = second.allocate(64 << 10);
+        MemoryRegion otherBuffers = second.register(other, 64 << 10, RegistrationMode.PINNED, Access.all());
+        QueuePair otherQp = second.createQueuePair();
+        for (int i = 0; i < 4; i++) {
+            otherQp.postReceive(otherBuffers, other + i * 4096L, 4096);
+        }
+        assertThatThrownBy(() -> otherQp.await(otherQp.postReceive(otherBuffers, other, 4096)))
+                .hasMessageContaining("pagewire.quota.workRequestsPerNode");
+        assertThat(node.nic().workRequestsOutstanding()).isEqualTo(12);
+
+        qp.close(); // its receives complete as flushed: they are no longer outstanding
+        awaitTrue(() -> node.nic().workRequestsOutstanding() == 4, 10_000, "the closed pair's receives counted back");
+        assertThat(posted).allMatch(CompletableFuture::isDone);
+        otherQp.postReceive(otherBuffers, other + 4 * 4096L, 4096);
+        awaitTrue(() -> node.nic().workRequestsOutstanding() == 5, 10_000, "a receive posted in the room the closed pair left");
+    }
+
+    @Test
     void aClientThatStopsReadingIsNoLongerReadAndLosesNothingWhenItReadsAgain() throws Exception {
         start(1, c -> { });
         PagewireNode node = cluster.node(1);

@@ -68,6 +68,7 @@ abstract class SdkFixture {
                 MemoryStats stats = node.kernel().stats();
                 assertThat(stats.pinnedPages()).as(node.id() + " pinned pages").isZero();
                 assertThat(stats.residentPages()).as(node.id() + " frames in use").isZero();
+                assertThat(node.nic().workRequestsOutstanding()).as(node.id() + " work requests counted as outstanding").isZero();
             }
         } finally {
             cluster.close();

@@ -1,0 +1,40 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** The pacing rule on its own: a burst passes, the rate holds after it, each caller has its own budget. */
+class ControlPacerTest {
+    @Test
+    void aBurstPassesThenEachOperationWaitsItsIntervalAndTooLongAWaitIsRefused() {
+        // 10 per second (100 ms apart), a burst of 5, at most 1 s of waiting.
+        ControlPacer pacer = new ControlPacer(10, 5, 1_000_000_000L);
+        for (int i = 0; i < 5; i++) {
+            assertThat(pacer.admit("flooder")).as("operation " + i + " of the burst").isZero();
+        }
+        long previous = 0;
+        int admitted = 0;
+        long wait;
+        while ((wait = pacer.admit("flooder")) != ControlPacer.REFUSE) {
+            assertThat(wait).as("each later operation waits about one interval more").isGreaterThan(previous);
+            previous = wait;
+            admitted++;
+        }
+        assertThat(previous).isLessThanOrEqualTo(1_000_000_000L);
+        assertThat(admitted).as("waits up to 1 s at 100 ms apart").isBetween(9, 11);
+        assertThat(pacer.delayed()).isEqualTo(admitted);
+        assertThat(pacer.refused()).isEqualTo(1);
+        assertThat(pacer.admit("flooder")).as("still over: refused again, nothing reserved by a refusal").isEqualTo(ControlPacer.REFUSE);
+        assertThat(pacer.admit("someone else")).as("another caller's budget is its own").isZero();
+    }
+
+    @Test
+    void aRateOfZeroPacesNothing() {
+        ControlPacer pacer = new ControlPacer(0, 1, 0);
+        for (int i = 0; i < 100_000; i++) {
+            assertThat(pacer.admit("anyone")).isZero();
+        }
+        assertThat(pacer.enabled()).isFalse();
+    }
+}

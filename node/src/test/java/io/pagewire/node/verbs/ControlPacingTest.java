@@ -1,0 +1,55 @@
+package io.pagewire.node.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.client.Access;
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.security.TestbedCertificates;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A client that registers and opens sessions as fast as it can is slowed to the node's control rate
+ * (its calls wait, they are not lost), and another application, a caller of its own, is not.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ControlPacingTest extends SdkFixture {
+    @Test
+    void aCallerOverItsControlRateIsSlowedAndAnotherIsNot() {
+        start(1, c -> c.controlOpsPerSecond(50).controlBurst(10));
+        PagewireNode node = cluster.node(1);
+        TestbedCertificates.in(cluster.certificates()).issueApplication("flooder");
+        try (Pagewire flooder = Pagewire.connect(node.target(), cluster.connectOptions()
+                .withSecurity(ClientSecurity.mutualTls(cluster.certificates(), "flooder")))) {
+            long started = System.nanoTime();
+            Endpoint endpoint = flooder.openEndpoint("flood"); // an open and, with rings, nothing more that is paced
+            long address = endpoint.allocate(1 << 20);
+            for (int i = 0; i < 40; i++) {
+                endpoint.register(address, 1 << 20, RegistrationMode.ON_DEMAND, Access.all()).close();
+            }
+            for (int i = 0; i < 10; i++) {
+                flooder.openEndpoint("flood-" + i).close();
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            // 92 paced operations at 50 per second after a burst of 10: at least (92 - 10) / 50 s, whatever the machine.
+            assertThat(seconds).as("the flooder was held to its rate").isGreaterThanOrEqualTo(1.5);
+            long delayed = node.controlOperationsDelayed();
+            assertThat(delayed).as("its operations started later").isGreaterThanOrEqualTo(70);
+
+            Pagewire other = connect(node);
+            Endpoint own = other.openEndpoint("other");
+            long mine = own.allocate(4096);
+            for (int i = 0; i < 4; i++) {
+                own.register(mine, 4096, RegistrationMode.PINNED, Access.all()).close();
+            }
+            assertThat(node.controlOperationsDelayed()).as("the other application, within its own burst, waited for nothing")
+                    .isEqualTo(delayed);
+            endpoint.close();
+        }
+    }
+}
