@@ -34,7 +34,7 @@ public final class Endpoint implements AutoCloseable {
     private final AtomicInteger nextSrqId = new AtomicInteger(1);
     private final MemoryListener listener = new Listener();
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
-    private final AtomicInteger workRequestsOutstanding = new AtomicInteger();
+    private final java.util.concurrent.atomic.LongAdder workRequestsOutstanding = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean closed;
 
     Endpoint(Nic nic, AddressSpace space, String name) {
@@ -351,32 +351,28 @@ public final class Endpoint implements AutoCloseable {
     /** How many queue pairs the endpoint holds (without copying them). */
     /**
      * Counts one more outstanding work request against this session's limit and the node's, or
-     * refuses it (RESOURCE_EXHAUSTED) with nothing counted.
+     * refuses it (RESOURCE_EXHAUSTED) with nothing counted. Striped counts, checked against their sum
+     * (see {@link Nic}).
      */
     void admitWorkRequest(long wrId) {
         int limit = nic.context().workRequestsPerSession();
-        if (workRequestsOutstanding.incrementAndGet() > limit) {
-            workRequestsOutstanding.decrementAndGet();
+        if (workRequestsOutstanding.sum() >= limit) {
             throw new QuotaExceededException("work request " + wrId + ": " + this + " has " + limit + " work requests outstanding, its limit ("
                     + NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME + "); reap completions first");
         }
-        try {
-            nic.admitWorkRequest(wrId);
-        } catch (RuntimeException e) {
-            workRequestsOutstanding.decrementAndGet();
-            throw e;
-        }
+        nic.admitWorkRequest(wrId);
+        workRequestsOutstanding.increment();
     }
 
-    /** A work request completed, failed or was flushed (a receive: was consumed). */
-    void retireWorkRequest() {
-        workRequestsOutstanding.decrementAndGet();
-        nic.retireWorkRequest();
+    /** Work requests completed, failed or flushed (receives: consumed). */
+    void retireWorkRequests(int n) {
+        workRequestsOutstanding.add(-n);
+        nic.retireWorkRequests(n);
     }
 
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
     public int workRequestsOutstanding() {
-        return workRequestsOutstanding.get();
+        return (int) workRequestsOutstanding.sum();
     }
 
     public int queuePairCount() {

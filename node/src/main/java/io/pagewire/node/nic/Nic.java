@@ -476,26 +476,30 @@ public final class Nic implements AutoCloseable {
         credits.release(n);
     }
 
-    /** Work requests outstanding on every endpoint of this node. */
-    private final java.util.concurrent.atomic.AtomicInteger workRequestsOutstanding = new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * Work requests outstanding on every endpoint of this node. Striped (a post and its completion run
+     * on different threads): the limit is checked against the sum, so concurrent posters may pass it by
+     * a few, which is all a bound on the node's heap needs.
+     */
+    private final java.util.concurrent.atomic.LongAdder workRequestsOutstanding = new java.util.concurrent.atomic.LongAdder();
 
     /** Counts one more outstanding work request against the node's limit, or refuses it. */
     void admitWorkRequest(long wrId) {
         int limit = context.workRequestsPerNode();
-        if (workRequestsOutstanding.incrementAndGet() > limit) {
-            workRequestsOutstanding.decrementAndGet();
+        if (workRequestsOutstanding.sum() >= limit) {
             throw new QuotaExceededException("work request " + wrId + ": node " + nodeId + " has " + limit
                     + " work requests outstanding, its limit (" + NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME + "); try again later");
         }
+        workRequestsOutstanding.increment();
     }
 
-    void retireWorkRequest() {
-        workRequestsOutstanding.decrementAndGet();
+    void retireWorkRequests(int n) {
+        workRequestsOutstanding.add(-n);
     }
 
     /** Work requests posted on this node and not yet completed (or, for receives, consumed). */
     public int workRequestsOutstanding() {
-        return workRequestsOutstanding.get();
+        return (int) workRequestsOutstanding.sum();
     }
 
     /** Up to {@code wanted} more credits for a queue pair receiving data that spends them: as many as are free. */

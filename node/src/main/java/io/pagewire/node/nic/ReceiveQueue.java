@@ -67,7 +67,7 @@ final class ReceiveQueue {
             }
         }
         if (taken != null) {
-            taken.region().endpoint().retireWorkRequest();
+            taken.region().endpoint().retireWorkRequests(1);
         }
         if (fire != null) {
             fire.run();
@@ -100,7 +100,7 @@ final class ReceiveQueue {
     synchronized java.util.List<Posted> drain() {
         java.util.List<Posted> all = new java.util.ArrayList<>(posted);
         posted.clear();
-        all.forEach(p -> p.region().endpoint().retireWorkRequest());
+        all.forEach(p -> p.region().endpoint().retireWorkRequests(1));
         return all;
     }
 }

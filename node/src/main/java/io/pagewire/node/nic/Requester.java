@@ -469,16 +469,23 @@ final class Requester {
     }
 
     private void completeFinished() {
-        while (!wqes.isEmpty()) {
-            SendWqe wqe = wqes.first();
-            if (!wqe.done(ackedThrough)) {
-                return;
+        int finished = 0;
+        try {
+            while (!wqes.isEmpty()) {
+                SendWqe wqe = wqes.first();
+                if (!wqe.done(ackedThrough)) {
+                    return;
+                }
+                wqes.removeFirst();
+                finished++;
+                // A finished READ or FETCH_ADD acknowledges itself and everything before it.
+                ackedThrough = Math.max(ackedThrough, wqe.psnLast());
+                qp.complete(wqe, CompletionStatus.SUCCESS, null);
             }
-            wqes.removeFirst();
-            qp.endpoint().retireWorkRequest();
-            // A finished READ or FETCH_ADD acknowledges itself and everything before it.
-            ackedThrough = Math.max(ackedThrough, wqe.psnLast());
-            qp.complete(wqe, CompletionStatus.SUCCESS, null);
+        } finally {
+            if (finished > 0) {
+                qp.endpoint().retireWorkRequests(finished); // once per acknowledgement, not per request
+            }
         }
     }
 
@@ -601,9 +608,11 @@ final class Requester {
 
     /** Completes every outstanding request, in order: {@code failed} with its status, the rest as flushed. */
     void failAll(SendWqe failed, CompletionStatus status, String error, String flushReason) {
+        if (!wqes.isEmpty()) {
+            qp.endpoint().retireWorkRequests(wqes.size());
+        }
         while (!wqes.isEmpty()) {
             SendWqe wqe = wqes.removeFirst();
-            qp.endpoint().retireWorkRequest();
             if (wqe == failed) {
                 qp.complete(wqe, status, error);
             } else {

@@ -445,6 +445,10 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void advise(AdviseRequest request, StreamObserver<AdviseResponse> response) {
+        pacedStart(response, () -> adviseNow(request, response));
+    }
+
+    private void adviseNow(AdviseRequest request, StreamObserver<AdviseResponse> response) {
         try {
             Endpoint endpoint = session(request.getEndpoint()).endpoint;
             Endpoint.Advice advice = switch (request.getAdvice()) {
@@ -577,7 +581,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void readEventCounter(ReadEventCounterRequest request, StreamObserver<ReadEventCounterResponse> response) {
-        paced(response, () -> ReadEventCounterResponse.newBuilder()
+        answer(response, () -> ReadEventCounterResponse.newBuilder()
                 .setValue(counter(session(request.getEndpoint()), request.getCounterId()).value()).build());
     }
 
@@ -712,13 +716,18 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     /** Answers a control-plane call once the caller's rate allows it (see {@link ControlPacer}). */
     private <T> void paced(StreamObserver<T> response, Supplier<T> task) {
+        pacedStart(response, () -> answer(response, task));
+    }
+
+    /** Starts a control-plane call's work once the caller's rate allows it, or refuses the call. */
+    private void pacedStart(StreamObserver<?> response, Runnable start) {
         long wait = pacer.admit(caller());
         if (wait == 0) {
-            answer(response, task);
+            start.run();
         } else if (wait == ControlPacer.REFUSE) {
             response.onError(overRate().asRuntimeException());
         } else {
-            scheduler.schedule(() -> work.execute(() -> answer(response, task)), wait, TimeUnit.NANOSECONDS);
+            scheduler.schedule(() -> work.execute(start), wait, TimeUnit.NANOSECONDS);
         }
     }
 
