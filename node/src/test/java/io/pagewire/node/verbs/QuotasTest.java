@@ -123,7 +123,7 @@ class QuotasTest extends SdkFixture {
 
         qp.close(); // its receives complete as flushed: they are no longer outstanding
         awaitTrue(() -> node.nic().workRequestsOutstanding() == 4, 10_000, "the closed pair's receives counted back");
-        assertThat(posted).allMatch(CompletableFuture::isDone);
+        awaitTrue(() -> posted.stream().allMatch(CompletableFuture::isDone), 10_000, "the closed pair's receives completed (flushed)");
         otherQp.postReceive(otherBuffers, other + 4 * 4096L, 4096);
         awaitTrue(() -> node.nic().workRequestsOutstanding() == 5, 10_000, "a receive posted in the room the closed pair left");
     }
