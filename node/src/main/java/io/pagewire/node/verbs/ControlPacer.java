@@ -24,6 +24,8 @@ final class ControlPacer {
     private final long toleranceNs;
     private final long maxDelayNs;
     private final ConcurrentHashMap<String, AtomicLong> nextTimes = new ConcurrentHashMap<>();
+    /** Callers remembered before idle ones are forgotten. */
+    static final int FORGET_ABOVE = 4096;
     private final LongAdder delayed = new LongAdder();
     private final LongAdder refused = new LongAdder();
 
@@ -42,7 +44,13 @@ final class ControlPacer {
         if (intervalNs == 0) {
             return 0;
         }
-        AtomicLong next = nextTimes.computeIfAbsent(caller, c -> new AtomicLong(System.nanoTime()));
+        AtomicLong next = nextTimes.get(caller);
+        if (next == null) {
+            if (nextTimes.size() >= FORGET_ABOVE) {
+                forgetIdleCallers();
+            }
+            next = nextTimes.computeIfAbsent(caller, c -> new AtomicLong(System.nanoTime()));
+        }
         while (true) {
             long now = System.nanoTime();
             long scheduled = next.get();
@@ -60,6 +68,20 @@ final class ControlPacer {
                 return 0;
             }
         }
+    }
+
+    /**
+     * Drops callers whose next time has passed: such a caller is paced exactly as one never seen (a full
+     * burst), so many one-off callers (hosts, in plaintext) cannot grow the map.
+     */
+    private void forgetIdleCallers() {
+        long now = System.nanoTime();
+        nextTimes.values().removeIf(next -> next.get() - now <= 0);
+    }
+
+    /** Callers the pacer remembers now. */
+    int callersRemembered() {
+        return nextTimes.size();
     }
 
     /** Whether pacing is on. */

@@ -37,4 +37,21 @@ class ControlPacerTest {
         }
         assertThat(pacer.enabled()).isFalse();
     }
+
+    @Test
+    void callersWhoseBudgetIsFullAgainAreForgottenSoManyOneOffCallersDoNotGrowIt() throws InterruptedException {
+        // 1,000 per second with a burst of 2: a caller is idle again 1 ms after its operation.
+        ControlPacer pacer = new ControlPacer(1000, 2, 1_000_000_000L);
+        for (int i = 0; i < ControlPacer.FORGET_ABOVE; i++) {
+            pacer.admit("host 10.0.0." + i);
+        }
+        assertThat(pacer.callersRemembered()).isEqualTo(ControlPacer.FORGET_ABOVE);
+        Thread.sleep(20);
+        assertThat(pacer.admit("host 10.0.1.1")).isZero();
+        assertThat(pacer.callersRemembered()).as("the idle callers were forgotten").isEqualTo(1);
+        for (int i = 0; i < 3; i++) {
+            pacer.admit("busy");
+        }
+        assertThat(pacer.admit("busy")).as("a caller over its rate is remembered and still waits").isPositive();
+    }
 }
