@@ -22,9 +22,11 @@ import java.io.InputStream;
  * into one array, the receiving thread's own and reused from message to message, and parses it with
  * aliasing, so every packet's payload is a view of that array: the bytes are copied once more only
  * when they land in a frame, and a message allocates nothing the size of its payloads. (gRPC's
- * default protobuf marshaller would copy each payload out again; views of the transport's own
- * buffers are not possible here, as protobuf parses a message spread over several buffers only by
- * copying.) A frame that borrowed the thread's array must be given back with {@link #release} once
+ * default protobuf marshaller would copy each payload out again. Views of the transport's own
+ * socket buffers are not possible: they are direct memory, and protobuf-java 4 has no ByteString over
+ * direct memory; its parsers copy a direct buffer, or a message spread over several, into an array
+ * first. Going from socket to frame in one copy would take a hand-written packet type in place of
+ * the generated one.) A frame that borrowed the thread's array must be given back with {@link #release} once
  * nothing reads its payloads (the lane's {@code onNext} does, on the same thread), and a packet kept
  * beyond that must copy its payload.
  */
@@ -88,10 +90,6 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
         return LaneFrame.parseFrom(in, ExtensionRegistryLite.getEmptyRegistry());
     }
 
-    /**
-     * Gives the receiving thread's array back from a frame; call on that thread once nothing reads
-     * the frame's payloads any more (the next message overwrites them). Other frames are ignored.
-     */
     /** What a lane receives in place of bytes that are not a LaneFrame; {@link #malformedReason()} says why. */
     static final LaneFrame MALFORMED = LaneFrame.newBuilder().build();
 
@@ -100,6 +98,10 @@ final class LaneMarshaller implements MethodDescriptor.Marshaller<LaneFrame> {
         return BUFFERS.get().malformed;
     }
 
+    /**
+     * Gives the receiving thread's array back from a frame; call on that thread once nothing reads
+     * the frame's payloads any more (the next message overwrites them). Other frames are ignored.
+     */
     static void release(LaneFrame frame) {
         ReceiveBuffer buffer = BUFFERS.get();
         if (buffer.lentTo == frame) {
