@@ -348,7 +348,6 @@ public final class Endpoint implements AutoCloseable {
         queuePairs.remove(qp);
     }
 
-    /** How many queue pairs the endpoint holds (without copying them). */
     /**
      * Counts one more outstanding work request against this session's limit and the node's, or
      * refuses it (RESOURCE_EXHAUSTED) with nothing counted. Striped counts, checked against their sum
@@ -375,6 +374,7 @@ public final class Endpoint implements AutoCloseable {
         return (int) workRequestsOutstanding.sum();
     }
 
+    /** How many queue pairs the endpoint holds (without copying them). */
     public int queuePairCount() {
         return queuePairs.size();
     }
