@@ -2,12 +2,10 @@ package io.pagewire.node.fabric;
 
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Drainable;
-import io.grpc.KnownLength;
 import io.pagewire.proto.fabric.LaneFrame;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -94,7 +92,7 @@ public class LaneCodecBenchmark {
     /** Receiving node: parse the lane message and copy every payload into its frame. */
     @Benchmark
     public int decodeAndScatter() {
-        LaneFrame frame = LaneMarshaller.INSTANCE.parse(new KnownLengthStream(wire));
+        LaneFrame frame = LaneMarshaller.INSTANCE.parse(new LaneMarshallerTest.KnownLengthStream(wire));
         int at = 0;
         for (Packet packet : frame.getBatch().getPacketsList()) {
             packet.getPayload().copyTo(landed, at);
@@ -135,13 +133,6 @@ public class LaneCodecBenchmark {
         public void write(byte[] b, int off, int len) {
             System.arraycopy(b, off, bytes, size, len);
             size += len;
-        }
-    }
-
-    /** An input stream that knows its length, as gRPC's are. */
-    private static final class KnownLengthStream extends ByteArrayInputStream implements KnownLength {
-        KnownLengthStream(byte[] bytes) {
-            super(bytes);
         }
     }
 }

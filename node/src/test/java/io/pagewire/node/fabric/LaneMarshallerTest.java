@@ -100,7 +100,8 @@ class LaneMarshallerTest {
         return new KnownLengthStream(bytes);
     }
 
-    private static final class KnownLengthStream extends ByteArrayInputStream implements io.grpc.KnownLength {
+    /** An input stream over bytes that knows its length, as gRPC's are (the lane codec benchmark uses it too). */
+    static final class KnownLengthStream extends ByteArrayInputStream implements io.grpc.KnownLength {
         KnownLengthStream(byte[] bytes) {
             super(bytes);
         }
