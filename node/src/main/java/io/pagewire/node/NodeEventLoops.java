@@ -2,7 +2,6 @@ package io.pagewire.node;
 
 import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.SelectStrategy;
 import io.grpc.netty.shaded.io.netty.channel.SelectStrategyFactory;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
@@ -18,7 +17,6 @@ import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.net.SocketAddress;
 import java.net.UnixDomainSocketAddress;
 import java.nio.file.Path;
-import io.grpc.netty.shaded.io.netty.util.IntSupplier;
 import java.nio.channels.spi.SelectorProvider;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -27,10 +25,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The Netty event loops of one node, shared by its gRPC server and its channels to peers and to no
  * other node: nodes in one JVM (the demo, the tests) then never wait on each other's work. Epoll
- * where the platform has it, NIO elsewhere. In latency mode an idle loop keeps polling its sockets
- * for {@code busyPollNs} before it blocks (a bounded spin, so a 2-core machine is not starved). The
- * loops also serve the Unix-domain sockets that ring bells use, so a bell that rings wakes the very
- * thread that then sends on the fabric.
+ * where the platform has it, NIO elsewhere. Each loop runs a {@link LoopDutyCycle}: pollers (the
+ * sessions' request rings) get a turn between passes over the sockets, and in latency mode an idle
+ * loop keeps polling its sockets for {@code busyPollNs} before it blocks (a bounded spin, so a 2-core
+ * machine is not starved). The loops also serve the Unix-domain sockets that ring bells use, so a
+ * bell that rings wakes the very thread that then sends on the fabric.
  */
 public final class NodeEventLoops implements AutoCloseable {
     private final EventLoopGroup boss;
@@ -41,19 +40,17 @@ public final class NodeEventLoops implements AutoCloseable {
     private final boolean epoll;
 
     public NodeEventLoops(String nodeId, int threads, long busyPollNs) {
-        SelectStrategyFactory strategy = busyPollNs > 0 ? () -> new SpinThenBlock(busyPollNs) : null;
+        SelectStrategyFactory strategy = () -> new LoopDutyCycle(busyPollNs);
         epoll = Epoll.isAvailable();
         if (epoll) {
             boss = new EpollEventLoopGroup(1, threads("boss", nodeId));
-            workers = strategy == null ? new EpollEventLoopGroup(threads, threads("loop", nodeId))
-                    : new EpollEventLoopGroup(threads, threads("loop", nodeId), strategy);
+            workers = new EpollEventLoopGroup(threads, threads("loop", nodeId), strategy);
             serverChannelType = EpollServerSocketChannel.class;
             channelType = EpollSocketChannel.class;
             domainServerChannelType = EpollServerDomainSocketChannel.class;
         } else {
             boss = new NioEventLoopGroup(1, threads("boss", nodeId));
-            workers = strategy == null ? new NioEventLoopGroup(threads, threads("loop", nodeId))
-                    : new NioEventLoopGroup(threads, threads("loop", nodeId), SelectorProvider.provider(), strategy);
+            workers = new NioEventLoopGroup(threads, threads("loop", nodeId), SelectorProvider.provider(), strategy);
             serverChannelType = NioServerSocketChannel.class;
             channelType = NioSocketChannel.class;
             domainServerChannelType = NioServerDomainSocketChannel.class;
@@ -102,39 +99,5 @@ public final class NodeEventLoops implements AutoCloseable {
         workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         boss.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
         workers.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
-    }
-
-    /**
-     * Polls without blocking while the loop has been idle for less than {@code spinNs}, then blocks as
-     * usual. Each loop has its own instance (the factory makes one per loop).
-     */
-    static final class SpinThenBlock implements SelectStrategy {
-        private final long spinNs;
-        private long idleSinceNs = -1;
-
-        SpinThenBlock(long spinNs) {
-            this.spinNs = spinNs;
-        }
-
-        @Override
-        public int calculateStrategy(IntSupplier selectNow, boolean hasTasks) throws Exception {
-            int ready = selectNow.get();
-            if (ready > 0 || hasTasks) {
-                idleSinceNs = -1;
-                return ready;
-            }
-            long now = System.nanoTime();
-            if (idleSinceNs < 0) {
-                idleSinceNs = now;
-            }
-            if (now - idleSinceNs < spinNs) {
-                // Yield, not a spin hint: a 2-core machine runs more pollers than cores, and the
-                // one that has the work must get a core within microseconds, not a time slice.
-                Thread.yield();
-                return SelectStrategy.CONTINUE;
-            }
-            idleSinceNs = -1;
-            return SelectStrategy.SELECT;
-        }
     }
 }

@@ -13,6 +13,7 @@ import io.grpc.netty.shaded.io.netty.util.concurrent.ScheduledFuture;
 import io.pagewire.client.impl.RingBell;
 import io.pagewire.client.impl.RingIdler;
 import io.pagewire.client.impl.SessionRings;
+import io.pagewire.node.LoopDutyCycle;
 import io.pagewire.node.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.WorkRequest;
@@ -36,7 +37,8 @@ import java.util.function.BiConsumer;
  * whichever thread produced them.
  *
  * <p>While a session's ring has work, or has been idle for less than the spin time (in latency mode
- * {@code pagewire.node.busyPollNs}), its reader runs again as the loop's next task; then it marks
+ * {@code pagewire.node.busyPollNs}), its reader gets another turn at the loop's next pass (the loop
+ * reads its sockets between turns, see {@link LoopDutyCycle}); then it marks
  * itself asleep in the ring's header, looks once more, and stops. An application that posts to a
  * sleeping reader writes a byte on the session's {@link RingBell} (a Unix-domain socket served on the
  * same loop), and the loop wakes from that write alone; one that could not reach its bell rings on its
@@ -155,7 +157,7 @@ final class RingPort implements AutoCloseable {
      * One session's ring reader and bell, confined to one event loop: every field but the volatile
      * ones is touched on that loop only.
      */
-    private final class SessionReader implements Runnable {
+    private final class SessionReader implements LoopDutyCycle.Poller {
         final SessionRings rings;
         final EventLoop loop;
         volatile Session session;
@@ -164,10 +166,12 @@ final class RingPort implements AutoCloseable {
         private volatile Channel listener;
         /** The application's end of the bell once it connected. */
         private volatile Channel bell;
-        /** Whether a turn is queued on the loop (or running). */
+        /** Whether a turn is due on the loop (or running). */
         private boolean scheduled;
         private long idleSinceNs = -1;
         private final Runnable kick = this::kick;
+        /** The duty cycle of {@link #loop}, found on the loop's thread at the first turn. */
+        private LoopDutyCycle cycle;
 
         SessionReader(SessionRings rings, EventLoop loop) {
             this.rings = rings;
@@ -241,19 +245,22 @@ final class RingPort implements AutoCloseable {
             }
             scheduled = true;
             rings.nodeAsleep(false);
-            run();
+            poll();
         }
 
-        /** One turn: read the ring; queue the next turn while there is work or the spin lasts, else sleep. */
+        /**
+         * One turn: read the ring; ask the loop for the next turn while there is work or the spin
+         * lasts, else sleep. The loop reads its sockets between turns (see {@link LoopDutyCycle}).
+         */
         @Override
-        public void run() {
+        public void poll() {
             if (released) {
                 scheduled = false;
                 return;
             }
             if (readOnce() > 0) {
                 idleSinceNs = -1;
-                execute(this);
+                again();
                 return;
             }
             long now = System.nanoTime();
@@ -262,18 +269,30 @@ final class RingPort implements AutoCloseable {
             }
             if (now - idleSinceNs < spinNs) {
                 Thread.yield(); // another poller may need this core more (2 cores, more pollers)
-                execute(this);
+                again();
                 return;
             }
             rings.nodeAsleep(true);
             if (readOnce() > 0) {
                 rings.nodeAsleep(false);
                 idleSinceNs = -1;
-                execute(this);
+                again();
                 return;
             }
             idleSinceNs = -1;
             scheduled = false;
+        }
+
+        /** Another turn at the loop's next pass (after it has read its sockets). */
+        private void again() {
+            if (cycle == null) {
+                cycle = LoopDutyCycle.onThisLoop();
+            }
+            if (cycle != null) {
+                cycle.again(this);
+            } else {
+                execute(this::poll); // a loop without a duty cycle: tasks, as before
+            }
         }
 
         private int readOnce() {
