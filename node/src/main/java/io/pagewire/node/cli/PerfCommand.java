@@ -61,9 +61,13 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = {"-t", "--tx-depth"}, description = "Requests in flight per queue pair (bandwidth).", defaultValue = "128")
     int txDepth;
 
-    @Option(names = "--cq-mod", description = "Bandwidth: requests per posted list; only the last of each is signalled"
-            + " (default ${DEFAULT-VALUE}; 1 signals every request).", defaultValue = "" + Perftest.POST_LIST)
+    @Option(names = "--cq-mod", description = "Bandwidth: one request in this many is signalled (perftest's default, ${DEFAULT-VALUE};"
+            + " at most the tx depth; 1 signals every request).", defaultValue = "" + Perftest.CQ_MOD)
     int cqMod;
+
+    @Option(names = "--post-list", description = "Bandwidth: requests posted together in one list (default ${DEFAULT-VALUE}).",
+            defaultValue = "" + Perftest.POST_LIST)
+    int postList;
 
     @Option(names = "--mode", description = "Registration mode of both buffers: ${COMPLETION-CANDIDATES}.", defaultValue = "PINNED")
     RegistrationMode mode;
@@ -173,7 +177,8 @@ final class PerfCommand implements Callable<Integer> {
             java.util.function.LongSupplier cpu = () -> ProcessCpu.nanos()
                     + (embedded ? 0 : requesterProbe.cpuNs() + responderProbe.cpuNs());
             perftest.cpuClock(cpu);
-            perftest.postList(cqMod);
+            perftest.postList(postList);
+            perftest.cqMod(cqMod);
             String responderId = responderProbe.describe().getNodeId();
             String where = pair == null ? targets.get(0) + " -> " + targets.get(1) : "embedded pair over loopback";
             if (!json) {

@@ -11,7 +11,6 @@ import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.node.HeldResources;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -32,11 +31,10 @@ import org.HdrHistogram.Histogram;
  * (a full round trip).
  */
 final class Perftest implements AutoCloseable {
-    /**
-     * Work requests posted in one message when the window has room for them; only the last of each
-     * list is signalled (perftest's {@code --post_list} and {@code --cq-mod}).
-     */
+    /** Work requests posted in one ring record (or stream message) when the window has room (perftest's {@code --post_list}). */
     static final int POST_LIST = 16;
+    /** Every this many requests one is signalled (perftest's {@code --cq-mod}, whose default this is). */
+    static final int CQ_MOD = 100;
 
     /** Which measurement. */
     enum Test {
@@ -87,6 +85,7 @@ final class Perftest implements AutoCloseable {
     /** CPU time of every process the measurement involves (the application and both nodes). */
     private java.util.function.LongSupplier cpuClock = io.pagewire.node.ProcessCpu::nanos;
     private int postList = POST_LIST;
+    private int cqMod = CQ_MOD;
 
     Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
         this.local = localNode.openEndpoint("perf-local");
@@ -95,12 +94,20 @@ final class Perftest implements AutoCloseable {
         this.busyPoll = busyPoll;
     }
 
-    /** Bandwidth: requests per posted list, the last of which alone is signalled (1 signals every one). */
+    /** Bandwidth: requests per posted list. */
     void postList(int value) {
+        if (value < 1) {
+            throw new IllegalArgumentException("--post-list must be at least 1, was " + value);
+        }
+        postList = value;
+    }
+
+    /** Bandwidth: every this many requests one is signalled (1 signals every one; at most the tx depth). */
+    void cqMod(int value) {
         if (value < 1) {
             throw new IllegalArgumentException("--cq-mod must be at least 1, was " + value);
         }
-        postList = value;
+        cqMod = value;
     }
 
     /** Counts CPU time with this clock from now on (the sum over the processes involved). */
@@ -154,73 +161,252 @@ final class Perftest implements AutoCloseable {
 
     private BandwidthRow stream(Test test, int size, long iterations, long durationNs, int txDepth, List<QueuePair> qps,
             List<MemoryRegion> sources, List<MemoryRegion> targets, LongConsumer progress) {
-        int queuePairs = qps.size();
-        List<ArrayDeque<CompletableFuture<Completion>>> inFlight = new ArrayList<>();
-        for (int q = 0; q < queuePairs; q++) {
-            inFlight.add(new ArrayDeque<>());
-        }
-        long posted = 0;
-        long completed = 0;
         long cpuStart = cpuClock.getAsLong();
-        long start = System.nanoTime();
-        long windowStart = start;
-        long windowCompleted = 0;
-        // Peak is the best of about 20 windows of at least 100 ms each, so a burst of completions
-        // that arrive together cannot pass for a rate the link never had.
-        long windowNs = Math.max(100_000_000L, durationNs / 20);
-        long window = Math.max(1, iterations / 20);
-        double peak = 0;
-        boolean byTime = durationNs > 0;
-        int q = 0;
-        while (true) {
-            long now = System.nanoTime();
-            boolean morePosts = byTime ? now - start < durationNs && posted < iterations : posted < iterations;
-            ArrayDeque<CompletableFuture<Completion>> queue = inFlight.get(q);
-            int room = txDepth - queue.size();
-            if (morePosts && room >= Math.min(txDepth, postList)) {
-                // Post a list at a time, as perftest's --post_list does: one message per list, and one
-                // completion per list (--cq-mod): the futures of the others settle with the last one's.
-                long count = Math.min(room, Math.min(postList, iterations - posted));
-                MemoryRegion src = sources.get(q);
-                MemoryRegion dst = targets.get(q);
-                List<WorkRequest> list = new ArrayList<>();
-                for (long i = 0; i < count; i++) {
-                    WorkRequest wr = switch (test) {
-                        case WRITE_BW -> WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey());
-                        case READ_BW -> WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey());
-                        case SEND_BW -> WorkRequest.send(src, src.address(), size);
-                        case ATOMIC_BW -> WorkRequest.fetchAdd(dst.address(), dst.rkey(), 1);
-                        default -> throw new IllegalArgumentException(test + " is not a bandwidth test");
-                    };
-                    // An atomic's result travels only in its completion: every one is signalled.
-                    list.add(i < count - 1 && !test.atomic() ? wr.unsignaled() : wr);
+        Stream run = new Stream(test, size, iterations, durationNs, txDepth, qps, sources, targets, progress);
+        run.start();
+        // The queue pairs' completions drive the stream (each frees room that its callback fills
+        // again), so this thread only waits for the end; busy-polling, it drains the rings itself.
+        qps.get(0).await(run.finished);
+        long elapsed = run.endNs - run.startNs;
+        long cpu = cpuClock.getAsLong() - cpuStart;
+        double average = mbPerSec(run.completed * size, elapsed);
+        return new BandwidthRow(size, run.completed, Math.max(run.peak, average), average, run.completed / (elapsed / 1e9) / 1e6, cpu);
+    }
+
+    /**
+     * One bandwidth run: every queue pair keeps {@code txDepth} requests in flight. Requests go out in
+     * lists of {@code postList} (perftest's {@code --post_list}: one ring record per list) and every
+     * {@code cqMod}-th is signalled (perftest's {@code --cq-mod}), as is the last of the run; each
+     * signalled completion retires the requests posted since the one before it on its queue pair (RC
+     * completes in order) and, on the thread that delivers it, posts as many again. Nothing waits per
+     * request: perftest's loop does not, nor does the link baseline, which is driven from the
+     * transport's callbacks.
+     */
+    private final class Stream {
+        private final Test test;
+        private final int size;
+        private final long iterations;
+        private final long durationNs;
+        private final int txDepth;
+        private final int cqMod;
+        private final int listSize;
+        private final List<QueuePair> qps;
+        private final List<MemoryRegion> sources;
+        private final List<MemoryRegion> targets;
+        private final LongConsumer progress;
+        /** One poster per queue pair at a time keeps requests in posting order; another that finds it busy leaves a note. */
+        private final java.util.concurrent.locks.ReentrantLock[] posting;
+        private final java.util.concurrent.atomic.AtomicIntegerArray refillWanted;
+        /** Guarded by this: requests posted and not retired, and posted since the last signalled one, per queue pair. */
+        private final int[] inFlight;
+        private final int[] sinceSignal;
+        /** Ends when the last request is retired; its value (null) is not used: it is what {@link QueuePair#await} waits on. */
+        final CompletableFuture<Completion> finished = new CompletableFuture<>();
+        long startNs;
+        long endNs;
+        long completed;
+        double peak;
+        /** Guarded by this: requests each queue pair is to post (its share of the iterations), and has posted. */
+        private final long[] quota;
+        private final long[] postedOn;
+        /** Guarded by this: the time is up; and whether every queue pair was told so. */
+        private boolean stopped;
+        private boolean stopKicked = true;
+        private long windowStartNs;
+        private long windowCompleted;
+        private final long windowNs;
+        private final long window;
+
+        Stream(Test test, int size, long iterations, long durationNs, int txDepth, List<QueuePair> qps, List<MemoryRegion> sources,
+                List<MemoryRegion> targets, LongConsumer progress) {
+            if (txDepth < 1) {
+                throw new IllegalArgumentException("--tx-depth must be at least 1, was " + txDepth);
+            }
+            this.test = test;
+            this.size = size;
+            this.iterations = iterations;
+            this.durationNs = durationNs;
+            this.txDepth = txDepth;
+            // An atomic's result travels only in its completion: every one is signalled.
+            this.cqMod = test.atomic() ? 1 : Math.min(Perftest.this.cqMod, txDepth);
+            this.listSize = Math.min(postList, txDepth);
+            this.qps = qps;
+            this.sources = sources;
+            this.targets = targets;
+            this.progress = progress;
+            this.posting = new java.util.concurrent.locks.ReentrantLock[qps.size()];
+            for (int q = 0; q < qps.size(); q++) {
+                posting[q] = new java.util.concurrent.locks.ReentrantLock();
+            }
+            this.refillWanted = new java.util.concurrent.atomic.AtomicIntegerArray(qps.size());
+            this.inFlight = new int[qps.size()];
+            this.sinceSignal = new int[qps.size()];
+            this.quota = new long[qps.size()];
+            this.postedOn = new long[qps.size()];
+            for (int q = 0; q < qps.size(); q++) {
+                // perftest runs its iterations on every queue pair; here -n is the total, shared out.
+                quota[q] = iterations == Long.MAX_VALUE ? Long.MAX_VALUE : iterations / qps.size() + (q < iterations % qps.size() ? 1 : 0);
+            }
+            // Peak is the best of about 20 windows of at least 100 ms each, so a burst of completions
+            // that arrive together cannot pass for a rate the link never had.
+            this.windowNs = Math.max(100_000_000L, durationNs / 20);
+            this.window = Math.max(1, iterations / 20);
+        }
+
+        void start() {
+            synchronized (this) {
+                startNs = System.nanoTime();
+                windowStartNs = startNs;
+            }
+            for (int q = 0; q < qps.size(); q++) {
+                refill(q);
+            }
+        }
+
+        /**
+         * Posts lists on queue pair q while it has room and the run has requests left. A thread that
+         * finds another posting there leaves it a note to look again instead of waiting (a completion
+         * callback must never wait behind a poster that waits for ring room).
+         */
+        private void refill(int q) {
+            refillWanted.set(q, 1);
+            while (refillWanted.get(q) == 1 && posting[q].tryLock()) {
+                try {
+                    refillWanted.set(q, 0);
+                    while (postOneList(q)) {
+                        // keep posting while there is room
+                    }
+                } finally {
+                    posting[q].unlock();
                 }
-                queue.addAll(qps.get(q).post(list));
-                posted += count;
-                q = (q + 1) % queuePairs;
-                continue;
             }
-            CompletableFuture<Completion> oldest = oldest(inFlight, morePosts ? q : -1);
-            // With posts still to make, free a whole list's room on this queue pair.
-            if (oldest == null) {
-                break;
+            boolean kickOthers;
+            synchronized (this) {
+                kickOthers = stopped && !stopKicked;
+                stopKicked = true;
             }
-            qps.get(0).await(oldest);
-            completed++;
-            progress.accept(completed);
-            if (completed - windowCompleted >= window) {
-                long t = System.nanoTime();
-                if (t - windowStart >= windowNs) {
-                    peak = Math.max(peak, mbPerSec((completed - windowCompleted) * size, t - windowStart));
-                    windowStart = t;
-                    windowCompleted = completed;
+            if (kickOthers) {
+                // The time ran out on this queue pair's turn: the others end their streams too, now,
+                // whether or not a completion of theirs is still coming.
+                for (int other = 0; other < qps.size(); other++) {
+                    if (other != q) {
+                        refill(other);
+                    }
                 }
             }
         }
-        long elapsed = System.nanoTime() - start;
-        long cpu = cpuClock.getAsLong() - cpuStart;
-        double average = mbPerSec(completed * size, elapsed);
-        return new BandwidthRow(size, completed, Math.max(peak, average), average, completed / (elapsed / 1e9) / 1e6, cpu);
+
+        /**
+         * Posts one list on queue pair q, as long as the room it has (filling the window to the brim,
+         * so with {@code cqMod <= txDepth} a signalled request is always in flight); false when it had
+         * no room, or the run posted its last.
+         */
+        private boolean postOneList(int q) {
+            List<WorkRequest> list;
+            int[] spans;
+            synchronized (this) {
+                if (finished.isDone()) {
+                    return false;
+                }
+                if (!stopped && durationNs > 0 && System.nanoTime() - startNs >= durationNs) {
+                    stopped = true;
+                    stopKicked = false;
+                }
+                long left = stopped ? 0 : quota[q] - postedOn[q];
+                if (left <= 0) {
+                    if (sinceSignal[q] == 0) {
+                        endIfDrained();
+                        return false;
+                    }
+                    // Time is up with requests in flight after this queue pair's last signalled one:
+                    // they would never be retired; one more request, signalled, retires them (the
+                    // window grows by one for it).
+                    list = List.of(request(q, true));
+                    spans = new int[] {sinceSignal[q] + 1};
+                    sinceSignal[q] = 0;
+                    inFlight[q]++;
+                    postedOn[q]++;
+                } else {
+                    int count = (int) Math.min(Math.min(listSize, left), txDepth - inFlight[q]);
+                    if (count <= 0) {
+                        return false;
+                    }
+                    list = new ArrayList<>(count);
+                    spans = new int[count];
+                    for (int i = 0; i < count; i++) {
+                        sinceSignal[q]++;
+                        // The queue pair's last request is signalled too, or the ones before it would never be retired.
+                        boolean signalled = sinceSignal[q] >= cqMod || postedOn[q] + i + 1 == quota[q];
+                        if (signalled) {
+                            spans[i] = sinceSignal[q];
+                            sinceSignal[q] = 0;
+                        }
+                        list.add(request(q, signalled));
+                    }
+                    inFlight[q] += count;
+                    postedOn[q] += count;
+                }
+            }
+            List<CompletableFuture<Completion>> futures = qps.get(q).post(list);
+            for (int i = 0; i < list.size(); i++) {
+                int span = spans[i];
+                if (span > 0) {
+                    futures.get(i).whenComplete((done, error) -> retired(q, span, error));
+                }
+            }
+            return true;
+        }
+
+        private WorkRequest request(int q, boolean signalled) {
+            MemoryRegion src = sources.get(q);
+            MemoryRegion dst = targets.get(q);
+            WorkRequest wr = switch (test) {
+                case WRITE_BW -> WorkRequest.write(src, src.address(), size, dst.address(), dst.rkey());
+                case READ_BW -> WorkRequest.read(src, src.address(), size, dst.address(), dst.rkey());
+                case SEND_BW -> WorkRequest.send(src, src.address(), size);
+                case ATOMIC_BW -> WorkRequest.fetchAdd(dst.address(), dst.rkey(), 1);
+                default -> throw new IllegalArgumentException(test + " is not a bandwidth test");
+            };
+            return signalled ? wr : wr.unsignaled();
+        }
+
+        /** A signalled completion on queue pair q retired {@code count} requests (or failed the run). */
+        private void retired(int q, int count, Throwable error) {
+            if (error != null) {
+                finished.completeExceptionally(error);
+                return;
+            }
+            long done;
+            synchronized (this) {
+                inFlight[q] -= count;
+                completed += count;
+                done = completed;
+                if (done - windowCompleted >= window) {
+                    long t = System.nanoTime();
+                    if (t - windowStartNs >= windowNs) {
+                        peak = Math.max(peak, mbPerSec((done - windowCompleted) * size, t - windowStartNs));
+                        windowStartNs = t;
+                        windowCompleted = done;
+                    }
+                }
+                endIfDrained();
+            }
+            progress.accept(done);
+            refill(q);
+        }
+
+        /** Guarded by this: once every queue pair has posted its last request and nothing is in flight, the run ends. */
+        private void endIfDrained() {
+            for (int q = 0; q < inFlight.length; q++) {
+                if (inFlight[q] > 0 || (!stopped && postedOn[q] < quota[q])) {
+                    return;
+                }
+            }
+            if (!finished.isDone()) {
+                endNs = System.nanoTime();
+                finished.complete(null);
+            }
+        }
     }
 
     /** Receives the far side of send_bw keeps posted (ib_send_bw's default rx depth). */
@@ -257,18 +443,6 @@ final class Perftest implements AutoCloseable {
         public void close() {
             stopped = true;
         }
-    }
-
-    private static CompletableFuture<Completion> oldest(List<ArrayDeque<CompletableFuture<Completion>>> inFlight, int preferred) {
-        if (preferred >= 0 && !inFlight.get(preferred).isEmpty()) {
-            return inFlight.get(preferred).poll();
-        }
-        for (ArrayDeque<CompletableFuture<Completion>> queue : inFlight) {
-            if (!queue.isEmpty()) {
-                return queue.poll();
-            }
-        }
-        return null;
     }
 
     /** Write latency by ping-pong, or read latency one READ at a time; {@code warmup} rounds are not counted. */
