@@ -6,6 +6,7 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.node.LoopDutyCycle;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.PacketTransport;
 import io.pagewire.proto.fabric.FabricGrpc;
@@ -33,7 +34,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * back-off, and tells the NIC when a link comes back so that unacknowledged packets are replayed.
  *
  * <p>Inbound batches are handed to the NIC on the thread that received them (a direct executor:
- * no hand-off per message), one message requested at a time. Outbound batches go on the lane a
+ * no hand-off per message), one message requested at a time; on a node's own loops, what they call
+ * for (acknowledgements, and the sends those allow) is done once the loop's read pass ends, so the
+ * batches of one pass are acknowledged together. Outbound batches go on the lane a
  * queue pair's hint picks, respecting each stream's readiness; fault injection shapes them first.
  */
 public final class Fabric implements PacketTransport, AutoCloseable {
@@ -51,6 +54,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     private final ScheduledExecutorService scheduler;
     private volatile Nic nic;
     private volatile boolean closed;
+
     /** The whole cluster is shutting down: a peer's departure is expected, not news for the log. */
     private volatile boolean peersLeaving;
     private final List<java.util.function.Consumer<String>> peerListeners = new CopyOnWriteArrayList<>();
@@ -465,11 +469,27 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         Nic n = nic;
         if (n != null) {
             try {
-                n.receive(link.peer, batch);
+                LoopDutyCycle cycle = LoopDutyCycle.onThisLoop();
+                if (cycle != null) {
+                    // The loop reads on: acknowledge what this pass brought once it ends.
+                    n.receive(link.peer, batch, task -> cycle.again(() -> afterPass(link.peer, task)));
+                } else {
+                    n.receive(link.peer, batch);
+                }
             } catch (RuntimeException e) {
                 batchesFailed.increment();
                 LOG.log(System.Logger.Level.WARNING, "a batch from " + link.peer + " failed in the NIC", e);
             }
+        }
+    }
+
+    /** What a receive pass left to do (acknowledgements, the sends they allow); a failure there counts as a failed batch. */
+    private void afterPass(String peer, Runnable task) {
+        try {
+            task.run();
+        } catch (RuntimeException e) {
+            batchesFailed.increment();
+            LOG.log(System.Logger.Level.WARNING, "acknowledging batches from " + peer + " failed in the NIC", e);
         }
     }
 

@@ -218,6 +218,55 @@ public final class Nic implements AutoCloseable {
     /** A batch of packets from a peer. A bad packet is counted and dropped or refused; it never stops the batch. */
     public void receive(String peer, PacketBatch batch) {
         List<QueuePair> touched = new ArrayList<>(2);
+        execute(peer, batch, touched);
+        for (QueuePair qp : touched) {
+            qp.afterBatch();
+        }
+    }
+
+    /**
+     * As {@link #receive(String, PacketBatch)}, for a transport that reads many batches in one pass:
+     * what the batches call for afterwards (acknowledgements, and the sends they allow) waits until
+     * the pass ends, so that the batches of one pass are acknowledged together, as a NIC coalesces
+     * acknowledgements (and an operating system its interrupts). The first batch of a pass on a
+     * thread hands {@code passes} the task that does it.
+     */
+    public void receive(String peer, PacketBatch batch, ReceivePasses passes) {
+        ReceivePass pass = receivePass.get();
+        execute(peer, batch, pass.touched);
+        if (!pass.touched.isEmpty() && !pass.scheduled) {
+            pass.scheduled = true;
+            passes.atPassEnd(pass);
+        }
+    }
+
+    /** How a transport that reads in passes runs a task once its current pass ends (on the same thread). */
+    public interface ReceivePasses {
+        void atPassEnd(Runnable task);
+    }
+
+    /** The queue pairs that batches received on one thread touched in its current pass. */
+    private static final class ReceivePass implements Runnable {
+        final List<QueuePair> touched = new ArrayList<>(4);
+        boolean scheduled;
+
+        @Override
+        public void run() {
+            scheduled = false;
+            try {
+                for (int i = 0; i < touched.size(); i++) {
+                    touched.get(i).afterBatch();
+                }
+            } finally {
+                touched.clear();
+            }
+        }
+    }
+
+    private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
+
+    /** Hands every packet of a batch to its queue pair, noting each queue pair touched. */
+    private void execute(String peer, PacketBatch batch, List<QueuePair> touched) {
         for (Packet packet : batch.getPacketsList()) {
             counters.increment(NicCounter.PACKETS_RECEIVED);
             counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
@@ -237,9 +286,6 @@ public final class Nic implements AutoCloseable {
             if (!touched.contains(qp)) {
                 touched.add(qp);
             }
-        }
-        for (QueuePair qp : touched) {
-            qp.afterBatch();
         }
     }
 
