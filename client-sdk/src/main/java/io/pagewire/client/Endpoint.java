@@ -64,6 +64,16 @@ public interface Endpoint extends AutoCloseable {
     /** Creates a queue pair here and one on {@code remote}'s endpoint, and connects them both ways. */
     QueuePair connect(Endpoint remote);
 
+    /**
+     * Handles, on the calling thread, what the node has delivered for this endpoint and nobody has
+     * handled yet (completions, counter changes), running the callbacks they trigger; returns how many
+     * it handled. A thread that busy-polls calls this in its loop, as an ibverbs application polls its
+     * completion queue or a UCX one calls {@code ucp_worker_progress}: then no other thread stands
+     * between the node and it. Without shared-memory rings it returns 0 (the session stream delivers
+     * on its own threads).
+     */
+    int poll();
+
     /** Creates an event counter peers may notify (REMOTE_WRITE) and/or FETCH_ADD (REMOTE_ATOMIC). */
     EventCounter createEventCounter(Set<Access> access);
 

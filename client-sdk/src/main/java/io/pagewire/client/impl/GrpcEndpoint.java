@@ -215,12 +215,10 @@ final class GrpcEndpoint implements Endpoint {
         return rings != null;
     }
 
-    /** Handles what the node put on the rings now (a busy-polling waiter calls this). */
-    void pollRings() {
+    @Override
+    public int poll() {
         RingClient r = rings;
-        if (r != null) {
-            r.drain();
-        }
+        return r == null ? 0 : r.poll();
     }
 
     /** Fails the futures of receives the node dropped (their shared receive queue was destroyed). */

@@ -84,7 +84,7 @@ final class GrpcQueuePair implements QueuePair {
             // starves the node threads that would bring its completion.
             long spinUntil = System.nanoTime() + Errors.SPIN_NS;
             while (!completion.isDone()) {
-                endpoint.pollRings();
+                endpoint.poll();
                 RingIdler.backOff(spinUntil);
             }
         }

@@ -16,7 +16,7 @@ import org.agrona.concurrent.ringbuffer.RingBuffer;
  * event ring, handing each completion, refusal and counter change to the endpoint. A background agent
  * drains it, and sleeps when it stays empty until the node rings its doorbell; a thread that
  * busy-polls for a completion drains it itself, so in latency mode no thread hand-off stands between
- * the node and the waiting thread.
+ * the node and the waiting thread; while an application thread polls, the agent steps aside.
  */
 final class RingClient implements AutoCloseable {
     /** What the events on the ring become. */
@@ -109,7 +109,12 @@ final class RingClient implements AutoCloseable {
         };
         try {
             while (!closed) {
-                if (drain() > 0) {
+                if (applicationPolls()) {
+                    // Awake (the node rings no bell) but off the cores: the application's thread
+                    // handles the events; the agent looks again when it stops.
+                    LockSupport.parkNanos(this, APPLICATION_POLLS_NS);
+                    idler.reset();
+                } else if (drain() > 0) {
                     idler.reset();
                 } else {
                     idler.idle(self);
@@ -154,6 +159,27 @@ final class RingClient implements AutoCloseable {
                 // Nothing to do about a selector that will not close.
             }
         }
+    }
+
+    /**
+     * An application thread polls the ring itself ({@link #poll}): the agent steps aside (it naps
+     * instead of polling alongside, which on a small machine takes a core from the pollers that
+     * matter) until that thread has not polled for this long.
+     */
+    private static final long APPLICATION_POLLS_NS = 1_000_000L;
+    /** When an application thread last polled; 0 before the first. */
+    private volatile long applicationPolledNs;
+
+    /** An application thread's look at the event ring (a busy-polling waiter): as {@link #drain}, and the agent steps aside meanwhile. */
+    int poll() {
+        applicationPolledNs = System.nanoTime();
+        return drain();
+    }
+
+    /** Whether an application thread polls the ring now. */
+    private boolean applicationPolls() {
+        long at = applicationPolledNs;
+        return at != 0 && System.nanoTime() - at < APPLICATION_POLLS_NS;
     }
 
     /** Handles what is on the event ring now; returns how many events (0 when another thread is draining). */

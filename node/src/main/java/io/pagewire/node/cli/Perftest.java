@@ -528,9 +528,13 @@ final class Perftest implements AutoCloseable {
             long spinUntil = start + BUSY_SPIN_NS;
             while (counts.pongs() < i) {
                 if (busyPoll) {
-                    // Spin, then yield between looks: a waiter that never yields starves, on a
-                    // 2-core machine, the node and ring threads that bring its pong.
-                    io.pagewire.client.impl.RingIdler.backOff(spinUntil);
+                    // Both sides' events are handled here, as each side's polling thread would (the
+                    // far side's handler answers the ping from this thread); then spin, yielding
+                    // between looks: a waiter that never yields starves, on a 2-core machine, the
+                    // node threads that bring its pong.
+                    if (remote.poll() + local.poll() == 0) {
+                        io.pagewire.client.impl.RingIdler.backOff(spinUntil);
+                    }
                 } else {
                     // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
                     java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);

@@ -40,6 +40,41 @@ class SharedMemoryRingsTest extends SdkFixture {
         }
     }
 
+    /**
+     * A thread that busy-polls its endpoint handles what the node delivers itself (as an ibverbs
+     * application polling its completion queue): the completions' callbacks run on the polling
+     * thread, with no hand-off between the node and it.
+     */
+    @Test
+    void aThreadThatPollsItsEndpointHandlesItsCompletionsItself() throws Exception {
+        start(2, c -> c.ringDirectory(rings.toString()));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        long src = a.allocate(4096);
+        long dst = b.allocate(4096);
+        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
+        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        QueuePair qp = a.connect(b);
+        Thread me = Thread.currentThread();
+        int writes = 50;
+        int handledHere = 0;
+        a.poll();
+        for (int i = 0; i < writes; i++) {
+            CompletableFuture<Thread> handledOn = qp.write(local, src, 64, dst, remote.rkey()).thenApply(c -> Thread.currentThread());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!handledOn.isDone() && System.nanoTime() < deadline) {
+                a.poll();
+            }
+            if (handledOn.get(1, TimeUnit.SECONDS) == me) {
+                handledHere++;
+            }
+        }
+        // The ring's agent takes one now and then (it looks too, and a bell the node rang while it
+        // slept wakes it); most are the polling thread's.
+        assertThat(handledHere).as("completions handled on the polling thread, of " + writes).isGreaterThanOrEqualTo(writes / 2);
+        assertThat(connect(cluster.node(1)).openEndpoint("no-rings-needed").poll()).as("nothing delivered yet").isZero();
+    }
+
     @Test
     void aSessionGetsItsRingsAndTheNodeDeletesThemWhenItEnds() throws Exception {
         start(2, c -> c.ringDirectory(rings.toString()));
