@@ -125,6 +125,13 @@ final class Bench {
                 record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
                 record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
             }
+            // perftest's tx depth (128) keeps 512 KiB of 4 KiB writes in flight, where the raw stream
+            // may have the lanes' whole flow-control window (4 MiB) on the way: the same again with
+            // as many bytes in flight as the link allows it, to tell the pipe's depth from its cost.
+            int linkDepth = io.pagewire.node.fabric.FabricConfiguration.FLOW_CONTROL_WINDOW_DEFAULT / 4096;
+            Perftest.BandwidthRow deep = bandwidth(a, b, RegistrationMode.PINNED, 4096, warmup, cpu, linkDepth);
+            record("write_bw 4 KiB PINNED, link-window depth MB/s", deep.averageMbPerSec());
+            record("write_bw 4 KiB PINNED, link-window depth CPU s/GB", deep.cpuSecondsPerGb());
             Perftest.BandwidthRow remote = bandwidth(remoteA, b, RegistrationMode.PINNED, 4096, warmup, cpu);
             record("write_bw 4 KiB PINNED, remote application (gRPC verbs) MB/s", remote.averageMbPerSec());
         }
@@ -132,12 +139,20 @@ final class Bench {
 
     private Perftest.BandwidthRow bandwidth(Pagewire a, Pagewire b, RegistrationMode mode, int size, double warmup,
             java.util.function.LongSupplier cpu) {
+        return bandwidth(a, b, mode, size, warmup, cpu, TX_DEPTH);
+    }
+
+    private Perftest.BandwidthRow bandwidth(Pagewire a, Pagewire b, RegistrationMode mode, int size, double warmup,
+            java.util.function.LongSupplier cpu, int txDepth) {
         try (Perftest perftest = new Perftest(a, b, mode, false)) {
             perftest.cpuClock(cpu);
             return perftest.bandwidth(Perftest.Test.WRITE_BW, size, Long.MAX_VALUE, (long) (budget.bandwidthSeconds() * 1e9),
-                    (long) (warmup * 1e9), 1, 128, done -> { });
+                    (long) (warmup * 1e9), 1, txDepth, done -> { });
         }
     }
+
+    /** Requests in flight per queue pair, perftest's default for its bandwidth tests. */
+    static final int TX_DEPTH = 128;
 
     private void latency(NodeProcesses pair, NodeProcesses spinning) throws Exception {
         for (boolean busy : new boolean[] {false, true}) {

@@ -45,6 +45,8 @@ final class BenchReport {
                         "grpc stream " + kib + " CPU s/GB", Ratio.Kind.AT_MOST, 1.5));
             }
         }
+        ratios.add(new Ratio("write_bw 4 KiB PINNED, link-window depth / grpc stream", "write_bw 4 KiB PINNED, link-window depth MB/s",
+                "grpc stream 4 KiB MB/s", Ratio.Kind.AT_LEAST, 0.9));
         ratios.add(new Ratio("write RTT p50 default / grpc ping-pong", "write RTT 64 B default p50 us",
                 "grpc ping-pong RTT 64 B default p50 us", Ratio.Kind.AT_MOST, 1.5));
         ratios.add(new Ratio("write RTT p50 busy-poll / ucx put_lat", "write RTT 64 B busy-poll p50 us",
