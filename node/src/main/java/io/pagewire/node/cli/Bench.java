@@ -182,15 +182,28 @@ final class Bench {
         }
     }
 
-    /** Warm translations in each mode against PINNED, and what a minor receive fault adds. */
+    /**
+     * Warm translations in each mode against PINNED, and what a minor receive fault adds: one
+     * ping-pong whose pings take turns between the variants (PINNED, PIN_ON_MISS, SHADOW, ON_DEMAND,
+     * then PIN_ON_MISS onto a page never touched), so that each difference is measured in the same
+     * moments; apart, the machine's drift between runs (tens of microseconds) is larger than what is
+     * measured.
+     */
     private void modes(NodeProcesses pair) throws Exception {
-        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT)) {
+        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT);
+                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+            List<Perftest.Variant> variants = new ArrayList<>();
             for (RegistrationMode mode : RegistrationMode.values()) {
-                Perftest.LatencyRow row = latency(a, b, mode, Perftest.Test.WRITE_LAT, false, false);
-                record("write RTT 64 B warm " + mode + " p50 us", row.typical() * 2);
+                variants.add(new Perftest.Variant(mode, false));
             }
-            Perftest.LatencyRow fresh = latency(a, b, RegistrationMode.PIN_ON_MISS, Perftest.Test.WRITE_LAT, false, true);
-            record("write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us", fresh.typical() * 2);
+            variants.add(new Perftest.Variant(RegistrationMode.PIN_ON_MISS, true));
+            List<Perftest.LatencyRow> rows = perftest.interleavedWriteLatency(variants, LATENCY_SIZE, budget.latencyIterations(),
+                    budget.latencyWarmup());
+            for (int i = 0; i < variants.size(); i++) {
+                Perftest.Variant v = variants.get(i);
+                record(v.freshPages() ? "write RTT 64 B " + v.mode() + ", minor receive fault each ping p50 us"
+                        : "write RTT 64 B warm " + v.mode() + " p50 us", rows.get(i).typical() * 2);
+            }
         }
     }
 

@@ -117,12 +117,17 @@ final class Perftest implements AutoCloseable {
 
     /** A buffer on an endpoint, written so that its pages are resident, then registered. */
     private MemoryRegion buffer(Endpoint endpoint, int size) {
+        return buffer(endpoint, size, mode);
+    }
+
+    /** As {@link #buffer(Endpoint, int)}, registered in {@code in}. */
+    private MemoryRegion buffer(Endpoint endpoint, int size, RegistrationMode in) {
         long address = endpoint.allocate(size);
         byte[] fill = new byte[Math.min(size, 1 << 20)];
         for (long at = 0; at < size; at += fill.length) {
             endpoint.store(address + at, at + fill.length <= size ? fill : java.util.Arrays.copyOf(fill, (int) (size - at)));
         }
-        return endpoint.register(address, size, mode, Access.all());
+        return endpoint.register(address, size, in, Access.all());
     }
 
     /**
@@ -485,7 +490,12 @@ final class Perftest implements AutoCloseable {
                 pingPong(mine, theirs, stride, size, iterations, warmup, histogram, progress);
             }
         }
-        double scale = test.pingPong() ? 2000.0 : 1000.0; // ns to us, halved for a ping-pong
+        return row(test, size, histogram);
+    }
+
+    /** A latency row from round trips in nanoseconds (halved for a ping-pong, as perftest reports it). */
+    private static LatencyRow row(Test test, int size, Histogram histogram) {
+        double scale = test.pingPong() ? 2000.0 : 1000.0; // ns to us
         return new LatencyRow(size, histogram.getTotalCount(), histogram.getMinValue() / scale, histogram.getMaxValue() / scale,
                 histogram.getValueAtPercentile(50) / scale, histogram.getMean() / scale, histogram.getStdDeviation() / scale,
                 histogram.getValueAtPercentile(99) / scale, histogram.getValueAtPercentile(99.9) / scale);
@@ -495,12 +505,60 @@ final class Perftest implements AutoCloseable {
             LongConsumer progress) throws Exception {
         // The far side answers every notification with one of its own, from its counter handler.
         try (HeldResources held = new HeldResources()) {
-            pingPong(held, mine, theirs, stride, size, iterations, warmup, histogram, progress);
+            pingPong(held, List.of(new PingTarget(mine, theirs, stride, histogram)), size, iterations, warmup, progress);
         }
     }
 
-    private void pingPong(HeldResources held, MemoryRegion mine, MemoryRegion theirs, long stride, int size, long iterations, int warmup,
-            Histogram histogram, LongConsumer progress) throws Exception {
+    /** Where the pings of one row of an interleaved write_lat go: a buffer on each side, and how far apart successive pings land. */
+    private record PingTarget(MemoryRegion mine, MemoryRegion theirs, long stride, Histogram histogram) {
+    }
+
+    /** What one row of {@link #interleavedWriteLatency} pings: buffers in a registration mode, or pages never touched before. */
+    record Variant(RegistrationMode mode, boolean freshPages) {
+        @Override
+        public String toString() {
+            return mode + (freshPages ? ", a page never touched each ping" : "");
+        }
+    }
+
+    /**
+     * write_lat over several variants at once, ping by ping in turn (ping i goes to variant i mod n),
+     * so that what differs between them (a registration mode, a receive fault on a fresh page) is
+     * measured in the same moments and the machine's drift, which moves a whole run by tens of
+     * microseconds here, falls on all of them alike. One row per variant, in order.
+     */
+    List<LatencyRow> interleavedWriteLatency(List<Variant> variants, int size, long iterations, int warmup) throws Exception {
+        List<PingTarget> targets = new ArrayList<>();
+        try (HeldResources held = new HeldResources()) {
+            long pageSize = remote.pageSize();
+            for (Variant v : variants) {
+                MemoryRegion mine = held.add(buffer(local, size, v.mode()));
+                MemoryRegion theirs;
+                if (v.freshPages()) {
+                    long bytes = (iterations + warmup) * pageSize;
+                    theirs = held.add(remote.register(remote.allocate(bytes), bytes, v.mode(), Access.all()));
+                } else {
+                    theirs = held.add(buffer(remote, size, v.mode()));
+                }
+                targets.add(new PingTarget(mine, theirs, v.freshPages() ? pageSize : 0, new Histogram(3_600_000_000_000L, 3)));
+            }
+            pingPong(held, targets, size, iterations, warmup, done -> { });
+        }
+        List<LatencyRow> rows = new ArrayList<>();
+        for (PingTarget t : targets) {
+            rows.add(row(Test.WRITE_LAT, size, t.histogram()));
+        }
+        return rows;
+    }
+
+    /**
+     * Ping-pongs notified writes, one ping in flight: ping i goes to target (i - 1) mod n, at its
+     * buffer plus its stride times the rounds before, and the far side's counter handler answers it
+     * into the same target's buffer here. {@code iterations} and {@code warmup} are per target.
+     */
+    private void pingPong(HeldResources held, List<PingTarget> targets, int size, long iterations, int warmup, LongConsumer progress)
+            throws Exception {
+        int n = targets.size();
         EventCounter arrivedThere = remote.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
         EventCounter arrivedHere = local.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
         QueuePair back = held.add(remote.createQueuePair());
@@ -512,7 +570,8 @@ final class Perftest implements AutoCloseable {
         // A handler first sees the counter's value when it is installed: only a rise is a ping.
         held.add(arrivedThere.onChange(value -> {
             if (counts.ping(value)) {
-                back.writeWithNotify(theirs, theirs.address(), size, mine.address(), mine.rkey(), arrivedHere.id());
+                PingTarget t = targets.get((int) ((value - 1) % n));
+                back.writeWithNotify(t.theirs(), t.theirs().address(), size, t.mine().address(), t.mine().rkey(), arrivedHere.id());
             }
         }));
         held.add(arrivedHere.onChange(value -> {
@@ -521,9 +580,13 @@ final class Perftest implements AutoCloseable {
                 java.util.concurrent.locks.LockSupport.unpark(waiter);
             }
         }));
-        for (long i = 1; i <= iterations + warmup; i++) {
+        long pings = (iterations + warmup) * n;
+        for (long i = 1; i <= pings; i++) {
+            PingTarget t = targets.get((int) ((i - 1) % n));
+            long round = (i - 1) / n;
             long start = System.nanoTime();
-            forth.writeWithNotify(mine, mine.address(), size, theirs.address() + (i - 1) * stride, theirs.rkey(), arrivedThere.id());
+            forth.writeWithNotify(t.mine(), t.mine().address(), size, t.theirs().address() + round * t.stride(), t.theirs().rkey(),
+                    arrivedThere.id());
             long deadline = start + Duration.ofSeconds(30).toNanos();
             long spinUntil = start + BUSY_SPIN_NS;
             while (counts.pongs() < i) {
@@ -543,9 +606,9 @@ final class Perftest implements AutoCloseable {
                     throw new IllegalStateException("no answer to ping " + i + " within 30 s (" + counts + ")");
                 }
             }
-            if (i > warmup) {
-                histogram.recordValue(System.nanoTime() - start);
-                progress.accept(i - warmup);
+            if (round >= warmup) {
+                t.histogram().recordValue(System.nanoTime() - start);
+                progress.accept((round - warmup) * n + (i - 1) % n + 1);
             }
         }
         lastPingPong = counts;

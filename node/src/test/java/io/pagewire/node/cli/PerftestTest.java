@@ -28,6 +28,60 @@ class PerftestTest {
         }
     }
 
+    /**
+     * Bandwidth keeps its requests in flight from their completions: every request counted was done
+     * by the NIC, whatever the list size, the signalling interval and the queue pairs, and a run that
+     * ends by time ends on every queue pair (requests after a queue pair's last signalled one are
+     * retired too: before, a run of several queue pairs by time waited for ever).
+     */
+    @Test
+    @Timeout(120)
+    void bandwidthCountsWhatTheNicCompletedAndEndsOnEveryQueuePair() throws Exception {
+        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
+                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
+                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
+                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+            perftest.postList(4);
+            perftest.cqMod(7);
+            Perftest.BandwidthRow counted = perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, 3001, 0, 0, 3, 10, done -> { });
+            assertThat(counted.iterations()).isEqualTo(3001);
+            long writes = pair.node(1).nic().counters().get(io.pagewire.node.nic.NicCounter.WRITES_COMPLETED);
+            assertThat(writes).as("writes the NIC completed").isEqualTo(3001);
+
+            perftest.postList(16);
+            perftest.cqMod(100);
+            Perftest.BandwidthRow timed = perftest.bandwidth(Perftest.Test.WRITE_BW, 65536, Long.MAX_VALUE, 500_000_000L, 0, 3, 128,
+                    done -> { });
+            assertThat(timed.iterations()).isPositive();
+            assertThat(pair.node(1).nic().counters().get(io.pagewire.node.nic.NicCounter.WRITES_COMPLETED) - writes)
+                    .as("every write counted was completed, none left in flight").isEqualTo(timed.iterations());
+        }
+    }
+
+    /**
+     * The bench's per-mode figures come from one ping-pong whose pings take turns between variants:
+     * each row has its own pings, one in flight at a time, and a fresh-page variant faults on every
+     * ping at the far side.
+     */
+    @Test
+    @Timeout(120)
+    void interleavedWriteLatencyGivesEachVariantItsOwnPings() throws Exception {
+        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
+                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
+                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
+                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+            java.util.List<Perftest.Variant> variants = java.util.List.of(new Perftest.Variant(RegistrationMode.PINNED, false),
+                    new Perftest.Variant(RegistrationMode.ON_DEMAND, false), new Perftest.Variant(RegistrationMode.PIN_ON_MISS, true));
+            long faultsBefore = pair.node(2).nic().counters().get(io.pagewire.node.nic.NicCounter.RECEIVE_FAULTS_MINOR);
+            java.util.List<Perftest.LatencyRow> rows = perftest.interleavedWriteLatency(variants, 64, 200, 20);
+            assertThat(rows).hasSize(3).allSatisfy(r -> assertThat(r.iterations()).isEqualTo(200));
+            assertThat(perftest.lastPingPong.pings()).as("pings answered").isEqualTo(3 * 220);
+            assertThat(perftest.lastPingPong.pongs()).as("pongs seen").isEqualTo(3 * 220);
+            assertThat(pair.node(2).nic().counters().get(io.pagewire.node.nic.NicCounter.RECEIVE_FAULTS_MINOR) - faultsBefore)
+                    .as("a receive fault on every ping to a fresh page").isGreaterThanOrEqualTo(220);
+        }
+    }
+
     @Test
     @Timeout(120)
     void sendAndAtomicTestsRunLikePerftests() throws Exception {
