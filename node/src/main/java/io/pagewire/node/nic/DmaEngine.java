@@ -80,9 +80,9 @@ final class DmaEngine {
     }
 
     /**
-     * The bytes at [va, va + length) of a region, for a packet. A range inside one page is wrapped
-     * without a copy and its frame stays locked in {@code out} until the packet is sent; a range
-     * across pages is copied page by page.
+     * The bytes at [va, va + length) of a region, for a packet, wrapped where they lie without a copy
+     * (a range across pages as a rope of each page's part); their frames stay locked in {@code out}
+     * until the packet is sent.
      *
      * @param notResident where to put the page that was not resident when null is returned
      * @return the payload, or null when a page is not resident (nothing is left locked for it)
@@ -103,25 +103,38 @@ final class DmaEngine {
             int frame = Tlb.frameOf(t);
             return UnsafeByteOperations.unsafeWrap(memory.array(frame), memory.arrayOffset(frame, offset), length);
         }
-        byte[] copy = new byte[length];
-        int done = 0;
-        while (done < length) {
-            long at = va + done;
-            int pageOffset = (int) (at & (pageSize - 1));
-            int chunk = Math.min(pageSize - pageOffset, length - done);
-            long t = acquire(region, at >>> pageShift, false, side, out::flush);
-            if (t == Translator.NOT_RESIDENT) {
-                notResident[0] = at >>> pageShift;
-                return null;
+        // Across pages (an MTU above the page size): each page's part is wrapped where it lies and the
+        // parts are joined without a copy (a rope), every frame locked until the packet is sent.
+        int pages = pagesSpanned(va, length, pageShift);
+        long[] locked = new long[pages];
+        int held = 0;
+        ByteString payload = ByteString.EMPTY;
+        try {
+            int done = 0;
+            while (done < length) {
+                long at = va + done;
+                int pageOffset = (int) (at & (pageSize - 1));
+                int chunk = Math.min(pageSize - pageOffset, length - done);
+                long t = acquire(region, at >>> pageShift, false, side, out::flush);
+                if (t == Translator.NOT_RESIDENT) {
+                    notResident[0] = at >>> pageShift;
+                    return null;
+                }
+                locked[held++] = t;
+                int frame = Tlb.frameOf(t);
+                payload = payload.concat(UnsafeByteOperations.unsafeWrap(memory.array(frame), memory.arrayOffset(frame, pageOffset), chunk));
+                done += chunk;
             }
-            try {
-                memory.read(Tlb.frameOf(t), pageOffset, copy, done, chunk);
-            } finally {
-                release(t, false);
+            for (int i = 0; i < held; i++) {
+                out.holdLock(locked[i]);
             }
-            done += chunk;
+            held = 0;
+            return payload;
+        } finally {
+            for (int i = 0; i < held; i++) {
+                release(locked[i], false);
+            }
         }
-        return UnsafeByteOperations.unsafeWrap(copy);
     }
 
     /** Pages that [va, va + length) touches; a zero-length range touches none. */

@@ -84,6 +84,49 @@ class NicPairTest {
         assertThat(kernelB.stats().pinnedPages()).isZero();
     }
 
+    /**
+     * An MTU above the page size: a packet's payload spans pages on both sides (wrapped where each
+     * part lies on the way out, scattered page by page on the way in), in every mode, at odd
+     * addresses, and every frame locked for it is let go.
+     */
+    @Test
+    void packetsLargerThanAPageCarryEveryPartOfEveryPage() throws Exception {
+        NicContext bigMtu = new NicContext().mtuBytes(16384).ackTimeoutNs(20_000_000);
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(8 << 20), new KernelContext().physicalMemoryBytes(8 << 20),
+                bigMtu, new NicContext().mtuBytes(16384).ackTimeoutNs(20_000_000))) {
+            int id = 0;
+            for (RegistrationMode mode : RegistrationMode.values()) {
+                int len = 100_003;
+                long src = nics.ea.space().allocate(len + 3);
+                long back = nics.ea.space().allocate(len);
+                long dst = nics.eb.space().allocate(len + 10);
+                byte[] data = new byte[len];
+                new Random(mode.ordinal()).nextBytes(data);
+                nics.ea.space().store(src + 3, data, 0, len);
+                MemoryRegion ra = nics.ea.register(src, len + 3, mode, Access.all());
+                MemoryRegion rback = nics.ea.register(back, len, mode, Access.all());
+                MemoryRegion rb = nics.eb.register(dst, len + 10, mode, Access.all());
+                nics.qa.post(WorkRequest.write(++id, ra.lkey(), src + 3, len, dst + 7, rb.rkey()));
+                nics.takeSuccess(nics.cqa, mode + " write of 16 KiB packets");
+                byte[] out = new byte[len];
+                nics.eb.space().load(dst + 7, out, 0, len);
+                assertThat(out).as(mode + " data at responder").isEqualTo(data);
+                nics.qa.post(WorkRequest.read(++id, rback.lkey(), back, len, dst + 7, rb.rkey()));
+                nics.takeSuccess(nics.cqa, mode + " read of 16 KiB packets");
+                nics.ea.space().load(back, out, 0, len);
+                assertThat(out).as(mode + " data read back").isEqualTo(data);
+                nics.ea.deregister(ra);
+                nics.ea.deregister(rback);
+                nics.eb.deregister(rb);
+                int sourcePages = (int) (((src + 3 + len - 1) >>> 12) - (src >>> 12) + 1);
+                assertThat(nics.ea.space().pageOut(src, len + 3)).as(mode + ": every source page left memory, none still locked for DMA")
+                        .isEqualTo(sourcePages);
+            }
+            assertThat(nics.kernelA.stats().pinnedPages()).isZero();
+            assertThat(nics.kernelB.stats().pinnedPages()).isZero();
+        }
+    }
+
     @Test
     void unsignalledRequestsCompleteSilentlyUnlessTheyFail() throws Exception {
         Pair pair = connectedPair();
