@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Timeout;
 class ControlPacingTest extends SdkFixture {
     @Test
     void aCallerOverItsControlRateIsSlowedAndAnotherIsNot() {
-        start(1, c -> c.controlOpsPerSecond(50).controlBurst(10));
+        start(1, c -> c.controlOpsPerSecond(20).controlBurst(10));
         PagewireNode node = cluster.node(1);
         TestbedCertificates.in(cluster.certificates()).issueApplication("flooder");
         try (Pagewire flooder = Pagewire.connect(node.target(), cluster.connectOptions()
@@ -29,19 +29,23 @@ class ControlPacingTest extends SdkFixture {
             long started = System.nanoTime();
             Endpoint endpoint = flooder.openEndpoint("flood"); // an open and, with rings, nothing more that is paced
             long address = endpoint.allocate(1 << 20);
-            for (int i = 0; i < 40; i++) {
+            for (int i = 0; i < 20; i++) {
                 endpoint.register(address, 1 << 20, RegistrationMode.ON_DEMAND, Access.all()).close();
             }
-            for (int i = 0; i < 10; i++) {
+            for (int i = 0; i < 5; i++) {
                 flooder.openEndpoint("flood-" + i).close();
             }
             io.pagewire.client.EventCounter counter = endpoint.createEventCounter(Access.all());
             endpoint.register(address, 1 << 20, RegistrationMode.ON_DEMAND, Access.all()).advise(io.pagewire.client.Advice.PREFETCH, address, 4096);
             double seconds = (System.nanoTime() - started) / 1e9;
-            // 95 paced operations at 50 per second after a burst of 10: at least (95 - 10) / 50 s, whatever the machine.
-            assertThat(seconds).as("the flooder was held to its rate").isGreaterThanOrEqualTo(1.5);
+            // 49 paced operations (the opens and closes of sessions, the allocation, 21 registrations and
+            // their deregistrations, a counter, a prefetch) at 20 per second after a burst of 10: at
+            // least (49 - 10) / 20 s, whatever the machine.
+            assertThat(seconds).as("the flooder was held to its rate").isGreaterThanOrEqualTo(1.9);
+            // An operation would have to take 50 ms of its own to find its start already due: on a
+            // loaded machine a few may (at 50 per second, 64 of 85 waited once in CI), so not all 39 need to.
             long delayed = node.controlOperationsDelayed();
-            assertThat(delayed).as("its operations started later, the counter, registration and prefetch too").isGreaterThanOrEqualTo(75);
+            assertThat(delayed).as("its operations started later, the counter, registration and prefetch too").isGreaterThanOrEqualTo(30);
             for (int i = 0; i < 100; i++) {
                 counter.value();
             }
