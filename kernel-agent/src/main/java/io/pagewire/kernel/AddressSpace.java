@@ -567,7 +567,7 @@ public final class AddressSpace implements AutoCloseable {
             }
             FaultKind kind;
             if (entry.swapSlot >= 0) {
-                readFromSwap(entry, frame);
+                serveWithLockReleased(entry, frame, true);
                 counters.increment(KernelCounter.SWAP_INS);
                 swappedPages--;
                 kind = FaultKind.MAJOR;
@@ -577,6 +577,9 @@ public final class AddressSpace implements AutoCloseable {
                     entry.swapSlot = -1;
                 }
             } else {
+                if (kernel.faultOverheadNs() > 0) {
+                    serveWithLockReleased(entry, frame, false);
+                }
                 memory.zero(frame);
                 kind = FaultKind.MINOR;
             }
@@ -598,13 +601,20 @@ public final class AddressSpace implements AutoCloseable {
         }
     }
 
-    /** Reads a page's slot into the frame with the kernel lock released; the page is in transit meanwhile. */
-    private void readFromSwap(PageTableEntry entry, int frame) {
+    /**
+     * The part of a fault that takes time, with the kernel lock released and the page in transit
+     * meanwhile: the fault handler's own overhead, then (for a major fault) the read of the page's
+     * slot into the frame.
+     */
+    private void serveWithLockReleased(PageTableEntry entry, int frame, boolean fromSwap) {
         entry.inTransit = true;
         RuntimeException failure = null;
         kernel.unlock();
         try {
-            kernel.swap().read(entry.swapSlot, memory, frame);
+            kernel.awaitFaultOverhead();
+            if (fromSwap) {
+                kernel.swap().read(entry.swapSlot, memory, frame);
+            }
         } catch (RuntimeException e) {
             failure = e;
         } finally {

@@ -48,7 +48,7 @@ public final class KernelAgent implements AutoCloseable {
     private KernelAgent(KernelContext context) {
         this.context = context;
         this.memory = new PhysicalMemory(context.pageSizeBytes(), context.frameCount(), counters);
-        this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes(), context.swapAccessLatencyNs());
+        this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes(), context.swapDevice());
         this.frames = new FrameTable(memory, swap);
         this.replacement = context.pageReplacement().newPolicy();
         this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / SystemBuffer.slotBytes(context.pageSizeBytes())));
@@ -169,6 +169,19 @@ public final class KernelAgent implements AutoCloseable {
 
     SwapDevice swap() {
         return swap;
+    }
+
+    long faultOverheadNs() {
+        return context.faultOverheadNs();
+    }
+
+    /** Spends the fault handler's own time on one fault; the kernel lock must not be held. */
+    void awaitFaultOverhead() {
+        long overhead = context.faultOverheadNs();
+        long done = System.nanoTime() + overhead;
+        for (long left = overhead; left > 0 && !Thread.currentThread().isInterrupted(); left = done - System.nanoTime()) {
+            java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+        }
     }
 
     FrameTable frames() {

@@ -42,11 +42,30 @@ public final class KernelConfiguration {
     public static final long DMA_DRAIN_TIMEOUT_DEFAULT_NS = 10_000_000_000L;
 
     /**
-     * Time one swap read or write takes on top of the swap file's own (a device's access latency).
-     * The kernel waits it out with its lock released, like the I/O itself.
+     * The device swap emulates, by preset: {@code nvme}, {@code sata-ssd}, {@code hdd} or {@code ram}
+     * (see {@link StorageModel}). A request waits out its access latency and transfer with the kernel
+     * lock released, like the I/O itself. The four knobs below override single figures of it.
      */
-    public static final String SWAP_ACCESS_LATENCY_PROP_NAME = "pagewire.kernel.swapAccessLatencyNs";
-    public static final long SWAP_ACCESS_LATENCY_DEFAULT_NS = 0;
+    public static final String SWAP_DEVICE_PROP_NAME = "pagewire.kernel.swapDevice";
+    public static final String SWAP_DEVICE_DEFAULT = "nvme";
+
+    /** The swap device's read access latency; unset (-1) keeps the preset's. */
+    public static final String SWAP_READ_LATENCY_PROP_NAME = "pagewire.kernel.swapReadLatencyNs";
+    /** The swap device's write access latency; unset (-1) keeps the preset's. */
+    public static final String SWAP_WRITE_LATENCY_PROP_NAME = "pagewire.kernel.swapWriteLatencyNs";
+    /** The swap device's bandwidth in bytes per second, 0 for no limit; unset (-1) keeps the preset's. */
+    public static final String SWAP_BANDWIDTH_PROP_NAME = "pagewire.kernel.swapBytesPerSecond";
+    /** Requests the swap device serves at once, 0 for no limit; unset (-1) keeps the preset's. */
+    public static final String SWAP_QUEUE_DEPTH_PROP_NAME = "pagewire.kernel.swapQueueDepth";
+    public static final long SWAP_FIGURE_UNSET = -1;
+
+    /**
+     * The fault handler's own time per page fault, minor or major, on top of any swap I/O (a real
+     * kernel's is a microsecond or two; an ODP NIC's round trip to its driver, tens). Waited with the
+     * kernel lock released.
+     */
+    public static final String FAULT_OVERHEAD_PROP_NAME = "pagewire.kernel.faultOverheadNs";
+    public static final long FAULT_OVERHEAD_DEFAULT_NS = 0;
 
     private KernelConfiguration() {
     }
@@ -84,8 +103,16 @@ public final class KernelConfiguration {
         return value == null ? PAGE_REPLACEMENT_DEFAULT : PageReplacement.parse(PAGE_REPLACEMENT_PROP_NAME, value);
     }
 
-    static long swapAccessLatencyNs() {
-        return Long.getLong(SWAP_ACCESS_LATENCY_PROP_NAME, SWAP_ACCESS_LATENCY_DEFAULT_NS);
+    static StorageModel swapDevice() {
+        return StorageModel.preset(SWAP_DEVICE_PROP_NAME, System.getProperty(SWAP_DEVICE_PROP_NAME, SWAP_DEVICE_DEFAULT));
+    }
+
+    static long swapFigure(String name) {
+        return Long.getLong(name, SWAP_FIGURE_UNSET);
+    }
+
+    static long faultOverheadNs() {
+        return Long.getLong(FAULT_OVERHEAD_PROP_NAME, FAULT_OVERHEAD_DEFAULT_NS);
     }
 
     static long dmaDrainTimeoutNs() {

@@ -19,7 +19,12 @@ public final class KernelContext {
     private long systemBufferBytes = KernelConfiguration.systemBufferBytes();
     private PageReplacement pageReplacement = KernelConfiguration.pageReplacement();
     private long dmaDrainTimeoutNs = KernelConfiguration.dmaDrainTimeoutNs();
-    private long swapAccessLatencyNs = KernelConfiguration.swapAccessLatencyNs();
+    private StorageModel swapDevice = KernelConfiguration.swapDevice();
+    private long swapReadLatencyNs = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME);
+    private long swapWriteLatencyNs = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME);
+    private long swapBytesPerSecond = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME);
+    private long swapQueueDepth = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME);
+    private long faultOverheadNs = KernelConfiguration.faultOverheadNs();
     private NanoClock clock = NanoClock.SYSTEM;
     private String name = "kernel";
     private boolean concluded;
@@ -71,8 +76,42 @@ public final class KernelContext {
         return this;
     }
 
-    public KernelContext swapAccessLatencyNs(long value) {
-        swapAccessLatencyNs = value;
+    /**
+     * How long swap takes: a preset of {@link StorageModel} or figures of one's own. The single
+     * figures set below override it, whichever is set first.
+     */
+    public KernelContext swapDevice(StorageModel value) {
+        swapDevice = value;
+        return this;
+    }
+
+    /** The swap device's read latency instead of its model's; -1 keeps the model's. */
+    public KernelContext swapReadLatencyNs(long value) {
+        swapReadLatencyNs = value;
+        return this;
+    }
+
+    /** The swap device's write latency instead of its model's; -1 keeps the model's. */
+    public KernelContext swapWriteLatencyNs(long value) {
+        swapWriteLatencyNs = value;
+        return this;
+    }
+
+    /** The swap device's bandwidth instead of its model's (0: no limit); -1 keeps the model's. */
+    public KernelContext swapBytesPerSecond(long value) {
+        swapBytesPerSecond = value;
+        return this;
+    }
+
+    /** The swap device's queue depth instead of its model's (0: no limit); -1 keeps the model's. */
+    public KernelContext swapQueueDepth(long value) {
+        swapQueueDepth = value;
+        return this;
+    }
+
+    /** The fault handler's own time per fault, minor or major. */
+    public KernelContext faultOverheadNs(long value) {
+        faultOverheadNs = value;
         return this;
     }
 
@@ -131,8 +170,20 @@ public final class KernelContext {
         return dmaDrainTimeoutNs;
     }
 
-    public long swapAccessLatencyNs() {
-        return swapAccessLatencyNs;
+    /** The swap device's model with the single figures set applied. */
+    public StorageModel swapDevice() {
+        return new StorageModel(overridden(swapReadLatencyNs, swapDevice.readLatencyNs()),
+                overridden(swapWriteLatencyNs, swapDevice.writeLatencyNs()),
+                overridden(swapBytesPerSecond, swapDevice.bytesPerSecond()),
+                (int) overridden(swapQueueDepth, swapDevice.queueDepth()));
+    }
+
+    private static long overridden(long figure, long model) {
+        return figure == KernelConfiguration.SWAP_FIGURE_UNSET ? model : figure;
+    }
+
+    public long faultOverheadNs() {
+        return faultOverheadNs;
     }
 
     public NanoClock clock() {
@@ -185,14 +236,27 @@ public final class KernelContext {
         if (dmaDrainTimeoutNs <= 0) {
             throw invalid(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, "positive", dmaDrainTimeoutNs);
         }
-        if (swapAccessLatencyNs < 0) {
-            throw invalid(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, "zero or positive", swapAccessLatencyNs);
+        if (swapDevice == null) {
+            throw invalid(KernelConfiguration.SWAP_DEVICE_PROP_NAME, "set", "null");
+        }
+        requireFigure(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME, swapReadLatencyNs, Long.MAX_VALUE);
+        requireFigure(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME, swapWriteLatencyNs, Long.MAX_VALUE);
+        requireFigure(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, swapBytesPerSecond, Long.MAX_VALUE);
+        requireFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, swapQueueDepth, Integer.MAX_VALUE);
+        if (faultOverheadNs < 0) {
+            throw invalid(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, "zero or positive", faultOverheadNs);
         }
         if (clock == null) {
             throw new IllegalArgumentException("clock must be set");
         }
         concluded = true;
         return this;
+    }
+
+    private static void requireFigure(String knob, long value, long max) {
+        if (value < KernelConfiguration.SWAP_FIGURE_UNSET || value > max) {
+            throw invalid(knob, "zero or positive (up to " + max + "), or -1 for the device preset's", value);
+        }
     }
 
     private static IllegalArgumentException invalid(String knob, String expected, Object actual) {

@@ -7,12 +7,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.BitSet;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The swap device: a file of page-sized slots, handed out one per swapped page. Pages move between
  * frames and slots without a copy through the heap. Slots are handed out and returned under the
  * kernel lock; reads and writes run without it (positional file I/O, safe from any thread), each
- * taking at least the configured access latency.
+ * taking at least what its {@link StorageModel} says: a request takes one of the device's queue
+ * slots (waiting for one when all are in service), waits its access latency, then its transfer in
+ * turn with the other requests' transfers, then does the file I/O.
  */
 final class SwapDevice implements AutoCloseable {
     private final Path path;
@@ -23,10 +28,15 @@ final class SwapDevice implements AutoCloseable {
     private final BitSet used;
     private int usedCount;
     private int searchFrom;
-    private final long accessLatencyNs;
+    private final StorageModel model;
+    /** The device's queue slots; null without a queue-depth limit. */
+    private final Semaphore queue;
+    /** When the device's transfer channel is next free (System.nanoTime). */
+    private final AtomicLong transferFreeAtNs = new AtomicLong(Long.MIN_VALUE);
 
-    SwapDevice(Path file, long bytes, int pageSize, long accessLatencyNs) {
-        this.accessLatencyNs = accessLatencyNs;
+    SwapDevice(Path file, long bytes, int pageSize, StorageModel model) {
+        this.model = model;
+        this.queue = model.queueDepth() == 0 ? null : new Semaphore(model.queueDepth(), true);
         this.pageSize = pageSize;
         this.slotCount = (int) (bytes / pageSize);
         this.used = new BitSet(slotCount);
@@ -75,28 +85,69 @@ final class SwapDevice implements AutoCloseable {
         usedCount--;
     }
 
+    StorageModel model() {
+        return model;
+    }
+
     void write(int slot, PhysicalMemory memory, int frame) {
-        waitAccessLatency();
+        enterQueue();
         try {
+            awaitService(model.writeLatencyNs());
             memory.writeTo(channel, (long) slot * pageSize, frame);
         } catch (IOException e) {
             throw new KernelException("swap device " + path + ": writing slot " + slot + " failed: " + e.getMessage(), e);
+        } finally {
+            leaveQueue();
         }
     }
 
     void read(int slot, PhysicalMemory memory, int frame) {
-        waitAccessLatency();
+        enterQueue();
         try {
+            awaitService(model.readLatencyNs());
             memory.readFrom(channel, (long) slot * pageSize, frame);
         } catch (IOException e) {
             throw new KernelException("swap device " + path + ": reading slot " + slot + " failed: " + e.getMessage(), e);
+        } finally {
+            leaveQueue();
         }
     }
 
-    private void waitAccessLatency() {
-        long deadline = System.nanoTime() + accessLatencyNs;
-        for (long left = accessLatencyNs; left > 0; left = deadline - System.nanoTime()) {
-            java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+    private void enterQueue() {
+        if (queue != null) {
+            queue.acquireUninterruptibly();
+        }
+    }
+
+    private void leaveQueue() {
+        if (queue != null) {
+            queue.release();
+        }
+    }
+
+    /**
+     * Waits out one request's service: its access latency, overlapped with other requests in
+     * service, then its page's transfer, after the transfers booked before it.
+     */
+    private void awaitService(long latencyNs) {
+        long transferNs = model.transferNs(pageSize);
+        if (latencyNs == 0 && transferNs == 0) {
+            return;
+        }
+        long done = System.nanoTime() + latencyNs;
+        if (transferNs > 0) {
+            long ready = done;
+            long freeAt;
+            do {
+                freeAt = transferFreeAtNs.get();
+                done = Math.max(ready, freeAt) + transferNs;
+            } while (!transferFreeAtNs.compareAndSet(freeAt, done));
+        }
+        for (long left = done - System.nanoTime(); left > 0; left = done - System.nanoTime()) {
+            if (Thread.currentThread().isInterrupted()) {
+                return; // the agent is closing: do the I/O at once
+            }
+            LockSupport.parkNanos(this, left);
         }
     }
 

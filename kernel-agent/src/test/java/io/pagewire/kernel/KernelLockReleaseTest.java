@@ -24,7 +24,7 @@ class KernelLockReleaseTest {
 
     @Test
     void aSwapReadInOneSpaceDoesNotHoldUpAnother() throws Exception {
-        try (KernelAgent kernel = KernelAgent.start(TestKernels.context(16, 64).swapAccessLatencyNs(SLOW_SWAP_NS));
+        try (KernelAgent kernel = KernelAgent.start(TestKernels.context(16, 64).swapDevice(StorageModel.RAM.withLatencyNs(SLOW_SWAP_NS)));
                 AddressSpace a = kernel.createAddressSpace(); AddressSpace b = kernel.createAddressSpace()) {
             long page = a.allocate(PAGE);
             a.store(page, TestKernels.pattern(1, PAGE), 0, PAGE);
@@ -52,7 +52,7 @@ class KernelLockReleaseTest {
 
     @Test
     void aWriteBackDoesNotHoldUpOtherSpacesAndTheEvictedPageWaitsForIt() throws Exception {
-        try (KernelAgent kernel = KernelAgent.start(TestKernels.context(16, 64).swapAccessLatencyNs(SLOW_SWAP_NS));
+        try (KernelAgent kernel = KernelAgent.start(TestKernels.context(16, 64).swapDevice(StorageModel.RAM.withLatencyNs(SLOW_SWAP_NS)));
                 AddressSpace a = kernel.createAddressSpace(); AddressSpace b = kernel.createAddressSpace();
                 AddressSpace c = kernel.createAddressSpace()) {
             long page = a.allocate(PAGE);

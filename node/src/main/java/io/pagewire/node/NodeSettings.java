@@ -2,6 +2,7 @@ package io.pagewire.node;
 
 import io.pagewire.kernel.KernelConfiguration;
 import io.pagewire.kernel.PageReplacement;
+import io.pagewire.kernel.StorageModel;
 import io.pagewire.node.fabric.FabricConfiguration;
 import io.pagewire.node.fabric.FabricContext;
 import io.pagewire.node.nic.NicConfiguration;
@@ -93,7 +94,12 @@ public final class NodeSettings {
         knob(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, (c, v) -> c.kernel().systemBufferBytes(bytes(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, v)));
         knob(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, (c, v) -> c.kernel().pageReplacement(PageReplacement.parse(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, v)));
         knob(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, (c, v) -> c.kernel().dmaDrainTimeoutNs(nanos(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, v)));
-        knob(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, (c, v) -> c.kernel().swapAccessLatencyNs(nanos(KernelConfiguration.SWAP_ACCESS_LATENCY_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_DEVICE_PROP_NAME, (c, v) -> c.kernel().swapDevice(StorageModel.preset(KernelConfiguration.SWAP_DEVICE_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME, (c, v) -> c.kernel().swapReadLatencyNs(nanos(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME, (c, v) -> c.kernel().swapWriteLatencyNs(nanos(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, (c, v) -> c.kernel().swapBytesPerSecond(bytes(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, v)));
+        knob(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, (c, v) -> c.kernel().swapQueueDepth(integer(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, v)));
+        knob(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, (c, v) -> c.kernel().faultOverheadNs(nanos(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, v)));
 
         knob(NicConfiguration.TLB_ENTRIES_PROP_NAME, (c, v) -> c.nic().tlbEntries(integer(NicConfiguration.TLB_ENTRIES_PROP_NAME, v)));
         knob(NicConfiguration.TLB_WAYS_PROP_NAME, (c, v) -> c.nic().tlbWays(integer(NicConfiguration.TLB_WAYS_PROP_NAME, v)));

@@ -3,6 +3,7 @@ package io.pagewire.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.pagewire.kernel.StorageModel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -32,6 +33,20 @@ class NodeSettingsTest {
         NodeSettings.apply(context, java.util.Map.of(NodeSettings.NODE_PEERS,
                 "pagewire-0=pagewire-0.pagewire:7100,pagewire-1=pagewire-1.pagewire:7100,pagewire-2=pagewire-2.pagewire:7100"), "test");
         assertThat(context.conclude().peers()).containsOnlyKeys("pagewire-0", "pagewire-2");
+    }
+
+    @Test
+    void aSwapDevicePresetAndItsSingleFiguresComeFromAFileInAnyOrder(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("node.properties");
+        // A properties file is applied in name order: swapBytesPerSecond comes before swapDevice.
+        Files.writeString(file, "pagewire.kernel.swapBytesPerSecond=100MiB\npagewire.kernel.swapDevice=hdd\n"
+                + "pagewire.kernel.swapReadLatencyNs=2ms\npagewire.kernel.faultOverheadNs=3us\n");
+        NodeContext context = new NodeContext();
+        NodeSettings.apply(context, NodeSettings.fromFile(file), "file");
+        assertThat(context.kernel().swapDevice()).isEqualTo(StorageModel.HDD.withReadLatencyNs(2_000_000).withBytesPerSecond(100L << 20));
+        assertThat(context.kernel().faultOverheadNs()).isEqualTo(3_000);
+        assertThatThrownBy(() -> NodeSettings.apply(new NodeContext(), Map.of("pagewire.kernel.swapDevice", "tape"), "test"))
+                .hasMessage("pagewire.kernel.swapDevice must be one of nvme, sata-ssd, hdd, ram, was tape");
     }
 
     @Test

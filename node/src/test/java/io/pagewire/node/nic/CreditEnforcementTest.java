@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.kernel.StorageModel;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -37,7 +38,7 @@ class CreditEnforcementTest {
         // overrun (and its RNR) does not depend on whether b drains its buffer faster than a sends (it did,
         // once in CI, with swap as fast as memory).
         try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20),
-                new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(16 << 20).swapAccessLatencyNs(1_000_000),
+                new KernelContext().physicalMemoryBytes(4 << 20).swapBytes(16 << 20).swapDevice(StorageModel.RAM.withLatencyNs(1_000_000)),
                 new NicContext().ackTimeoutNs(20_000_000).rnrDelayNs(500_000), new NicContext().creditsPerQp(granted))) {
             // A second pair whose requester was told the responder grants 100,000 credits.
             QueuePair greedy = nics.a.createQueuePair(nics.ea, nics.cqa);
