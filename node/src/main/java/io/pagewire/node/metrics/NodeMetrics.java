@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.distribution.CountAtBucket;
+import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelCounter;
 import io.pagewire.kernel.KernelCounters;
@@ -20,6 +21,7 @@ import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.NicCounters;
 import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.node.nic.Side;
 import io.pagewire.proto.verbs.Stat;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,6 +39,8 @@ public final class NodeMetrics {
     private final MeterRegistry registry;
     /** Latency meters by operation and local registration mode (the last column: no mode, as for FETCH_ADD). */
     private final Timer[][] latency = new Timer[Completion.Opcode.values().length][RegistrationMode.values().length + 1];
+    /** Fault service meters by origin and kind. */
+    private final Timer[][] faultService = new Timer[Side.values().length][FaultKind.values().length];
 
     private NodeMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -69,7 +73,22 @@ public final class NodeMetrics {
             faults(c, mode, "receive", "major", NicCounter.RECEIVE_FAULTS_MAJOR);
             faults(c, mode, "receive_buffer", "minor", NicCounter.RECEIVE_BUFFER_FAULTS_MINOR);
             faults(c, mode, "receive_buffer", "major", NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR);
+            faults(c, mode, "prefetch", "minor", NicCounter.PREFETCH_FAULTS_MINOR);
+            faults(c, mode, "prefetch", "major", NicCounter.PREFETCH_FAULTS_MAJOR);
         }
+        for (Side side : Side.values()) {
+            for (FaultKind kind : FaultKind.values()) {
+                faultService[side.ordinal()][kind.ordinal()] = Timer.builder(Metric.FAULT_SERVICE_TIME.meterName())
+                        .description(Metric.FAULT_SERVICE_TIME.help())
+                        .tags("origin", side.tag(), "kind", kind.name().toLowerCase(Locale.ROOT))
+                        .publishPercentileHistogram()
+                        .minimumExpectedValue(Duration.ofNanos(1_000))
+                        .maximumExpectedValue(Duration.ofSeconds(30))
+                        .register(registry);
+            }
+        }
+        nic.observeFaults((side, kind, mode, serviceNs) ->
+                faultService[side.ordinal()][kind.ordinal()].record(serviceNs, java.util.concurrent.TimeUnit.NANOSECONDS));
         counter(Metric.INVALIDATED_TRANSLATIONS, c, x -> x.get(NicCounter.INVALIDATED_TRANSLATIONS), Tags.empty());
         counter(Metric.PREFETCHED_PAGES, c, x -> x.get(NicCounter.PREFETCHED_PAGES), Tags.empty());
         counter(Metric.RNR_NAKS_SENT, c, x -> x.get(NicCounter.RNR_NAKS_SENT), Tags.empty());

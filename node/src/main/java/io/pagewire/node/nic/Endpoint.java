@@ -304,7 +304,7 @@ public final class Endpoint implements AutoCloseable {
                 continue;
             }
             if (translator.lookup(region, vpn) == Translator.MISS) {
-                translator.resolve(region, vpn, write, Side.RECEIVE);
+                translator.resolve(region, vpn, write, Side.PREFETCH);
             }
             nic.counters().increment(NicCounter.PREFETCHED_PAGES);
         }
@@ -322,7 +322,7 @@ public final class Endpoint implements AutoCloseable {
                 nic.counters().increment(NicCounter.PREFETCHED_PAGES);
             } else if (advice != Advice.PREFETCH_NO_FAULT) {
                 faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
-                    nic.countFault(Side.RECEIVE, fault.kind(), region.mode());
+                    nic.countFault(Side.PREFETCH, fault.kind(), region.mode(), fault.serviceTimeNs());
                     translator.faultServed(region, vpn, fault.translation());
                     nic.counters().increment(NicCounter.PREFETCHED_PAGES);
                 }));

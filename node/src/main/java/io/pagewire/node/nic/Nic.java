@@ -49,6 +49,7 @@ public final class Nic implements AutoCloseable {
     private final long sweepIntervalNs;
     private volatile PacketTransport transport;
     private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
+    private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
     private volatile boolean closed;
     /** Carries batches between queue pairs of this node; made at the first such batch. */
     private java.util.concurrent.ExecutorService loopback;
@@ -87,6 +88,11 @@ public final class Nic implements AutoCloseable {
         this.credits = receivePolicy(RegistrationMode.SHADOW).credits();
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
         this.timers.schedule(sweepIntervalNs, this::sweep);
+    }
+
+    /** Receives the service time of every page fault the NIC has served from now on (the metrics layer). */
+    public void observeFaults(FaultObserver observer) {
+        faultObserver = observer;
     }
 
     /** Receives the latency of every finished work request from now on (the metrics layer). */
@@ -407,14 +413,17 @@ public final class Nic implements AutoCloseable {
         return timers;
     }
 
-    void countFault(Side side, FaultKind kind, RegistrationMode mode) {
+    /** Counts a served fault by the side it was on and tells the fault observer how long it took. */
+    void countFault(Side side, FaultKind kind, RegistrationMode mode, long serviceNs) {
         boolean major = kind == FaultKind.MAJOR;
         NicCounter counter = switch (side) {
-            case SEND -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;
-            case RECEIVE -> major ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR;
+            case SEND, READ_SOURCE -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;
+            case RECEIVE, READ_TARGET, ATOMIC_TARGET -> major ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR;
             case RECEIVE_BUFFER -> major ? NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR : NicCounter.RECEIVE_BUFFER_FAULTS_MINOR;
+            case PREFETCH -> major ? NicCounter.PREFETCH_FAULTS_MAJOR : NicCounter.PREFETCH_FAULTS_MINOR;
         };
         counters.increment(counter, mode);
+        faultObserver.served(side, kind, mode, serviceNs);
     }
 
     /** The faults raised for peers' requests (receive targets, READ sources). */

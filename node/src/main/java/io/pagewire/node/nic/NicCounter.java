@@ -45,7 +45,9 @@ public enum NicCounter {
     RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)"),
     TLB_BYPASSES(41, "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses"),
     PIN_ACCOUNTING_ERRORS(42, "pins the NIC gave back that the kernel did not hold for it (a bug: logged)"),
-    TIMER_TASK_FAILURES(43, "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (logged; the timers go on)");
+    TIMER_TASK_FAILURES(43, "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (logged; the timers go on)"),
+    PREFETCH_FAULTS_MINOR(44, "page faults taken to prefetch (Advise) served without I/O"),
+    PREFETCH_FAULTS_MAJOR(45, "page faults taken to prefetch (Advise) served from swap");
 
     private final int id;
     private final String label;

@@ -62,13 +62,13 @@ final class PinOnMissTranslator extends TlbTranslator {
                 tlb.cancel(reservation);
                 throw e;
             } finally {
-                if (side != Side.SEND) {
+                if (side.stallsLane()) {
                     // U-Net/MM's receive stall: the lane waits while the kernel pins (and maybe faults in) the page.
                     counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
                 }
             }
             if (pinned.fault() != null) {
-                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS);
+                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
             }
             int frame = pinned.translation().frame();
             int generation = pinned.translation().generation();
@@ -89,12 +89,12 @@ final class PinOnMissTranslator extends TlbTranslator {
         Pinned pinned = space.pin(vpn, write);
         try {
             if (pinned.fault() != null) {
-                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS);
+                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
             }
             return Tlb.pack(pinned.translation().frame(), pinned.translation().generation());
         } finally {
             nic.releasePin(space, vpn); // freed meanwhile: the caller's DMA lock will find the frame gone
-            if (side != Side.SEND) {
+            if (side.stallsLane()) {
                 counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
             }
         }

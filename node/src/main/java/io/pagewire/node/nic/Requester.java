@@ -345,7 +345,7 @@ final class Requester {
             }
             return;
         }
-        nic.countFault(side, fault.kind(), mode);
+        nic.countFault(side, fault.kind(), mode, fault.serviceTimeNs());
         dma.translator(mode).faultServed(wqe.local, vpn, fault.translation());
     }
 
@@ -408,7 +408,7 @@ final class Requester {
                 long at = va + (payload.size() - src.remaining());
                 int offset = (int) (at & (pageSize - 1));
                 int chunk = Math.min(pageSize - offset, src.remaining());
-                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.RECEIVE, out::flush);
+                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.READ_TARGET, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     // Drop this response; once the page is in, ask again for it alone.
                     if (wqe.refetch == null) {
@@ -418,7 +418,7 @@ final class Requester {
                         refetching.add(wqe);
                     }
                     wqe.refetch.set((int) (psn - wqe.psnFirst));
-                    raiseFault(wqe, at >>> dma.pageShift(), true, Side.RECEIVE, out);
+                    raiseFault(wqe, at >>> dma.pageShift(), true, Side.READ_TARGET, out);
                     return false;
                 }
                 int limit = src.limit();

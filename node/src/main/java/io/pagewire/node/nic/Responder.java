@@ -444,7 +444,7 @@ final class Responder {
             int size = (int) Math.min(mtu, length - offset);
             ByteString payload;
             try {
-                payload = dma.gather(region, packet.getRemoteAddress() + offset, size, Side.SEND, out, notResident);
+                payload = dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, out, notResident);
             } catch (RegionInvalidException | BadAddressException e) {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out) + i;
             } catch (KernelException e) {
@@ -458,7 +458,7 @@ final class Responder {
                     return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the READ's source failed: "
                             + failed, out) + i;
                 }
-                nic.responderFaults().raise(region, notResident[0], false, Side.SEND);
+                nic.responderFaults().raise(region, notResident[0], false, Side.READ_SOURCE);
                 out.flush();
                 if (again) {
                     return 0;
@@ -508,13 +508,13 @@ final class Responder {
             int offset = (int) (address & (dma.pageSize() - 1));
             long t;
             try {
-                t = dma.acquire(region, vpn, true, Side.RECEIVE, out::flush);
+                t = dma.acquire(region, vpn, true, Side.ATOMIC_TARGET, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
                     if (failed != null) {
                         return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the atomic's target failed: " + failed, out);
                     }
-                    nic.responderFaults().raise(region, vpn, true, Side.RECEIVE);
+                    nic.responderFaults().raise(region, vpn, true, Side.ATOMIC_TARGET);
                     return receiverNotReady(psn, out);
                 }
             } catch (RegionInvalidException | BadAddressException e) {

@@ -4,8 +4,11 @@ import static io.pagewire.node.TestData.pattern;
 import static io.pagewire.node.TestData.crc;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.core.instrument.Timer;
 import io.pagewire.kernel.KernelCounter;
+import io.pagewire.kernel.StorageModel;
 import io.pagewire.node.PagewireNode;
+import io.pagewire.node.metrics.Metric;
 import io.pagewire.node.nic.Access;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.Endpoint;
@@ -75,6 +78,11 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         NicCounters responder = cluster.node(2).nic().counters();
         assertThat(responder.get(NicCounter.RNR_NAKS_SENT)).isPositive();
         assertThat(responder.get(NicCounter.RECEIVE_FAULTS_MAJOR, RegistrationMode.ON_DEMAND)).isPositive();
+        Timer majorReceiveFaults = faultServiceTimer(cluster.node(2), "receive", "major");
+        assertThat(majorReceiveFaults.count()).as("each major receive fault is timed")
+                .isEqualTo(responder.get(NicCounter.RECEIVE_FAULTS_MAJOR, RegistrationMode.ON_DEMAND));
+        assertThat(majorReceiveFaults.max(TimeUnit.NANOSECONDS)).as("a major fault waits at least the swap device's read latency")
+                .isGreaterThanOrEqualTo((double) StorageModel.NVME.readLatencyNs());
         assertThat(requester.get(NicCounter.RNR_NAKS_RECEIVED)).isPositive();
         assertThat(requester.get(NicCounter.RETRANSMITTED_PACKETS)).isPositive();
         byte[] landed = new byte[length];
@@ -190,6 +198,12 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         c.remote().advise(dstRegion, dst, length, Endpoint.Advice.PREFETCH_WRITE).get(10, TimeUnit.SECONDS);
         assertThat(c.remote().space().residentPages()).isEqualTo(128);
         assertThat(cluster.node(2).nic().counters().get(NicCounter.PREFETCHED_PAGES)).isEqualTo(128);
+        NicCounters faults = cluster.node(2).nic().counters();
+        assertThat(faults.get(NicCounter.PREFETCH_FAULTS_MINOR, RegistrationMode.ON_DEMAND)).as("prefetch faults, counted as such").isEqualTo(128);
+        assertThat(faultServiceTimer(cluster.node(2), "prefetch", "minor").count()).isEqualTo(128);
+        assertThat(faultServiceTimer(cluster.node(2), "receive", "minor").count()).isZero();
+        assertThat(faults.get(NicCounter.RECEIVE_FAULTS_MINOR, RegistrationMode.ON_DEMAND)
+                + faults.get(NicCounter.RECEIVE_FAULTS_MAJOR, RegistrationMode.ON_DEMAND)).as("receive faults before any write").isZero();
         c.qp().post(WorkRequest.write(1, srcRegion.lkey(), src, length, dst, dstRegion.rkey()));
         awaitSuccess(c.cq());
         assertThat(cluster.node(2).nic().counters().get(NicCounter.RNR_NAKS_SENT)).isZero();
@@ -234,5 +248,10 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         byte[] landed = new byte[100];
         c.remote().space().load(later + PAGE + 50, landed, 0, 100);
         assertThat(landed).isEqualTo(pattern(5, 100));
+    }
+
+    /** A node's fault service timer for one origin and kind, as Prometheus scrapes it. */
+    private static Timer faultServiceTimer(PagewireNode node, String origin, String kind) {
+        return node.registry().get(Metric.FAULT_SERVICE_TIME.meterName()).tag("origin", origin).tag("kind", kind).timer();
     }
 }
