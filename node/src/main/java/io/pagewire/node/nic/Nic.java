@@ -50,6 +50,7 @@ public final class Nic implements AutoCloseable {
     private volatile PacketTransport transport;
     private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
     private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
+    private volatile WaitObserver waitObserver = (cause, nanos) -> { };
     private volatile boolean closed;
     /** Carries batches between queue pairs of this node; made at the first such batch. */
     private java.util.concurrent.ExecutorService loopback;
@@ -93,6 +94,16 @@ public final class Nic implements AutoCloseable {
     /** Receives the service time of every page fault the NIC has served from now on (the metrics layer). */
     public void observeFaults(FaultObserver observer) {
         faultObserver = observer;
+    }
+
+    /** Receives the length of every stall, parking, RNR back-off and credit wait from now on (the metrics layer). */
+    public void observeWaits(WaitObserver observer) {
+        waitObserver = observer;
+    }
+
+    /** One of the NIC's waits ended after {@code nanos}. */
+    void waited(WaitCause cause, long nanos) {
+        waitObserver.waited(cause, nanos);
     }
 
     /** Receives the latency of every finished work request from now on (the metrics layer). */

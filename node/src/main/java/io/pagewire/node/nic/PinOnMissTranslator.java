@@ -64,7 +64,7 @@ final class PinOnMissTranslator extends TlbTranslator {
             } finally {
                 if (side.stallsLane()) {
                     // U-Net/MM's receive stall: the lane waits while the kernel pins (and maybe faults in) the page.
-                    counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+                    receiveStalled(start);
                 }
             }
             if (pinned.fault() != null) {
@@ -95,8 +95,14 @@ final class PinOnMissTranslator extends TlbTranslator {
         } finally {
             nic.releasePin(space, vpn); // freed meanwhile: the caller's DMA lock will find the frame gone
             if (side.stallsLane()) {
-                counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+                receiveStalled(start);
             }
         }
+    }
+
+    private void receiveStalled(long since) {
+        long stalled = nic.clock().nanoTime() - since;
+        counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, stalled);
+        nic.waited(WaitCause.RECEIVE_STALL, stalled);
     }
 }

@@ -52,6 +52,9 @@ final class Requester {
     /** READs with responses dropped for a local fault, asked for again (only those) once the faults are served. */
     private final java.util.ArrayList<SendWqe> refetching = new java.util.ArrayList<>(2);
     private boolean creditWaiting;
+    /** When the current credit wait and RNR back-off began (clock nanoseconds). */
+    private long creditWaitSinceNs;
+    private long rnrSinceNs;
     /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
     private boolean linkWaiting;
 
@@ -172,6 +175,7 @@ final class Requester {
         if (firstTransmission && creditLimit - creditsUsed < parts) {
             if (!creditWaiting) {
                 creditWaiting = true;
+                creditWaitSinceNs = nic.clock().nanoTime();
                 counters.increment(NicCounter.CREDIT_WAITS);
             }
             return false;
@@ -183,7 +187,10 @@ final class Requester {
         if (firstTransmission) {
             creditsUsed += parts;
             chargedThrough = sendPsn;
-            creditWaiting = false;
+            if (creditWaiting) {
+                creditWaiting = false;
+                nic.waited(WaitCause.CREDITS, nic.clock().nanoTime() - creditWaitSinceNs);
+            }
         }
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
@@ -524,6 +531,7 @@ final class Requester {
         }
         rewind(psn);
         rnrWaiting = true;
+        rnrSinceNs = nic.clock().nanoTime();
         long delay = Math.max(1_000, Math.min(delayNs, 10_000_000_000L));
         nic.timers().schedule(delay, qp::onRnrTimerExpired);
     }
@@ -531,6 +539,7 @@ final class Requester {
     void rnrTimerExpired() {
         rnrWaiting = false;
         lastProgressNs = nic.clock().nanoTime();
+        nic.waited(WaitCause.RNR, lastProgressNs - rnrSinceNs);
     }
 
     // ---- timers and recovery ----------------------------------------------------------------------

@@ -338,7 +338,11 @@ final class Responder {
         parkedByPsn.merge(psn, 1, Integer::sum);
         qp.parkStarted();
         try {
-            nic.kernel().systemBuffer().park(space, address, part, failure -> qp.onParkedPartDone(psn, failure));
+            long parkedAt = nic.clock().nanoTime();
+            nic.kernel().systemBuffer().park(space, address, part, failure -> {
+                nic.waited(WaitCause.SYSTEM_BUFFER, nic.clock().nanoTime() - parkedAt);
+                qp.onParkedPartDone(psn, failure);
+            });
         } catch (RuntimeException e) {
             parkedByPsn.merge(psn, -1, (a, b) -> a + b == 0 ? null : a + b);
             qp.parkAbandoned();

@@ -84,6 +84,10 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         assertThat(majorReceiveFaults.max(TimeUnit.NANOSECONDS)).as("a major fault waits at least the swap device's read latency")
                 .isGreaterThanOrEqualTo((double) StorageModel.NVME.readLatencyNs());
         assertThat(requester.get(NicCounter.RNR_NAKS_RECEIVED)).isPositive();
+        Timer rnrBackOffs = waitTimer(cluster.node(1), "rnr");
+        assertThat(rnrBackOffs.count()).as("RNR back-offs timed").isPositive().isLessThanOrEqualTo(requester.get(NicCounter.RNR_NAKS_RECEIVED));
+        assertThat(rnrBackOffs.max(TimeUnit.NANOSECONDS)).as("a back-off lasts at least the RNR delay the responder asked")
+                .isGreaterThanOrEqualTo((double) Math.min(cluster.node(2).context().nic().rnrDelayNs(), 10_000_000_000L));
         assertThat(requester.get(NicCounter.RETRANSMITTED_PACKETS)).isPositive();
         byte[] landed = new byte[length];
         c.remote().space().load(dst, landed, 0, length);
@@ -116,6 +120,10 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
                 .isEqualTo(responder.kernel().counters().get(KernelCounter.SYSTEM_BUFFER_PARKED));
         assertThat(cluster.node(1).nic().counters().get(NicCounter.CREDIT_WAITS)).isPositive();
         assertThat(responder.kernel().systemBuffer().slotsInUse()).isZero();
+        assertThat(waitTimer(responder, "system_buffer").count()).as("every parked part's time in the buffer")
+                .isEqualTo(responder.nic().counters().get(NicCounter.PARKED_PARTS, RegistrationMode.SHADOW));
+        assertThat(waitTimer(cluster.node(1), "credits").count()).as("credit waits that ended").isPositive()
+                .isLessThanOrEqualTo(cluster.node(1).nic().counters().get(NicCounter.CREDIT_WAITS));
         byte[] landed = new byte[length];
         c.remote().space().load(dst, landed, 0, length);
         assertThat(crc(landed)).isEqualTo(crc(data));
@@ -163,6 +171,8 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         assertThat(responder.nic().counters().get(NicCounter.TLB_MISSES, RegistrationMode.PIN_ON_MISS)).isGreaterThanOrEqualTo(2048);
         assertThat(mostPinned.get()).as("most pages pinned at once on the responder").isPositive().isLessThanOrEqualTo(entries);
         assertThat(responder.nic().tlbPinnedEntries()).isLessThanOrEqualTo(entries);
+        assertThat(waitTimer(responder, "receive_stall").count()).as("lane stalls while PIN_ON_MISS pinned a target page")
+                .isGreaterThanOrEqualTo(2048 - entries);
     }
 
     @Test
@@ -248,6 +258,11 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         byte[] landed = new byte[100];
         c.remote().space().load(later + PAGE + 50, landed, 0, 100);
         assertThat(landed).isEqualTo(pattern(5, 100));
+    }
+
+    /** A node's timer of the NIC's waits for one cause. */
+    private static Timer waitTimer(PagewireNode node, String cause) {
+        return node.registry().get(Metric.NIC_WAIT_TIME.meterName()).tag("cause", cause).timer();
     }
 
     /** A node's fault service timer for one origin and kind, as Prometheus scrapes it. */
