@@ -6,6 +6,7 @@ import io.pagewire.kernel.StorageModel;
 import io.pagewire.node.fabric.FabricConfiguration;
 import io.pagewire.node.fabric.FabricContext;
 import io.pagewire.node.nic.NicConfiguration;
+import io.pagewire.node.nic.TlbIndexing;
 import io.pagewire.node.nic.TlbReplacement;
 import io.pagewire.node.security.SecurityContext;
 import java.io.IOException;
@@ -104,6 +105,8 @@ public final class NodeSettings {
         knob(NicConfiguration.TLB_ENTRIES_PROP_NAME, (c, v) -> c.nic().tlbEntries(integer(NicConfiguration.TLB_ENTRIES_PROP_NAME, v)));
         knob(NicConfiguration.TLB_WAYS_PROP_NAME, (c, v) -> c.nic().tlbWays(integer(NicConfiguration.TLB_WAYS_PROP_NAME, v)));
         knob(NicConfiguration.TLB_REPLACEMENT_PROP_NAME, (c, v) -> c.nic().tlbReplacement(TlbReplacement.parse(NicConfiguration.TLB_REPLACEMENT_PROP_NAME, v)));
+        knob(NicConfiguration.TLB_INDEXING_PROP_NAME, (c, v) -> c.nic().tlbIndexing(TlbIndexing.parse(NicConfiguration.TLB_INDEXING_PROP_NAME, v)));
+        knob(NicConfiguration.RANDOM_SEED_PROP_NAME, (c, v) -> c.nic().randomSeed(wholeNumber(NicConfiguration.RANDOM_SEED_PROP_NAME, v)));
         knob(NicConfiguration.MTU_PROP_NAME, (c, v) -> c.nic().mtuBytes((int) bytes(NicConfiguration.MTU_PROP_NAME, v)));
         knob(NicConfiguration.SEND_WINDOW_PROP_NAME, (c, v) -> c.nic().sendWindowPackets(integer(NicConfiguration.SEND_WINDOW_PROP_NAME, v)));
         knob(NicConfiguration.BATCH_PROP_NAME, (c, v) -> c.nic().batchPackets(integer(NicConfiguration.BATCH_PROP_NAME, v)));
@@ -248,6 +251,14 @@ public final class NodeSettings {
 
     private static Path path(String value) {
         return value.isBlank() ? null : Path.of(value.trim());
+    }
+
+    private static long wholeNumber(String knob, String value) {
+        try {
+            return Long.parseLong(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(knob + " must be a whole number, was '" + value + "'");
+        }
     }
 
     private static int integer(String knob, String value) {

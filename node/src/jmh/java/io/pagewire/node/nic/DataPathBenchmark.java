@@ -60,7 +60,7 @@ public class DataPathBenchmark {
         outbox = new Outbox(nic);
         // Warm every translation once, as traffic would.
         for (int p = 0; p < PAGES; p++) {
-            dma.release(dma.acquire(region, (base >>> 12) + p, true, Side.RECEIVE, null), true);
+            dma.release(dma.acquire(region, (base >>> 12) + p, true, Side.RECEIVE, false, null), true);
         }
     }
 
@@ -78,7 +78,7 @@ public class DataPathBenchmark {
     /** One warm translation: look up, lock the frame for a DMA, unlock it. */
     @Benchmark
     public long translateWarm() {
-        long t = dma.acquire(region, nextVpn(), false, Side.SEND, null);
+        long t = dma.acquire(region, nextVpn(), false, Side.SEND, false, null);
         dma.release(t, false);
         return t;
     }
@@ -86,7 +86,7 @@ public class DataPathBenchmark {
     /** A send: a 4 KiB page wrapped (not copied) as a packet payload, its frame locked until the packet leaves. */
     @Benchmark
     public ByteString gatherPage() {
-        ByteString bytes = dma.gather(region, nextVpn() << 12, 4096, Side.SEND, outbox, notResident);
+        ByteString bytes = dma.gather(region, nextVpn() << 12, 4096, Side.SEND, false, outbox, notResident);
         outbox.flush();
         return bytes;
     }
@@ -94,7 +94,7 @@ public class DataPathBenchmark {
     /** A receive: a 4 KiB payload copied into its frame under a DMA lock. */
     @Benchmark
     public long scatterPage() {
-        long t = dma.acquire(region, nextVpn(), true, Side.RECEIVE, null);
+        long t = dma.acquire(region, nextVpn(), true, Side.RECEIVE, false, null);
         payload.clear();
         dma.memory().write(Tlb.frameOf(t), 0, payload);
         dma.release(t, true);

@@ -30,7 +30,7 @@ public class TlbBenchmark {
 
     @Setup
     public void setUp() {
-        tlb = new Tlb(ENTRIES, 8, TlbReplacement.LRU, 1);
+        tlb = new Tlb(ENTRIES, 8, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         hitKey = Tlb.key(1, 7);
         Tlb.Reservation r = tlb.reserve(hitKey);
         tlb.fill(r, 3, 1, false, () -> true);

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -32,8 +33,13 @@ final class Demo {
     record Workload(long workingSetBytes, int messageBytes, int depth) {
     }
 
-    /** What one mode did; {@code error} set when the mode could not run (PINNED past memlock). */
-    record Row(RegistrationMode mode, double mbPerSec, double p50Us, double p99Us, double tlbHitRate, long minorFaults, long majorFaults,
+    /**
+     * What one mode did; {@code error} set when the mode could not run (PINNED past memlock). The TLB
+     * hit rates count first transmissions only, on the pages written to (destination) and read from
+     * (source); NaN where the mode has no TLB.
+     */
+    record Row(RegistrationMode mode, double mbPerSec, double p50Us, double p99Us, double destinationHitRate, double sourceHitRate,
+            long minorFaults, long majorFaults,
             long rnrNaks, double parkedMiB, long creditWaits, double peakPinnedMiB, double seconds, String error) {
     }
 
@@ -118,8 +124,8 @@ final class Demo {
                 verify(endpoints.get((i + 1) % n), targets.get((i + 1) % n), i);
             }
             Map<String, Double> after = totals();
-            double hits = delta(before, after, "pagewire_tlb_hits_total{mode=" + mode + "}");
-            double misses = delta(before, after, "pagewire_tlb_misses_total{mode=" + mode + "}");
+            double destinationHitRate = firstTransmissionHitRate(before, after, mode, "destination");
+            double sourceHitRate = firstTransmissionHitRate(before, after, mode, "source");
             double p50 = 0;
             double p99 = 0;
             for (Pagewire node : nodes) {
@@ -128,7 +134,7 @@ final class Demo {
                 p99 = Math.max(p99, quantile(stats, mode, "0.99"));
             }
             return new Row(mode, PASSES * n * workload.workingSetBytes() / (double) (1 << 20) / seconds, p50 * 1e6, p99 * 1e6,
-                    hits + misses == 0 ? Double.NaN : hits / (hits + misses),
+                    destinationHitRate, sourceHitRate,
                     (long) delta(before, after, "pagewire_kernel_page_faults_total{kind=minor,origin=nic}"),
                     (long) delta(before, after, "pagewire_kernel_page_faults_total{kind=major,origin=nic}"),
                     (long) delta(before, after, "pagewire_rnr_naks_sent_total{}"),
@@ -175,7 +181,7 @@ final class Demo {
     }
 
     private Row failed(RegistrationMode mode, String error) {
-        return new Row(mode, 0, 0, 0, Double.NaN, 0, 0, 0, 0, 0, 0, 0, error);
+        return new Row(mode, 0, 0, 0, Double.NaN, Double.NaN, 0, 0, 0, 0, 0, 0, 0, error);
     }
 
     /** Every counter summed over the nodes, keyed "name{tags}". */
@@ -194,6 +200,14 @@ final class Demo {
     private static String key(Pagewire.Stat stat) {
         return stat.name() + stat.tags().entrySet().stream().sorted(Map.Entry.comparingByKey()).map(e -> e.getKey() + "=" + e.getValue())
                 .collect(java.util.stream.Collectors.joining(",", "{", "}"));
+    }
+
+    /** Hits over lookups of the TLB on one side's pages, first transmissions only; NaN with no lookup. */
+    private static double firstTransmissionHitRate(Map<String, Double> before, Map<String, Double> after, RegistrationMode mode, String side) {
+        String tags = "{mode=" + mode + ",result=%s,side=" + side + ",transmission=first}";
+        double hits = delta(before, after, "pagewire_tlb_lookups_total" + String.format(Locale.ROOT, tags, "hit"));
+        double misses = delta(before, after, "pagewire_tlb_lookups_total" + String.format(Locale.ROOT, tags, "miss"));
+        return hits + misses == 0 ? Double.NaN : hits / (hits + misses);
     }
 
     private static double delta(Map<String, Double> before, Map<String, Double> after, String key) {

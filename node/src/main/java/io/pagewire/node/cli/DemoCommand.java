@@ -96,23 +96,28 @@ final class DemoCommand implements Callable<Integer> {
         }
         out.printf("%nDone in %.1f s. Throughput counts every writer; p50 is the writers' mean, p99 the worst writer's.%n",
                 (System.nanoTime() - started) / 1e9);
-        out.println("Faults are the kernel's NIC page faults (minor: no I/O; major: read from swap). TLB hit: PIN_ON_MISS and ON_DEMAND only.");
+        out.println("Faults are the kernel's NIC page faults (minor: no I/O; major: read from swap). TLB hit dst/src: the hit rate of the");
+        out.println("TLB (PIN_ON_MISS and ON_DEMAND only) on the pages written to and the pages sent from, first transmissions only.");
         out.flush();
         return 0;
     }
 
     static void print(PrintWriter out, List<Demo.Row> rows) {
-        out.printf("%-12s %9s %9s %10s %8s %17s %9s %11s %12s %12s%n", "mode", "MB/s", "p50 us", "p99 us", "TLB hit",
+        out.printf("%-12s %9s %9s %10s %15s %17s %9s %11s %12s %12s%n", "mode", "MB/s", "p50 us", "p99 us", "TLB hit dst/src",
                 "faults min/maj", "RNR NAKs", "parked MiB", "credit waits", "peak pinned");
         for (Demo.Row r : rows) {
             if (r.error() != null) {
                 out.printf("%-12s %s%n", r.mode(), "registration refused: " + r.error());
                 continue;
             }
-            out.printf(Locale.ROOT, "%-12s %9.1f %9.0f %10.0f %8s %17s %9d %11.1f %12d %9.1f MiB%n", r.mode(), r.mbPerSec(), r.p50Us(),
-                    r.p99Us(), Double.isNaN(r.tlbHitRate()) ? "-" : String.format(Locale.ROOT, "%.1f%%", 100 * r.tlbHitRate()),
+            out.printf(Locale.ROOT, "%-12s %9.1f %9.0f %10.0f %15s %17s %9d %11.1f %12d %9.1f MiB%n", r.mode(), r.mbPerSec(), r.p50Us(),
+                    r.p99Us(), percent(r.destinationHitRate()) + "/" + percent(r.sourceHitRate()),
                     r.minorFaults() + "/" + r.majorFaults(), r.rnrNaks(), r.parkedMiB(), r.creditWaits(), r.peakPinnedMiB());
         }
         out.flush();
+    }
+
+    private static String percent(double rate) {
+        return Double.isNaN(rate) ? "-" : String.format(Locale.ROOT, "%.1f%%", 100 * rate);
     }
 }

@@ -8,8 +8,11 @@ package io.pagewire.node.metrics;
  */
 public enum Metric {
     // ---- NIC translation ------------------------------------------------------------------------------
-    TLB_HITS("pagewire.tlb.hits", null, Type.COUNTER, "Translations found in the NIC's TLB", "mode"),
-    TLB_MISSES("pagewire.tlb.misses", null, Type.COUNTER, "Translations not in the NIC's TLB", "mode"),
+    TLB_HITS("pagewire.tlb.hits", null, Type.COUNTER, "Translations found in the NIC's TLB: every lookup, both sides, retransmissions and prefetch included", "mode"),
+    TLB_MISSES("pagewire.tlb.misses", null, Type.COUNTER, "Translations not in the NIC's TLB: every lookup", "mode"),
+    TLB_LOOKUPS("pagewire.tlb.lookups", null, Type.COUNTER,
+            "NIC TLB lookups by side (source: pages gathered to send; destination: pages received data is written to), transmission (first, retransmission) and result (hit, miss)",
+            "mode", "side", "transmission", "result"),
     TLB_EVICTIONS("pagewire.tlb.evictions", null, Type.COUNTER, "TLB entries replaced to make room", "mode"),
     TLB_ENTRIES("pagewire.tlb.entries", null, Type.GAUGE, "TLB entries in use, by state (valid, pinned) and capacity", "state"),
     SHADOW_ENTRIES("pagewire.shadow.entries", null, Type.GAUGE, "Translations in the shadow page table"),

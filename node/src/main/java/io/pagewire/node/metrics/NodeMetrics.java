@@ -66,6 +66,15 @@ public final class NodeMetrics {
             Tags m = Tags.of("mode", mode.name());
             counter(Metric.TLB_HITS, c, x -> x.get(NicCounter.TLB_HITS, mode), m);
             counter(Metric.TLB_MISSES, c, x -> x.get(NicCounter.TLB_MISSES, mode), m);
+            for (boolean destination : new boolean[] {false, true}) {
+                for (boolean again : new boolean[] {false, true}) {
+                    for (boolean miss : new boolean[] {false, true}) {
+                        NicCounter lookups = NicCounter.tlbLookup(destination, again, miss);
+                        counter(Metric.TLB_LOOKUPS, c, x -> x.get(lookups, mode), Tags.of("mode", mode.name(), "side", destination ? "destination" : "source",
+                                "transmission", again ? "retransmission" : "first", "result", miss ? "miss" : "hit"));
+                    }
+                }
+            }
             counter(Metric.TLB_EVICTIONS, c, x -> x.get(NicCounter.TLB_EVICTIONS, mode), m);
             counter(Metric.PARKED_PARTS, c, x -> x.get(NicCounter.PARKED_PARTS, mode), m);
             faults(c, mode, "send", "minor", NicCounter.SEND_FAULTS_MINOR);

@@ -47,14 +47,15 @@ final class DmaEngine {
     /**
      * Translates one page of a region and locks its frame for a DMA.
      *
+     * @param again whether the packet this is for was sent before (its lookup is counted apart)
      * @return the locked translation (release it with {@link #release}), or {@link Translator#NOT_RESIDENT}
      * @throws RegionInvalidException if the region stopped being usable
      * @throws KernelException if the kernel refused the page (bad address, limits, memory exhausted)
      */
-    long acquire(MemoryRegion region, long vpn, boolean write, Side side, Runnable beforeKernelCall) {
+    long acquire(MemoryRegion region, long vpn, boolean write, Side side, boolean again, Runnable beforeKernelCall) {
         checkUsable(region);
         Translator translator = translators[region.mode().ordinal()];
-        long t = translator.lookup(region, vpn);
+        long t = translator.lookup(region, vpn, side, again);
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             if (t != Translator.MISS) {
                 if (memory.tryLockForDma(Tlb.frameOf(t), Tlb.generationOf(t))) {
@@ -84,17 +85,18 @@ final class DmaEngine {
      * (a range across pages as a rope of each page's part); their frames stay locked in {@code out}
      * until the packet is sent.
      *
+     * @param again whether the packet was sent before (its lookups are counted apart)
      * @param notResident where to put the page that was not resident when null is returned
      * @return the payload, or null when a page is not resident (nothing is left locked for it)
      */
-    ByteString gather(MemoryRegion region, long va, int length, Side side, Outbox out, long[] notResident) {
+    ByteString gather(MemoryRegion region, long va, int length, Side side, boolean again, Outbox out, long[] notResident) {
         if (length == 0) {
             checkUsable(region);
             return ByteString.EMPTY;
         }
         int offset = (int) (va & (pageSize - 1));
         if (offset + length <= pageSize) {
-            long t = acquire(region, va >>> pageShift, false, side, out::flush);
+            long t = acquire(region, va >>> pageShift, false, side, again, out::flush);
             if (t == Translator.NOT_RESIDENT) {
                 notResident[0] = va >>> pageShift;
                 return null;
@@ -115,7 +117,7 @@ final class DmaEngine {
                 long at = va + done;
                 int pageOffset = (int) (at & (pageSize - 1));
                 int chunk = Math.min(pageSize - pageOffset, length - done);
-                long t = acquire(region, at >>> pageShift, false, side, out::flush);
+                long t = acquire(region, at >>> pageShift, false, side, again, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     notResident[0] = at >>> pageShift;
                     return null;

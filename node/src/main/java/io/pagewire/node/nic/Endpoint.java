@@ -303,7 +303,7 @@ public final class Endpoint implements AutoCloseable {
             if (advice == Advice.PREFETCH_NO_FAULT && !space.isResident(vpn)) {
                 continue;
             }
-            if (translator.lookup(region, vpn) == Translator.MISS) {
+            if (translator.lookup(region, vpn, Side.PREFETCH, false) == Translator.MISS) {
                 translator.resolve(region, vpn, write, Side.PREFETCH);
             }
             nic.counters().increment(NicCounter.PREFETCHED_PAGES);

@@ -77,7 +77,7 @@ public final class Nic implements AutoCloseable {
             throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP_PROP_NAME + " must be at least " + partsPerPacket
                     + " (the page-sized parts one MTU-sized packet can touch), was " + context.creditsPerQp());
         }
-        this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.randomSeed());
+        this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed());
         Translator[] translators = new Translator[RegistrationMode.values().length];
         translators[RegistrationMode.PINNED.ordinal()] = new PinnedTranslator();
         translators[RegistrationMode.PIN_ON_MISS.ordinal()] = new PinOnMissTranslator(this);

@@ -17,6 +17,13 @@ public final class NicConfiguration {
     public static final String TLB_REPLACEMENT_PROP_NAME = "pagewire.nic.tlbReplacement";
     public static final TlbReplacement TLB_REPLACEMENT_DEFAULT = TlbReplacement.LRU;
 
+    /** Which set a page's TLB entry goes to: HASHED (the default) or LOW_BITS of the virtual page number, as hardware indexes. */
+    public static final String TLB_INDEXING_PROP_NAME = "pagewire.nic.tlbIndexing";
+    public static final TlbIndexing TLB_INDEXING_DEFAULT = TlbIndexing.HASHED;
+
+    /** Seed of the NIC's random choices (RANDOM TLB replacement), for runs that repeat; unset: a new seed each start. */
+    public static final String RANDOM_SEED_PROP_NAME = "pagewire.nic.randomSeed";
+
     /** Largest payload of one packet; writes and reads longer than this are segmented. */
     public static final String MTU_PROP_NAME = "pagewire.nic.mtuBytes";
     public static final int MTU_DEFAULT = 4096;
@@ -92,6 +99,11 @@ public final class NicConfiguration {
 
     static long longProperty(String name, long defaultValue) {
         return Long.getLong(name, defaultValue);
+    }
+
+    static TlbIndexing tlbIndexing() {
+        String value = System.getProperty(TLB_INDEXING_PROP_NAME);
+        return value == null ? TLB_INDEXING_DEFAULT : TlbIndexing.parse(TLB_INDEXING_PROP_NAME, value);
     }
 
     static TlbReplacement tlbReplacement() {

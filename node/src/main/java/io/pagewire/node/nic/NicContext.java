@@ -13,6 +13,7 @@ public final class NicContext {
     private int tlbEntries = intProperty(NicConfiguration.TLB_ENTRIES_PROP_NAME, NicConfiguration.TLB_ENTRIES_DEFAULT);
     private int tlbWays = intProperty(NicConfiguration.TLB_WAYS_PROP_NAME, NicConfiguration.TLB_WAYS_DEFAULT);
     private TlbReplacement tlbReplacement = NicConfiguration.tlbReplacement();
+    private TlbIndexing tlbIndexing = NicConfiguration.tlbIndexing();
     private int mtuBytes = intProperty(NicConfiguration.MTU_PROP_NAME, NicConfiguration.MTU_DEFAULT);
     private int sendWindowPackets = intProperty(NicConfiguration.SEND_WINDOW_PROP_NAME, NicConfiguration.SEND_WINDOW_DEFAULT);
     private int batchPackets = intProperty(NicConfiguration.BATCH_PROP_NAME, NicConfiguration.BATCH_DEFAULT);
@@ -36,7 +37,7 @@ public final class NicContext {
     private int countersPerSession = intProperty(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, NicConfiguration.COUNTERS_PER_SESSION_DEFAULT);
     private int maxMessageBytes = intProperty(NicConfiguration.MAX_MESSAGE_PROP_NAME, NicConfiguration.MAX_MESSAGE_DEFAULT);
     private NanoClock clock = NanoClock.SYSTEM;
-    private long randomSeed = System.nanoTime();
+    private long randomSeed = longProperty(NicConfiguration.RANDOM_SEED_PROP_NAME, System.nanoTime());
     private boolean concluded;
 
     public NicContext tlbEntries(int value) {
@@ -177,6 +178,15 @@ public final class NicContext {
     public NicContext clock(NanoClock value) {
         clock = value;
         return this;
+    }
+
+    public NicContext tlbIndexing(TlbIndexing value) {
+        tlbIndexing = value;
+        return this;
+    }
+
+    public TlbIndexing tlbIndexing() {
+        return tlbIndexing;
     }
 
     /** Seeds the NIC's random choices (RANDOM TLB replacement); rkeys always come from a secure source. */

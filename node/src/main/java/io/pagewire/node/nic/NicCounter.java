@@ -2,8 +2,8 @@ package io.pagewire.node.nic;
 
 /** The NIC's event counters, each with a stable id and a label a person can read. */
 public enum NicCounter {
-    TLB_HITS(0, "translations found in the TLB"),
-    TLB_MISSES(1, "translations not in the TLB"),
+    TLB_HITS(0, "translations found in the TLB (every lookup: both sides, retransmissions and prefetch included)"),
+    TLB_MISSES(1, "translations not in the TLB (every lookup)"),
     TLB_EVICTIONS(2, "TLB entries replaced to make room"),
     SEND_FAULTS_MINOR(3, "send-side page faults served without I/O"),
     SEND_FAULTS_MAJOR(4, "send-side page faults served from swap"),
@@ -47,7 +47,25 @@ public enum NicCounter {
     PIN_ACCOUNTING_ERRORS(42, "pins the NIC gave back that the kernel did not hold for it (a bug: logged)"),
     TIMER_TASK_FAILURES(43, "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (logged; the timers go on)"),
     PREFETCH_FAULTS_MINOR(44, "page faults taken to prefetch (Advise) served without I/O"),
-    PREFETCH_FAULTS_MAJOR(45, "page faults taken to prefetch (Advise) served from swap");
+    PREFETCH_FAULTS_MAJOR(45, "page faults taken to prefetch (Advise) served from swap"),
+    TLB_SOURCE_FIRST_HITS(46, "TLB hits on pages gathered to send (WRITE and SEND sources, READ sources), first transmissions"),
+    TLB_SOURCE_FIRST_MISSES(47, "TLB misses on pages gathered to send, first transmissions"),
+    TLB_SOURCE_AGAIN_HITS(48, "TLB hits on pages gathered to send, retransmissions"),
+    TLB_SOURCE_AGAIN_MISSES(49, "TLB misses on pages gathered to send, retransmissions"),
+    TLB_DESTINATION_FIRST_HITS(50, "TLB hits on pages written by received data (RDMA-write, atomic and READ-response targets, receive buffers), first transmissions"),
+    TLB_DESTINATION_FIRST_MISSES(51, "TLB misses on pages written by received data, first transmissions"),
+    TLB_DESTINATION_AGAIN_HITS(52, "TLB hits on pages written by received data, retransmissions"),
+    TLB_DESTINATION_AGAIN_MISSES(53, "TLB misses on pages written by received data, retransmissions");
+
+    private static final NicCounter[] TLB_LOOKUPS = {
+        TLB_SOURCE_FIRST_HITS, TLB_SOURCE_FIRST_MISSES, TLB_SOURCE_AGAIN_HITS, TLB_SOURCE_AGAIN_MISSES,
+        TLB_DESTINATION_FIRST_HITS, TLB_DESTINATION_FIRST_MISSES, TLB_DESTINATION_AGAIN_HITS, TLB_DESTINATION_AGAIN_MISSES,
+    };
+
+    /** The counter of TLB lookups of one kind: on a destination or a source page, for a retransmission or not, missed or hit. */
+    public static NicCounter tlbLookup(boolean destination, boolean again, boolean miss) {
+        return TLB_LOOKUPS[(destination ? 4 : 0) + (again ? 2 : 0) + (miss ? 1 : 0)];
+    }
 
     private final int id;
     private final String label;

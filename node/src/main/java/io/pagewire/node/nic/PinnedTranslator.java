@@ -3,7 +3,7 @@ package io.pagewire.node.nic;
 /** PINNED: the region's own full translation table, made at registration; it never misses. */
 final class PinnedTranslator implements Translator {
     @Override
-    public long lookup(MemoryRegion region, long vpn) {
+    public long lookup(MemoryRegion region, long vpn, Side side, boolean again) {
         return region.pinnedTranslation(vpn);
     }
 

@@ -194,7 +194,7 @@ final class Requester {
         }
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
-        Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload);
+        Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload).setRetransmitted(resending());
         if (!send) {
             packet.setRemoteAddress(remote).setRkey(wqe.wr.rkey());
         }
@@ -258,8 +258,9 @@ final class Requester {
         long offset = (long) index * mtu;
         int length = (int) Math.min((long) count * mtu, wqe.wr.length() - offset);
         long psn = wqe.psnFirst + index;
+        // A request for responses asked before (a resend, or a refetch of dropped ones) is a retransmission.
         out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
-                .setRkey(wqe.wr.rkey()).setLength(length));
+                .setRkey(wqe.wr.rkey()).setLength(length).setRetransmitted(psn <= highestSent));
         noteSent(psn, psn + count - 1);
     }
 
@@ -287,7 +288,7 @@ final class Requester {
     private boolean sendAtomic(SendWqe wqe, Outbox out) {
         WorkRequest wr = wqe.wr;
         Packet.Builder packet = qp.packet(wr.opcode() == Completion.Opcode.COMPARE_SWAP ? Opcode.COMPARE_SWAP : Opcode.FETCH_ADD, sendPsn)
-                .setAdd(wr.add());
+                .setAdd(wr.add()).setRetransmitted(resending());
         if (wr.rkey() != 0) {
             packet.setRkey(wr.rkey()).setRemoteAddress(wr.remoteAddress()).setSwap(wr.swap());
         } else {
@@ -297,6 +298,11 @@ final class Requester {
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;
+    }
+
+    /** Whether the packet at sendPsn went out before: this is its retransmission. */
+    private boolean resending() {
+        return sendPsn <= highestSent;
     }
 
     private void noteSent(long firstPsn, long lastPsn) {
@@ -313,7 +319,7 @@ final class Requester {
     /** The payload for a WRITE segment, or null after raising a send-side fault or failing the request. */
     private ByteString gatherOrFail(SendWqe wqe, long va, int length, Outbox out) {
         try {
-            ByteString payload = dma.gather(wqe.local, va, length, Side.SEND, out, notResident);
+            ByteString payload = dma.gather(wqe.local, va, length, Side.SEND, resending(), out, notResident);
             if (payload == null) {
                 raiseFault(wqe, notResident[0], false, Side.SEND, out);
             }
@@ -398,7 +404,7 @@ final class Requester {
             counters.increment(NicCounter.DROPPED_PACKETS);
             return;
         }
-        if (!scatterResponse(wqe, wqe.wr.localAddress() + offset, packet.getPayload(), packet.getPsn(), out)) {
+        if (!scatterResponse(wqe, wqe.wr.localAddress() + offset, packet.getPayload(), packet.getPsn(), packet.getRetransmitted(), out)) {
             return;
         }
         wqe.responses.set(response);
@@ -407,7 +413,7 @@ final class Requester {
         completeFinished();
     }
 
-    private boolean scatterResponse(SendWqe wqe, long va, ByteString payload, long psn, Outbox out) {
+    private boolean scatterResponse(SendWqe wqe, long va, ByteString payload, long psn, boolean again, Outbox out) {
         ByteBuffer src = payload.asReadOnlyByteBuffer();
         int pageSize = dma.pageSize();
         try {
@@ -415,7 +421,7 @@ final class Requester {
                 long at = va + (payload.size() - src.remaining());
                 int offset = (int) (at & (pageSize - 1));
                 int chunk = Math.min(pageSize - offset, src.remaining());
-                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.READ_TARGET, out::flush);
+                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.READ_TARGET, again, out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     // Drop this response; once the page is in, ask again for it alone.
                     if (wqe.refetch == null) {

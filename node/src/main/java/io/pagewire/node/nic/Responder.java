@@ -160,7 +160,7 @@ final class Responder {
         ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
         int direct;
         try {
-            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, Side.RECEIVE, out);
+            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
         } catch (RegionInvalidException | BadAddressException e) {
@@ -235,7 +235,7 @@ final class Responder {
         ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
         int direct;
         try {
-            direct = place(region, policy, buffer.address() + offset, payload, psn, Side.RECEIVE_BUFFER, out);
+            direct = place(region, policy, buffer.address() + offset, payload, psn, Side.RECEIVE_BUFFER, packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
         } catch (RegionInvalidException | BadAddressException e) {
@@ -289,7 +289,8 @@ final class Responder {
      * @return how many parts were written directly (the rest were parked), or -1 when the policy says
      *         the receiver is not ready (nothing after the missing page was written)
      */
-    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Side side, Outbox out) {
+    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Side side, boolean again,
+            Outbox out) {
         AddressSpace space = region.endpoint().space();
         ByteBuffer src = payload.asReadOnlyByteBuffer();
         int pageSize = dma.pageSize();
@@ -301,7 +302,7 @@ final class Responder {
             int offset = (int) (at & (pageSize - 1));
             int chunk = Math.min(pageSize - offset, src.remaining());
             long vpn = at >>> dma.pageShift();
-            long t = policy.queuedBehind(space, vpn) ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, side, out::flush);
+            long t = policy.queuedBehind(space, vpn) ? Translator.NOT_RESIDENT : dma.acquire(region, vpn, true, side, again, out::flush);
             int limit = src.limit();
             src.limit(src.position() + chunk);
             try {
@@ -443,12 +444,14 @@ final class Responder {
         if (region == null) {
             return again ? 0 : 1;
         }
+        // Responses to a READ asked before are sent again: counted apart, and marked so for the requester.
+        boolean resent = again || packet.getRetransmitted();
         for (int i = 0; i < responses; i++) {
             long offset = (long) i * mtu;
             int size = (int) Math.min(mtu, length - offset);
             ByteString payload;
             try {
-                payload = dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, out, notResident);
+                payload = dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, resent, out, notResident);
             } catch (RegionInvalidException | BadAddressException e) {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out) + i;
             } catch (KernelException e) {
@@ -470,7 +473,7 @@ final class Responder {
                 receiverNotReady(psn + i, out);
                 return i;
             }
-            out.add(qp.packet(Opcode.READ_RESPONSE, psn + i).setPayload(payload));
+            out.add(qp.packet(Opcode.READ_RESPONSE, psn + i).setPayload(payload).setRetransmitted(resent));
             if (out.size() >= ctx.batchPackets()) {
                 out.flush();
             }
@@ -512,7 +515,7 @@ final class Responder {
             int offset = (int) (address & (dma.pageSize() - 1));
             long t;
             try {
-                t = dma.acquire(region, vpn, true, Side.ATOMIC_TARGET, out::flush);
+                t = dma.acquire(region, vpn, true, Side.ATOMIC_TARGET, packet.getRetransmitted(), out::flush);
                 if (t == Translator.NOT_RESIDENT) {
                     String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
                     if (failed != null) {

@@ -12,7 +12,7 @@ final class ShadowTranslator implements Translator {
     }
 
     @Override
-    public long lookup(MemoryRegion region, long vpn) {
+    public long lookup(MemoryRegion region, long vpn, Side side, boolean again) {
         long t = shadow.lookup(Tlb.key(region.endpoint().id(), vpn));
         return t == ShadowPageTable.ABSENT ? MISS : t;
     }

@@ -27,6 +27,7 @@ final class Tlb {
     private final int ways;
     private final int sets;
     private final TlbReplacement replacement;
+    private final TlbIndexing indexing;
     private final SplittableRandom random;
     private final long[] keys;
     private final byte[] states;
@@ -37,10 +38,11 @@ final class Tlb {
     private long tick;
     private int pinnedEntries;
 
-    Tlb(int entries, int ways, TlbReplacement replacement, long seed) {
+    Tlb(int entries, int ways, TlbReplacement replacement, TlbIndexing indexing, long seed) {
         this.ways = ways;
         this.sets = entries / ways;
         this.replacement = replacement;
+        this.indexing = indexing;
         this.random = new SplittableRandom(seed);
         this.keys = new long[entries];
         this.states = new byte[entries];
@@ -55,6 +57,9 @@ final class Tlb {
     static long key(int spaceId, long vpn) {
         return ((long) spaceId << 40) | vpn;
     }
+
+    /** The virtual page number's bits of a {@link #key}. */
+    private static final long VPN_MASK = (1L << 40) - 1;
 
     static int frameOf(long translation) {
         return (int) translation;
@@ -287,6 +292,9 @@ final class Tlb {
     private int setBase(long key) {
         if (sets == 1) {
             return 0;
+        }
+        if (indexing == TlbIndexing.LOW_BITS) {
+            return (int) Long.remainderUnsigned(key & VPN_MASK, sets) * ways;
         }
         long mixed = key * 0x9E3779B97F4A7C15L;
         return (int) Long.remainderUnsigned(mixed ^ (mixed >>> 29), sets) * ways;

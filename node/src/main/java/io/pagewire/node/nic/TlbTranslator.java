@@ -21,9 +21,13 @@ abstract class TlbTranslator implements Translator {
     }
 
     @Override
-    public long lookup(MemoryRegion region, long vpn) {
+    public long lookup(MemoryRegion region, long vpn, Side side, boolean again) {
         long t = tlb.lookup(Tlb.key(region.endpoint().id(), vpn), needPin);
-        counters.increment(t == Tlb.MISS ? NicCounter.TLB_MISSES : NicCounter.TLB_HITS, mode);
+        boolean miss = t == Tlb.MISS;
+        counters.increment(miss ? NicCounter.TLB_MISSES : NicCounter.TLB_HITS, mode);
+        if (side != Side.PREFETCH) {
+            counters.increment(NicCounter.tlbLookup(!side.gathers(), again, miss), mode);
+        }
         return t;
     }
 

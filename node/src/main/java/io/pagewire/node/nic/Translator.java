@@ -15,8 +15,13 @@ interface Translator {
     /** {@link #resolve}: the page is not resident and this mode will not bring it in synchronously. */
     long NOT_RESIDENT = -2L;
 
-    /** The cached translation of a page, packed by {@link Tlb#pack}, or {@link #MISS}. */
-    long lookup(MemoryRegion region, long vpn);
+    /**
+     * The cached translation of a page, packed by {@link Tlb#pack}, or {@link #MISS}.
+     *
+     * @param side what the page is to the request: TLB lookups are counted by it
+     * @param again whether the packet this lookup is for was sent before (counted apart)
+     */
+    long lookup(MemoryRegion region, long vpn, Side side, boolean again);
 
     /** The translation of a page after a miss, or {@link #NOT_RESIDENT}. */
     long resolve(MemoryRegion region, long vpn, boolean write, Side side);

@@ -210,7 +210,7 @@ class CommandLineTest {
         Run run = run(Map.of(), "demo", "--memory", "2MiB", "--overcommit", "3", "--message", "16KiB", "--memlock", "1MiB",
                 "--modes", "PINNED,PIN_ON_MISS,SHADOW,ON_DEMAND", "--tlb-entries", "64");
         assertThat(run.exitCode()).as(run.err()).isZero();
-        assertThat(run.out()).contains("http://127.0.0.1:", "/metrics", "mode", "MB/s", "p50 us", "p99 us", "TLB hit", "RNR NAKs",
+        assertThat(run.out()).contains("http://127.0.0.1:", "/metrics", "mode", "MB/s", "p50 us", "p99 us", "TLB hit dst/src", "RNR NAKs",
                 "parked MiB", "peak pinned");
         assertThat(run.out()).containsPattern("PINNED\\s+registration refused: memlock limit 1 MiB exceeded: endpoint \\d+ would pin 6 MiB");
         for (String mode : List.of("PIN_ON_MISS", "SHADOW", "ON_DEMAND")) {

@@ -89,6 +89,19 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         assertThat(rnrBackOffs.max(TimeUnit.NANOSECONDS)).as("a back-off lasts at least the RNR delay the responder asked")
                 .isGreaterThanOrEqualTo((double) Math.min(cluster.node(2).context().nic().rnrDelayNs(), 10_000_000_000L));
         assertThat(requester.get(NicCounter.RETRANSMITTED_PACKETS)).isPositive();
+        // TLB lookups by side and transmission: each retransmitted packet looked its source page up
+        // again (one page per packet here), apart from the 512 first lookups; the responder's misses
+        // on first arrivals are counted apart from the lookups of the packets that came again.
+        RegistrationMode od = RegistrationMode.ON_DEMAND;
+        assertThat(requester.get(NicCounter.TLB_SOURCE_FIRST_HITS, od) + requester.get(NicCounter.TLB_SOURCE_FIRST_MISSES, od))
+                .as("first lookups of the source pages").isGreaterThanOrEqualTo(512);
+        assertThat(requester.get(NicCounter.TLB_SOURCE_AGAIN_HITS, od) + requester.get(NicCounter.TLB_SOURCE_AGAIN_MISSES, od))
+                .as("lookups for retransmitted packets").isEqualTo(requester.get(NicCounter.RETRANSMITTED_PACKETS));
+        assertThat(responder.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, od)).as("first arrivals on swapped-out pages").isPositive();
+        assertThat(responder.get(NicCounter.TLB_DESTINATION_AGAIN_HITS, od) + responder.get(NicCounter.TLB_DESTINATION_AGAIN_MISSES, od))
+                .as("lookups for packets that came again").isPositive();
+        assertThat(responder.get(NicCounter.TLB_SOURCE_FIRST_HITS, od) + responder.get(NicCounter.TLB_SOURCE_FIRST_MISSES, od))
+                .as("a WRITE's target gathers nothing").isZero();
         byte[] landed = new byte[length];
         c.remote().space().load(dst, landed, 0, length);
         assertThat(crc(landed)).isEqualTo(crc(data));

@@ -29,7 +29,7 @@ class PinOnMissTranslatorTest {
         Tlb.Reservation other = nic.tlb().reserve(Tlb.key(endpoint.id(), vpn - 1));
         assertThat(other).isNotNull();
 
-        long t = nic.dma().acquire(region, vpn, false, Side.SEND, null);
+        long t = nic.dma().acquire(region, vpn, false, Side.SEND, false, null);
         assertThat(t).as("translated, not refused").isNotEqualTo(Translator.NOT_RESIDENT);
         byte[] read = new byte[1];
         nic.dma().memory().read(Tlb.frameOf(t), 0, read, 0, 1);
@@ -67,14 +67,14 @@ class PinOnMissTranslatorTest {
         long address = endpoint.space().allocate(2 * 4096);
         MemoryRegion region = endpoint.register(address, 2 * 4096, RegistrationMode.PIN_ON_MISS, Access.all());
         long vpn = address >>> 12;
-        nic.dma().release(nic.dma().acquire(region, vpn, true, Side.RECEIVE, null), true);
+        nic.dma().release(nic.dma().acquire(region, vpn, true, Side.RECEIVE, false, null), true);
         assertThat(endpoint.space().pinCount(vpn)).as("the TLB entry holds a pin").isEqualTo(1);
         endpoint.space().unpin(vpn); // someone else gave the NIC's pin back: the accounting is now wrong
         endpoint.deregister(region); // drops the entry, whose pin the NIC releases
         assertThat(nic.counters().get(NicCounter.PIN_ACCOUNTING_ERRORS)).as("the bug's one signal is kept").isEqualTo(1);
 
         MemoryRegion again = endpoint.register(address, 2 * 4096, RegistrationMode.PIN_ON_MISS, Access.all());
-        nic.dma().release(nic.dma().acquire(again, vpn + 1, true, Side.RECEIVE, null), true);
+        nic.dma().release(nic.dma().acquire(again, vpn + 1, true, Side.RECEIVE, false, null), true);
         endpoint.space().free(address); // freeing revokes the pins; the entry's later release is not a bug
         nic.dropTranslations(endpoint.space(), vpn, 2);
         assertThat(nic.counters().get(NicCounter.PIN_ACCOUNTING_ERRORS)).isEqualTo(1);

@@ -14,7 +14,7 @@ class TlbTest {
 
     @Test
     void aHitReturnsTheFrameAndGeneration() {
-        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         assertThat(tlb.lookup(Tlb.key(1, 100), false)).isEqualTo(Tlb.MISS);
         insert(tlb, Tlb.key(1, 100), 42, false);
         long t = tlb.lookup(Tlb.key(1, 100), false);
@@ -25,7 +25,7 @@ class TlbTest {
 
     @Test
     void anUnpinnedEntryDoesNotServeAPinOnMissLookup() {
-        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         insert(tlb, Tlb.key(1, 5), 9, false);
         assertThat(tlb.lookup(Tlb.key(1, 5), true)).isEqualTo(Tlb.MISS);
         assertThat(tlb.lookup(Tlb.key(1, 5), false)).isNotEqualTo(Tlb.MISS);
@@ -33,7 +33,7 @@ class TlbTest {
 
     @Test
     void aFullyAssociativeLruTlbEvictsTheLeastRecentlyUsed() {
-        Tlb tlb = new Tlb(4, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(4, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         for (int i = 0; i < 4; i++) {
             insert(tlb, Tlb.key(1, i), i, false);
         }
@@ -44,7 +44,7 @@ class TlbTest {
 
     @Test
     void fifoEvictsTheOldestInsertionWhateverWasUsed() {
-        Tlb tlb = new Tlb(4, 4, TlbReplacement.FIFO, 1);
+        Tlb tlb = new Tlb(4, 4, TlbReplacement.FIFO, TlbIndexing.HASHED, 1);
         for (int i = 0; i < 4; i++) {
             insert(tlb, Tlb.key(1, i), i, false);
         }
@@ -54,7 +54,7 @@ class TlbTest {
 
     @Test
     void randomReplacementStaysInTheSetAndKeepsTheTlbFull() {
-        Tlb tlb = new Tlb(64, 8, TlbReplacement.RANDOM, 3);
+        Tlb tlb = new Tlb(64, 8, TlbReplacement.RANDOM, TlbIndexing.HASHED, 3);
         for (int i = 0; i < 1000; i++) {
             insert(tlb, Tlb.key(1, i), i, false);
         }
@@ -62,8 +62,38 @@ class TlbTest {
     }
 
     @Test
+    void randomReplacementWithTheSameSeedEvictsTheSameEntries() {
+        java.util.List<java.util.List<Long>> runs = new java.util.ArrayList<>();
+        for (int run = 0; run < 2; run++) {
+            Tlb tlb = new Tlb(64, 8, TlbReplacement.RANDOM, TlbIndexing.HASHED, 42);
+            java.util.List<Long> evicted = new java.util.ArrayList<>();
+            for (int i = 0; i < 1000; i++) {
+                evicted.add(insert(tlb, Tlb.key(1, i), i, false));
+            }
+            runs.add(evicted);
+        }
+        assertThat(runs.get(1)).isEqualTo(runs.get(0));
+    }
+
+    @Test
+    void lowBitsIndexingPutsConsecutivePagesInConsecutiveSetsAndStridesInOne() {
+        // 16 entries, 4 ways: 4 sets. Consecutive pages fill the TLB without an eviction...
+        Tlb sequential = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.LOW_BITS, 1);
+        for (int vpn = 0; vpn < 16; vpn++) {
+            assertThat(insert(sequential, Tlb.key(1, vpn), vpn, false)).as("page %d evicted something", vpn).isEqualTo(-1L);
+        }
+        // ...while pages 4 apart share one set, whose fifth entry evicts the first.
+        Tlb strided = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.LOW_BITS, 1);
+        for (int i = 0; i < 4; i++) {
+            assertThat(insert(strided, Tlb.key(1, 4L * i), i, false)).isEqualTo(-1L);
+        }
+        assertThat(insert(strided, Tlb.key(1, 16), 4, false)).isEqualTo(Tlb.key(1, 0));
+        assertThat(strided.validEntries()).as("three sets stay empty").isEqualTo(4);
+    }
+
+    @Test
     void aDirectMappedTlbHoldsOneEntryPerSet() {
-        Tlb tlb = new Tlb(8, 1, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(8, 1, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         int hits = 0;
         for (int i = 0; i < 100; i++) {
             insert(tlb, Tlb.key(1, i), i, false);
@@ -79,7 +109,7 @@ class TlbTest {
 
     @Test
     void anInvalidationDuringAMissCancelsTheFill() {
-        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         Tlb.Reservation r = tlb.reserve(Tlb.key(1, 10));
         // The kernel invalidates the page while the NIC is asking for its translation ...
         tlb.invalidate(1, 10, 1);
@@ -91,7 +121,7 @@ class TlbTest {
 
     @Test
     void aStaleSequenceRefusesTheFill() {
-        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         Tlb.Reservation r = tlb.reserve(Tlb.key(1, 10));
         assertThat(tlb.fill(r, 3, 1, false, () -> false)).isFalse();
         assertThat(tlb.validEntries()).isZero();
@@ -100,7 +130,7 @@ class TlbTest {
 
     @Test
     void reservedSlotsAreNeitherHitsNorVictims() {
-        Tlb tlb = new Tlb(2, 2, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(2, 2, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         Tlb.Reservation a = tlb.reserve(Tlb.key(1, 1));
         Tlb.Reservation b = tlb.reserve(Tlb.key(1, 2));
         assertThat(tlb.reserve(Tlb.key(1, 3))).as("every way is being filled").isNull();
@@ -112,7 +142,7 @@ class TlbTest {
 
     @Test
     void invalidationReportsThePinnedEntriesItDropped() {
-        Tlb tlb = new Tlb(1024, 8, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(1024, 8, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         for (int i = 0; i < 100; i++) {
             insert(tlb, Tlb.key(3, 1000 + i), i, i % 2 == 0);
         }
@@ -130,7 +160,7 @@ class TlbTest {
 
     @Test
     void dropStaleRemovesOnlyTheMatchingTranslation() {
-        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, 1);
+        Tlb tlb = new Tlb(16, 4, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
         insert(tlb, Tlb.key(1, 1), 5, false);
         tlb.dropStale(Tlb.key(1, 1), Tlb.pack(5, 6));
         assertThat(tlb.lookup(Tlb.key(1, 1), false)).as("another generation: kept").isNotEqualTo(Tlb.MISS);
