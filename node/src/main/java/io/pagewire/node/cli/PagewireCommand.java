@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
         versionProvider = PagewireCommand.Version.class,
         description = "Pagewire: a testbed for user-level networking with virtual memory.",
         subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, HealthCommand.class,
-            CertsCommand.class, SoakCommand.class, FloodCommand.class,
+            CertsCommand.class, SoakCommand.class, FloodCommand.class, ExperimentCommand.class,
             CommandLine.HelpCommand.class})
 public final class PagewireCommand {
     public static void main(String[] args) {

@@ -37,6 +37,22 @@ class CommandLineTest {
     }
 
     @Test
+    void anExperimentPrintsItsTableAndClaimsAndWritesItsCsvAndPlot(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        Run run = run(Map.of(), "experiment", "tlb-size", "--reduced", "--seed", "3", "--out", dir.toString());
+        assertThat(run.out()).contains("experiment tlb-size, seed 3", "| working set (pages) | pattern", "The paper: U-Net/MM");
+        List<String> claims = run.out().lines().filter(l -> l.startsWith("reproduced: ") || l.startsWith("NOT reproduced: ")).toList();
+        assertThat(claims).as(run.out()).hasSize(4);
+        assertThat(run.exitCode()).as("1 exactly when a claim was not reproduced\n" + run.out() + run.err())
+                .isEqualTo(claims.stream().anyMatch(l -> l.startsWith("NOT")) ? 1 : 0);
+        assertThat(java.nio.file.Files.readAllLines(dir.resolve("tlb-size.csv"))).hasSize(19);
+        assertThat(java.nio.file.Files.size(dir.resolve("tlb-size.png"))).isPositive();
+
+        Run unknown = run(Map.of(), "experiment", "tlb-sise");
+        assertThat(unknown.exitCode()).isEqualTo(2);
+        assertThat(unknown.err()).contains("no experiment named 'tlb-sise'; there are: tlb-size");
+    }
+
+    @Test
     void writeBandwidthOverEverySizePrintsPerftestsTable() {
         Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "20", "--max-bytes", "16777216", "-t", "4", "--warmup", "0");
         assertThat(run.exitCode()).as(run.err()).isZero();

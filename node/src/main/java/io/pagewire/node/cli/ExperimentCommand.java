@@ -1,0 +1,86 @@
+package io.pagewire.node.cli;
+
+import io.pagewire.node.experiment.Experiment;
+import io.pagewire.node.experiment.ExperimentReport;
+import io.pagewire.node.experiment.ExperimentResult;
+import io.pagewire.node.experiment.ExperimentSettings;
+import io.pagewire.node.experiment.TlbSizeExperiment;
+import io.pagewire.node.nic.TlbIndexing;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code pagewire experiment NAME}: runs an experiment that reproduces a paper's result and says which of its claims held. */
+@Command(name = "experiment", mixinStandardHelpOptions = true,
+        description = {"Runs an experiment that reproduces a research system's result on nodes in this JVM: prints its table beside the",
+            "paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim, reproduced or not and by how much.",
+            "Exit status 1 when a claim was not reproduced.",
+            "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size)."})
+final class ExperimentCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "NAME", description = "The experiment: ${COMPLETION-CANDIDATES}.", completionCandidates = Names.class)
+    String name;
+
+    @Option(names = "--seed", description = "Seed of every random choice (access order, RANDOM replacement); default: the clock.")
+    Long seed;
+
+    @Option(names = "--out", defaultValue = "pagewire-experiments", description = "Directory for NAME.csv and NAME.png (default ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--reduced", description = "Run at the reduced size the test suite runs (seconds instead of minutes).")
+    boolean reduced;
+
+    @Option(names = "--tlb-indexing", defaultValue = "hashed", description = "tlb-size: how a page picks its TLB set, hashed or low-bits (default ${DEFAULT-VALUE}).")
+    String tlbIndexing;
+
+    /** The experiments by name. */
+    static Map<String, Experiment> experiments(TlbIndexing indexing) {
+        Map<String, Experiment> all = new LinkedHashMap<>();
+        Experiment tlbSize = new TlbSizeExperiment(indexing);
+        all.put(tlbSize.name(), tlbSize);
+        return all;
+    }
+
+    /** The names picocli lists in the help. */
+    static final class Names implements Iterable<String> {
+        @Override
+        public java.util.Iterator<String> iterator() {
+            return experiments(TlbIndexing.HASHED).keySet().iterator();
+        }
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter printer = spec.commandLine().getOut();
+        TlbIndexing indexing;
+        try {
+            indexing = TlbIndexing.parse("--tlb-indexing", tlbIndexing);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        Experiment experiment = experiments(indexing).get(name);
+        if (experiment == null) {
+            throw new ParameterException(spec.commandLine(), "no experiment named '" + name + "'; there are: "
+                    + String.join(", ", experiments(indexing).keySet()));
+        }
+        long runSeed = seed == null ? System.nanoTime() : seed;
+        printer.printf("experiment %s, seed %d (repeat with --seed)%s%n", name, runSeed, reduced ? ", reduced size" : "");
+        printer.flush();
+        long started = System.nanoTime();
+        ExperimentResult result = experiment.run(new ExperimentSettings(runSeed, reduced), printer);
+        ExperimentReport.write(experiment, result, out, printer);
+        printer.printf("%s took %.0f s%n", name, (System.nanoTime() - started) / 1e9);
+        printer.flush();
+        return result.allReproduced() ? 0 : 1;
+    }
+}

@@ -1,0 +1,36 @@
+package io.pagewire.node.experiment;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What an experiment measured: a table (one row per configuration it ran), the series of its plot,
+ * and its claims.
+ *
+ * @param columns the table's column names
+ * @param rows the table's rows, each as long as {@code columns}
+ * @param plot the figure to draw: its title, axis titles and series
+ * @param claims the paper's claims, each judged
+ */
+public record ExperimentResult(List<String> columns, List<List<Object>> rows, Plot plot, List<Claim> claims) {
+    public ExperimentResult {
+        for (List<Object> row : rows) {
+            if (row.size() != columns.size()) {
+                throw new IllegalArgumentException("a row has " + row.size() + " values for " + columns.size() + " columns: " + row);
+            }
+        }
+    }
+
+    /** Whether every claim was reproduced. */
+    public boolean allReproduced() {
+        return claims.stream().allMatch(Claim::reproduced);
+    }
+
+    /**
+     * A line plot: each series maps x to y in x's order.
+     *
+     * @param logX whether the x axis is logarithmic (sizes that double)
+     */
+    public record Plot(String title, String xTitle, String yTitle, boolean logX, Map<String, double[][]> series) {
+    }
+}
