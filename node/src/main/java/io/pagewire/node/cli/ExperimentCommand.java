@@ -4,11 +4,14 @@ import io.pagewire.node.experiment.Experiment;
 import io.pagewire.node.experiment.ExperimentReport;
 import io.pagewire.node.experiment.ExperimentResult;
 import io.pagewire.node.experiment.ExperimentSettings;
+import io.pagewire.node.experiment.OvercommitExperiment;
 import io.pagewire.node.experiment.TlbSizeExperiment;
+import io.pagewire.node.experiment.TranslationOverheadExperiment;
 import io.pagewire.node.nic.TlbIndexing;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -23,7 +26,9 @@ import picocli.CommandLine.Spec;
         description = {"Runs an experiment that reproduces a research system's result on nodes in this JVM: prints its table beside the",
             "paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim, reproduced or not and by how much.",
             "Exit status 1 when a claim was not reproduced.",
-            "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size)."})
+            "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
+            "translation-overhead (NetVM: a warm translation's cost to a small write, per mode, against static pinning),",
+            "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned)."})
 final class ExperimentCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -46,8 +51,10 @@ final class ExperimentCommand implements Callable<Integer> {
     /** The experiments by name. */
     static Map<String, Experiment> experiments(TlbIndexing indexing) {
         Map<String, Experiment> all = new LinkedHashMap<>();
-        Experiment tlbSize = new TlbSizeExperiment(indexing);
-        all.put(tlbSize.name(), tlbSize);
+        for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(),
+                new OvercommitExperiment())) {
+            all.put(experiment.name(), experiment);
+        }
         return all;
     }
 

@@ -30,7 +30,7 @@ import org.HdrHistogram.Histogram;
  * round trip, as ib_write_lat and ib_send_lat do; read and atomic latency are one request at a time
  * (a full round trip).
  */
-final class Perftest implements AutoCloseable {
+public final class Perftest implements AutoCloseable {
     /** Work requests posted in one ring record (or stream message) when the window has room (perftest's {@code --post_list}). */
     static final int POST_LIST = 16;
     /** Every this many requests one is signalled (perftest's {@code --cq-mod}, whose default this is). */
@@ -74,7 +74,7 @@ final class Perftest implements AutoCloseable {
     }
 
     /** One row of a latency table, in microseconds. */
-    record LatencyRow(int bytes, long iterations, double min, double max, double typical, double average, double stdev,
+    public record LatencyRow(int bytes, long iterations, double min, double max, double typical, double average, double stdev,
             double p99, double p999) {
     }
 
@@ -87,7 +87,7 @@ final class Perftest implements AutoCloseable {
     private int postList = POST_LIST;
     private int cqMod = CQ_MOD;
 
-    Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
+    public Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
         this.local = localNode.openEndpoint("perf-local");
         this.remote = remoteNode.openEndpoint("perf-remote");
         this.mode = mode;
@@ -514,7 +514,7 @@ final class Perftest implements AutoCloseable {
     }
 
     /** What one row of {@link #interleavedWriteLatency} pings: buffers in a registration mode, or pages never touched before. */
-    record Variant(RegistrationMode mode, boolean freshPages) {
+    public record Variant(RegistrationMode mode, boolean freshPages) {
         @Override
         public String toString() {
             return mode + (freshPages ? ", a page never touched each ping" : "");
@@ -527,7 +527,7 @@ final class Perftest implements AutoCloseable {
      * measured in the same moments and the machine's drift, which moves a whole run by tens of
      * microseconds here, falls on all of them alike. One row per variant, in order.
      */
-    List<LatencyRow> interleavedWriteLatency(List<Variant> variants, int size, long iterations, int warmup) throws Exception {
+    public List<LatencyRow> interleavedWriteLatency(List<Variant> variants, int size, long iterations, int warmup) throws Exception {
         List<PingTarget> targets = new ArrayList<>();
         try (HeldResources held = new HeldResources()) {
             long pageSize = remote.pageSize();

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.CategoryChart;
+import org.knowm.xchart.CategoryChartBuilder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.style.Styler;
@@ -83,6 +85,21 @@ public final class ExperimentReport {
 
     static void plot(ExperimentResult.Plot plot, Path png) throws IOException {
         System.setProperty("java.awt.headless", "true");
+        if (plot.categories() != null) {
+            CategoryChart bars = new CategoryChartBuilder().width(1000).height(600).title(plot.title()).xAxisTitle(plot.xTitle())
+                    .yAxisTitle(plot.yTitle()).build();
+            bars.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
+            bars.getStyler().setXAxisLabelRotation(20);
+            for (Map.Entry<String, double[][]> series : plot.series().entrySet()) {
+                List<Double> values = new ArrayList<>();
+                for (double value : series.getValue()[1]) {
+                    values.add(value);
+                }
+                bars.addSeries(series.getKey(), plot.categories(), values);
+            }
+            BitmapEncoder.saveBitmap(bars, png.toString(), BitmapEncoder.BitmapFormat.PNG);
+            return;
+        }
         XYChart chart = new XYChartBuilder().width(1000).height(600).title(plot.title()).xAxisTitle(plot.xTitle()).yAxisTitle(plot.yTitle()).build();
         chart.getStyler().setXAxisLogarithmic(plot.logX());
         chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);

@@ -27,10 +27,16 @@ public record ExperimentResult(List<String> columns, List<List<Object>> rows, Pl
     }
 
     /**
-     * A line plot: each series maps x to y in x's order.
+     * A line plot, each series mapping x to y in x's order; or, with {@code categories}, a bar chart
+     * whose series give one y per category (their x values are ignored).
      *
      * @param logX whether the x axis is logarithmic (sizes that double)
+     * @param categories the bars' labels, or null for a line plot
      */
-    public record Plot(String title, String xTitle, String yTitle, boolean logX, Map<String, double[][]> series) {
+    public record Plot(String title, String xTitle, String yTitle, boolean logX, Map<String, double[][]> series, List<String> categories) {
+        /** A line plot. */
+        public Plot(String title, String xTitle, String yTitle, boolean logX, Map<String, double[][]> series) {
+            this(title, xTitle, yTitle, logX, series, null);
+        }
     }
 }
