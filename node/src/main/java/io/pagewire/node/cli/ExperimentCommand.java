@@ -5,6 +5,7 @@ import io.pagewire.node.experiment.ExperimentReport;
 import io.pagewire.node.experiment.ExperimentResult;
 import io.pagewire.node.experiment.ExperimentSettings;
 import io.pagewire.node.experiment.OvercommitExperiment;
+import io.pagewire.node.experiment.ReceiveFaultsExperiment;
 import io.pagewire.node.experiment.TlbSizeExperiment;
 import io.pagewire.node.experiment.TranslationOverheadExperiment;
 import io.pagewire.node.nic.TlbIndexing;
@@ -28,6 +29,7 @@ import picocli.CommandLine.Spec;
             "Exit status 1 when a claim was not reproduced.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
             "translation-overhead (NetVM: a warm translation's cost to a small write, per mode, against static pinning),",
+            "receive-faults (U-Net/MM's stall, NetVM's system buffer, ODP's RNR NAK: streaming into four times the receiver's memory),",
             "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned)."})
 final class ExperimentCommand implements Callable<Integer> {
     @Spec
@@ -52,7 +54,7 @@ final class ExperimentCommand implements Callable<Integer> {
     static Map<String, Experiment> experiments(TlbIndexing indexing) {
         Map<String, Experiment> all = new LinkedHashMap<>();
         for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(),
-                new OvercommitExperiment())) {
+                new ReceiveFaultsExperiment(), new OvercommitExperiment())) {
             all.put(experiment.name(), experiment);
         }
         return all;

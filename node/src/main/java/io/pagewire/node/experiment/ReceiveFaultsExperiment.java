@@ -1,0 +1,251 @@
+package io.pagewire.node.experiment;
+
+import io.pagewire.kernel.KernelCounter;
+import io.pagewire.kernel.SystemBuffer;
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.Transport;
+import io.pagewire.node.nic.Access;
+import io.pagewire.node.nic.Completion;
+import io.pagewire.node.nic.CompletionQueue;
+import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.node.nic.NicCounters;
+import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.ReceiveRequest;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.node.nic.WorkRequest;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.HdrHistogram.Histogram;
+
+/**
+ * {@code receive-faults}: what each design does when data arrives for a page that is not in memory.
+ * One node streams 64 KiB messages into a region of another four times that node's memory, twice
+ * over, as RDMA WRITEs and as SENDs into receive buffers posted across the region, under each mode
+ * that can register it: PIN_ON_MISS (U-Net/MM: the lane stalls while the kernel pins the page),
+ * SHADOW (NetVM: the data waits in the system buffer, its senders held back by credits) and
+ * ON_DEMAND (NIC on-demand paging: RNR NAK, and the sender retransmits after the fault).
+ */
+public final class ReceiveFaultsExperiment implements Experiment {
+    private static final int MESSAGE = 64 << 10;
+
+    /** How big a run is: the receiver's memory, its region, passes over the region, messages in flight. */
+    record Shape(long physicalMemoryBytes, long regionBytes, int passes, int depth) {
+        long messages() {
+            return regionBytes / MESSAGE * passes;
+        }
+    }
+
+    static final Shape DEFAULT = new Shape(8L << 20, 32L << 20, 2, 8);
+    static final Shape REDUCED = new Shape(2L << 20, 8L << 20, 2, 8);
+
+    private static final RegistrationMode[] MODES = {RegistrationMode.PIN_ON_MISS, RegistrationMode.SHADOW, RegistrationMode.ON_DEMAND};
+
+    /** How the data arrives. */
+    enum Operation { WRITE, SEND }
+
+    @Override
+    public String name() {
+        return "receive-faults";
+    }
+
+    @Override
+    public String paper() {
+        return "Three answers to a receive into a page that is not in memory: U-Net/MM's NIC stalls the receive while the kernel pins the page "
+                + "(nothing is dropped); NetVM's parks the data in a system buffer whose credits hold senders back (it never overflows); "
+                + "on-demand paging NICs answer RNR NAK and the sender retransmits once the page is in.";
+    }
+
+    @Override
+    public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+        List<Run> runs = new ArrayList<>();
+        for (Operation op : Operation.values()) {
+            for (RegistrationMode mode : MODES) {
+                progress.printf(Locale.ROOT, "receive-faults: %s into %d MiB (%.0fx the receiver's memory), %s ...%n", op, shape.regionBytes() >> 20,
+                        (double) shape.regionBytes() / shape.physicalMemoryBytes(), mode);
+                progress.flush();
+                runs.add(run(shape, op, mode));
+            }
+        }
+        return result(shape, runs);
+    }
+
+    /** What one operation and mode measured. */
+    record Run(Operation op, RegistrationMode mode, double megabytesPerSecond, double p50Us, double p99Us, long retransmitted, long rnrNaks,
+            long parkedParts, int peakBufferSlots, int bufferSlots, long creditWaits, double stallSeconds, long majorFaults) {
+    }
+
+    private Run run(Shape shape, Operation op, RegistrationMode mode) throws Exception {
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.IN_PROCESS, c -> {
+            c.security().plaintext();
+            if (c.nodeId().equals("node-2")) {
+                c.kernel().physicalMemoryBytes(shape.physicalMemoryBytes()).swapBytes(Math.max(64L << 20, 2 * shape.regionBytes()));
+            }
+        })) {
+            PagewireNode sender = cluster.node(1);
+            PagewireNode receiver = cluster.node(2);
+            Endpoint writer = sender.nic().openEndpoint("receive-faults-writer");
+            Endpoint owner = receiver.nic().openEndpoint("receive-faults-receiver");
+            CompletionQueue cq = sender.nic().createCompletionQueue();
+            CompletionQueue receives = receiver.nic().createCompletionQueue();
+            QueuePair qp = sender.nic().createQueuePair(writer, cq);
+            QueuePair remote = receiver.nic().createQueuePair(owner, receives);
+            qp.connect(remote.address());
+            remote.connect(qp.address());
+            long src = writer.space().allocate(MESSAGE);
+            writer.space().store(src, new byte[MESSAGE], 0, MESSAGE);
+            MemoryRegion source = writer.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());
+            long dst = owner.space().allocate(shape.regionBytes());
+            MemoryRegion target = owner.register(dst, shape.regionBytes(), mode, Access.all());
+
+            Reposter reposter = null;
+            if (op == Operation.SEND) {
+                reposter = new Reposter(remote, receives, target, shape);
+                reposter.start();
+            }
+            Histogram latency = new Histogram(60_000_000_000L, 3);
+            long[] postedAt = new long[shape.depth()];
+            long start = System.nanoTime();
+            int inFlight = 0;
+            for (long i = 0; i < shape.messages(); i++) {
+                if (inFlight == shape.depth()) {
+                    reap(cq, latency, postedAt);
+                    inFlight--;
+                }
+                long offset = i % (shape.regionBytes() / MESSAGE) * MESSAGE;
+                postedAt[(int) (i % shape.depth())] = System.nanoTime();
+                qp.post(op == Operation.WRITE ? WorkRequest.write(i, source.lkey(), src, MESSAGE, dst + offset, target.rkey())
+                        : WorkRequest.send(i, source.lkey(), src, MESSAGE));
+                inFlight++;
+            }
+            for (; inFlight > 0; inFlight--) {
+                reap(cq, latency, postedAt);
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            if (reposter != null) {
+                reposter.finish(shape.messages());
+            }
+            NicCounters out = sender.nic().counters();
+            NicCounters in = receiver.nic().counters();
+            SystemBuffer buffer = receiver.kernel().systemBuffer();
+            return new Run(op, mode, (double) shape.messages() * MESSAGE / seconds / 1e6, latency.getValueAtPercentile(50) / 1e3,
+                    latency.getValueAtPercentile(99) / 1e3, out.get(NicCounter.RETRANSMITTED_PACKETS), in.get(NicCounter.RNR_NAKS_SENT),
+                    in.get(NicCounter.PARKED_PARTS), buffer.peakSlotsInUse(), buffer.slotCount(), out.get(NicCounter.CREDIT_WAITS),
+                    in.get(NicCounter.RECEIVE_STALL_NANOS) / 1e9, receiver.kernel().counters().get(KernelCounter.NIC_FAULTS_MAJOR));
+        }
+    }
+
+    /** Takes one completion, requiring success, and records its latency (messages complete in order on one queue pair). */
+    private static void reap(CompletionQueue cq, Histogram latency, long[] postedAt) throws InterruptedException {
+        Completion done = cq.take(120, TimeUnit.SECONDS);
+        if (done == null || !done.ok()) {
+            throw new IllegalStateException("receive-faults: a message " + (done == null ? "did not complete within 120 s" : "failed: " + done.error()));
+        }
+        latency.recordValue(Math.max(0, System.nanoTime() - postedAt[(int) (done.wrId() % postedAt.length)]));
+    }
+
+    /** Keeps receives posted on the receiving queue pair, each at the next message-sized slot of the region, reposting as they complete. */
+    private static final class Reposter extends Thread {
+        private final QueuePair qp;
+        private final CompletionQueue receives;
+        private final MemoryRegion region;
+        private final Shape shape;
+        private final AtomicReference<Throwable> failure = new AtomicReference<>();
+        private long posted;
+        private volatile long received;
+
+        Reposter(QueuePair qp, CompletionQueue receives, MemoryRegion region, Shape shape) {
+            super("receive-faults-reposter");
+            setDaemon(true);
+            this.qp = qp;
+            this.receives = receives;
+            this.region = region;
+            this.shape = shape;
+            for (int i = 0; i < 2 * shape.depth(); i++) {
+                postNext();
+            }
+        }
+
+        private void postNext() {
+            long slots = shape.regionBytes() / MESSAGE;
+            qp.postReceive(new ReceiveRequest(posted, region.lkey(), region.address() + posted % slots * MESSAGE, MESSAGE));
+            posted++;
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (received < shape.messages()) {
+                    Completion done = receives.take(120, TimeUnit.SECONDS);
+                    if (done == null || !done.ok()) {
+                        throw new IllegalStateException("a receive " + (done == null ? "did not complete within 120 s" : "failed: " + done.error()));
+                    }
+                    received++;
+                    if (posted < shape.messages()) {
+                        postNext();
+                    }
+                }
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        }
+
+        void finish(long expected) throws InterruptedException {
+            join(120_000);
+            if (failure.get() != null) {
+                throw new IllegalStateException("receive-faults: " + failure.get().getMessage(), failure.get());
+            }
+            if (received != expected) {
+                throw new IllegalStateException("receive-faults: " + received + " receives completed for " + expected + " SENDs");
+            }
+        }
+    }
+
+    private static ExperimentResult result(Shape shape, List<Run> runs) {
+        List<List<Object>> rows = new ArrayList<>();
+        Map<String, double[][]> series = new LinkedHashMap<>();
+        List<String> categories = new ArrayList<>();
+        for (RegistrationMode mode : MODES) {
+            categories.add(mode.name());
+        }
+        for (Run r : runs) {
+            rows.add(List.of(r.op().name(), r.mode().name(), r.megabytesPerSecond(), r.p50Us(), r.p99Us(), r.retransmitted(), r.rnrNaks(),
+                    r.parkedParts(), r.peakBufferSlots() + "/" + r.bufferSlots(), r.creditWaits(), r.stallSeconds(), r.majorFaults()));
+            double[][] values = series.computeIfAbsent(r.op() + " MB/s", k -> new double[][] {new double[MODES.length], new double[MODES.length]});
+            values[1][java.util.Arrays.asList(MODES).indexOf(r.mode())] = r.megabytesPerSecond();
+        }
+        List<Claim> claims = new ArrayList<>();
+        List<Run> pinOnMiss = runs.stream().filter(r -> r.mode() == RegistrationMode.PIN_ON_MISS).toList();
+        claims.add(new Claim("U-Net/MM: a receive into a missing page stalls while the kernel pins it; nothing is NAKed or sent again",
+                pinOnMiss.stream().allMatch(r -> r.rnrNaks() == 0 && r.retransmitted() == 0 && r.stallSeconds() > 0),
+                describe(pinOnMiss, r -> String.format(Locale.ROOT, "%s: %.2f s stalled, %d RNR NAKs, %d retransmitted", r.op(), r.stallSeconds(),
+                        r.rnrNaks(), r.retransmitted()))));
+        List<Run> shadow = runs.stream().filter(r -> r.mode() == RegistrationMode.SHADOW).toList();
+        claims.add(new Claim("NetVM: data for a missing page waits in the system buffer, which never overflows, and no sender is NAKed",
+                shadow.stream().allMatch(r -> r.parkedParts() > 0 && r.peakBufferSlots() <= r.bufferSlots() && r.rnrNaks() == 0),
+                describe(shadow, r -> String.format(Locale.ROOT, "%s: %d parts parked, at most %d of %d slots in use, %d credit waits, %d RNR NAKs",
+                        r.op(), r.parkedParts(), r.peakBufferSlots(), r.bufferSlots(), r.creditWaits(), r.rnrNaks()))));
+        List<Run> onDemand = runs.stream().filter(r -> r.mode() == RegistrationMode.ON_DEMAND).toList();
+        claims.add(new Claim("on-demand paging: a receive fault is answered with RNR NAK and the sender retransmits",
+                onDemand.stream().allMatch(r -> r.rnrNaks() > 0 && r.retransmitted() > 0),
+                describe(onDemand, r -> String.format(Locale.ROOT, "%s: %d RNR NAKs, %d packets retransmitted", r.op(), r.rnrNaks(), r.retransmitted()))));
+        return new ExperimentResult(List.of("op", "mode", "MB/s", "p50 us", "p99 us", "retransmitted", "RNR NAKs", "parked parts", "buffer peak/slots",
+                "credit waits", "stall s", "major faults"), rows,
+                new ExperimentResult.Plot(String.format(Locale.ROOT, "receive-faults: streaming into %.0fx the receiver's memory",
+                        (double) shape.regionBytes() / shape.physicalMemoryBytes()), "registration mode", "MB/s", false, series, categories),
+                claims);
+    }
+
+    private static String describe(List<Run> runs, java.util.function.Function<Run, String> line) {
+        return String.join("; ", runs.stream().map(line).toList());
+    }
+}
