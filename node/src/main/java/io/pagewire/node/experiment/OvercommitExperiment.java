@@ -167,11 +167,9 @@ public final class OvercommitExperiment implements Experiment {
             this.shape = shape;
             Endpoint writer = writerNode.nic().openEndpoint("overcommit-writer-" + index);
             receiver = receiverNode.nic().openEndpoint("overcommit-app-" + index);
-            cq = writerNode.nic().createCompletionQueue();
-            qp = writerNode.nic().createQueuePair(writer, cq);
-            QueuePair remote = receiverNode.nic().createQueuePair(receiver, receiverNode.nic().createCompletionQueue());
-            qp.connect(remote.address());
-            remote.connect(qp.address());
+            Link link = Link.connect(writer, receiver);
+            cq = link.cq();
+            qp = link.qp();
             long src = writer.space().allocate(MESSAGE);
             writer.space().store(src, new byte[MESSAGE], 0, MESSAGE);
             source = writer.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());

@@ -95,12 +95,11 @@ public final class ReceiveFaultsExperiment implements Experiment {
             PagewireNode receiver = cluster.node(2);
             Endpoint writer = sender.nic().openEndpoint("receive-faults-writer");
             Endpoint owner = receiver.nic().openEndpoint("receive-faults-receiver");
-            CompletionQueue cq = sender.nic().createCompletionQueue();
-            CompletionQueue receives = receiver.nic().createCompletionQueue();
-            QueuePair qp = sender.nic().createQueuePair(writer, cq);
-            QueuePair remote = receiver.nic().createQueuePair(owner, receives);
-            qp.connect(remote.address());
-            remote.connect(qp.address());
+            Link link = Link.connect(writer, owner);
+            CompletionQueue cq = link.cq();
+            CompletionQueue receives = link.remoteCq();
+            QueuePair qp = link.qp();
+            QueuePair remote = link.remoteQp();
             long src = writer.space().allocate(MESSAGE);
             writer.space().store(src, new byte[MESSAGE], 0, MESSAGE);
             MemoryRegion source = writer.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());

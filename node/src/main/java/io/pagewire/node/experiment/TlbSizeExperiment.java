@@ -127,11 +127,9 @@ public final class TlbSizeExperiment implements Experiment {
             PagewireNode receiver = cluster.node(2);
             Endpoint local = sender.nic().openEndpoint("tlb-size-source");
             Endpoint remote = receiver.nic().openEndpoint("tlb-size-target");
-            CompletionQueue cq = sender.nic().createCompletionQueue();
-            QueuePair qp = sender.nic().createQueuePair(local, cq);
-            QueuePair remoteQp = receiver.nic().createQueuePair(remote, receiver.nic().createCompletionQueue());
-            qp.connect(remoteQp.address());
-            remoteQp.connect(qp.address());
+            Link link = Link.connect(local, remote);
+            CompletionQueue cq = link.cq();
+            QueuePair qp = link.qp();
 
             int sourcePages = 16;
             long src = local.space().allocate((long) sourcePages * PAGE);
