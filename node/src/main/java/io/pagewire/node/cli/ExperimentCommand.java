@@ -5,6 +5,7 @@ import io.pagewire.node.experiment.ExperimentReport;
 import io.pagewire.node.experiment.ExperimentResult;
 import io.pagewire.node.experiment.ExperimentSettings;
 import io.pagewire.node.experiment.OvercommitExperiment;
+import io.pagewire.node.experiment.PinCacheExperiment;
 import io.pagewire.node.experiment.ReceiveFaultsExperiment;
 import io.pagewire.node.experiment.TlbSizeExperiment;
 import io.pagewire.node.experiment.TranslationOverheadExperiment;
@@ -30,7 +31,8 @@ import picocli.CommandLine.Spec;
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
             "translation-overhead (NetVM: a warm translation's cost to a small write, per mode, against static pinning),",
             "receive-faults (U-Net/MM's stall, NetVM's system buffer, ODP's RNR NAK: streaming into four times the receiver's memory),",
-            "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned)."})
+            "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned),",
+            "pin-cache (NetVM against a pinning cache: hit rate, pins and unpins as buffer pools outgrow the cache)."})
 final class ExperimentCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -54,7 +56,7 @@ final class ExperimentCommand implements Callable<Integer> {
     static Map<String, Experiment> experiments(TlbIndexing indexing) {
         Map<String, Experiment> all = new LinkedHashMap<>();
         for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(),
-                new ReceiveFaultsExperiment(), new OvercommitExperiment())) {
+                new ReceiveFaultsExperiment(), new OvercommitExperiment(), new PinCacheExperiment())) {
             all.put(experiment.name(), experiment);
         }
         return all;

@@ -1,0 +1,183 @@
+package io.pagewire.node.experiment;
+
+import io.pagewire.kernel.KernelCounter;
+import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.Transport;
+import io.pagewire.node.nic.Access;
+import io.pagewire.node.nic.Completion;
+import io.pagewire.node.nic.CompletionQueue;
+import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.node.nic.NicCounters;
+import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.node.nic.WorkRequest;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code pin-cache} (NetVM against a dynamic pinning cache): an application receives into buffers
+ * drawn from a pool, reusing some more than others (eight in ten writes go to a fifth of the pool,
+ * as applications reuse their communication buffers), for pools smaller and larger than the NIC's
+ * cache. PIN_ON_MISS is a pin-down cache (U-Net/MM's TLB, or an MPI registration cache): a buffer
+ * page is pinned at its first use, stays pinned while cached and is unpinned when evicted. SHADOW
+ * (NetVM) pins nothing: its shadow page table follows the kernel's page tables.
+ */
+public final class PinCacheExperiment implements Experiment {
+    private static final int PAGE = 4096;
+
+    /** How big a run is: the cache (TLB entries), the pools (pages), writes measured. */
+    record Shape(int cacheEntries, int[] poolPages, int writes, int depth) {
+    }
+
+    static final Shape DEFAULT = new Shape(512, new int[] {128, 1024, 4096, 16384}, 40_000, 8);
+    static final Shape REDUCED = new Shape(128, new int[] {32, 1024}, 5_000, 8);
+
+    private static final RegistrationMode[] MODES = {RegistrationMode.PIN_ON_MISS, RegistrationMode.SHADOW};
+
+    @Override
+    public String name() {
+        return "pin-cache";
+    }
+
+    @Override
+    public String paper() {
+        return "NetVM (Huang, 2009) against a dynamic pinning cache: the cache's hit rate can be high when applications reuse buffers "
+                + "(up to 94.5 %), but every miss pins and unpins a page in the kernel; the shadow page table pins nothing, whatever the reuse.";
+    }
+
+    @Override
+    public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+        progress.println("pin-cache: warming up ...");
+        progress.flush();
+        for (RegistrationMode mode : MODES) {
+            runPool(shape, shape.poolPages()[0], mode, settings.seed());
+        }
+        List<Run> runs = new ArrayList<>();
+        for (int pool : shape.poolPages()) {
+            for (RegistrationMode mode : MODES) {
+                progress.printf(Locale.ROOT, "pin-cache: a pool of %d pages against a cache of %d, %s ...%n", pool, shape.cacheEntries(), mode);
+                progress.flush();
+                runs.add(runPool(shape, pool, mode, settings.seed()));
+            }
+        }
+        return result(shape, runs);
+    }
+
+    /** What one pool and mode measured on the receiving node. */
+    record Run(int poolPages, RegistrationMode mode, double hitRate, long pins, long unpins, double stallSeconds, double megabytesPerSecond) {
+    }
+
+    private Run runPool(Shape shape, int pool, RegistrationMode mode, long seed) throws Exception {
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.IN_PROCESS, c -> {
+            c.security().plaintext();
+            c.nic().tlbEntries(shape.cacheEntries()).randomSeed(seed);
+        })) {
+            PagewireNode sender = cluster.node(1);
+            PagewireNode receiver = cluster.node(2);
+            Endpoint writer = sender.nic().openEndpoint("pin-cache-writer");
+            Endpoint owner = receiver.nic().openEndpoint("pin-cache-receiver");
+            Link link = Link.connect(writer, owner);
+            long src = writer.space().allocate(PAGE);
+            writer.space().store(src, new byte[PAGE], 0, PAGE);
+            MemoryRegion source = writer.register(src, PAGE, RegistrationMode.PINNED, Access.all());
+            long dst = owner.space().allocate((long) pool * PAGE);
+            owner.space().store(dst, new byte[pool * PAGE], 0, pool * PAGE); // the application's buffers exist before it receives
+            MemoryRegion buffers = owner.register(dst, (long) pool * PAGE, mode, Access.all());
+
+            SplittableRandom random = new SplittableRandom(seed ^ pool);
+            int hot = Math.max(1, pool / 5);
+            // One pass over the pool first: every buffer's first use is a compulsory miss in any cache.
+            write(link.qp(), link.cq(), source, buffers, shape.depth(), pool, i -> i);
+            NicCounters counters = receiver.nic().counters();
+            long hits = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS);
+            long misses = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS);
+            long pins = receiver.kernel().counters().get(KernelCounter.PINS);
+            long unpins = receiver.kernel().counters().get(KernelCounter.UNPINS);
+            long stall = counters.get(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS);
+            long start = System.nanoTime();
+            write(link.qp(), link.cq(), source, buffers, shape.depth(), shape.writes(),
+                    i -> random.nextInt(10) < 8 ? random.nextInt(hot) : hot + random.nextInt(Math.max(1, pool - hot)));
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long h = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS) - hits;
+            long m = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS) - misses;
+            // SHADOW has no cache to hit: its table holds every resident page.
+            return new Run(pool, mode, mode == RegistrationMode.SHADOW || h + m == 0 ? Double.NaN : h / (double) (h + m), receiver.kernel().counters().get(KernelCounter.PINS) - pins,
+                    receiver.kernel().counters().get(KernelCounter.UNPINS) - unpins,
+                    (counters.get(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS) - stall) / 1e9,
+                    (double) shape.writes() * PAGE / seconds / 1e6);
+        }
+    }
+
+    private static void write(QueuePair qp, CompletionQueue cq, MemoryRegion source, MemoryRegion buffers, int depth, long count,
+            java.util.function.LongUnaryOperator page) throws InterruptedException {
+        int inFlight = 0;
+        for (long i = 0; i < count; i++) {
+            if (inFlight == depth) {
+                reap(cq);
+                inFlight--;
+            }
+            qp.post(WorkRequest.write(i, source.lkey(), source.address(), PAGE, buffers.address() + page.applyAsLong(i) * PAGE, buffers.rkey()));
+            inFlight++;
+        }
+        for (; inFlight > 0; inFlight--) {
+            reap(cq);
+        }
+    }
+
+    private static void reap(CompletionQueue cq) throws InterruptedException {
+        Completion done = cq.take(60, TimeUnit.SECONDS);
+        if (done == null || !done.ok()) {
+            throw new IllegalStateException("pin-cache: a write " + (done == null ? "did not complete within 60 s" : "failed: " + done.error()));
+        }
+    }
+
+    private static ExperimentResult result(Shape shape, List<Run> runs) {
+        List<List<Object>> rows = new ArrayList<>();
+        Map<String, double[][]> series = new LinkedHashMap<>();
+        for (Run r : runs) {
+            rows.add(List.of(r.poolPages(), r.mode().name(), Double.isNaN(r.hitRate()) ? "-" : String.format(Locale.ROOT, "%.1f", 100 * r.hitRate()),
+                    r.pins(), r.unpins(), r.stallSeconds(), r.megabytesPerSecond()));
+            if (r.mode() == RegistrationMode.PIN_ON_MISS) {
+                append(series, "PIN_ON_MISS: hit rate (%)", r.poolPages(), 100 * r.hitRate());
+            }
+            append(series, r.mode() + ": pins per 100 writes", r.poolPages(), 100.0 * r.pins() / shape.writes());
+        }
+        List<Run> cache = runs.stream().filter(r -> r.mode() == RegistrationMode.PIN_ON_MISS).toList();
+        List<Run> shadow = runs.stream().filter(r -> r.mode() == RegistrationMode.SHADOW).toList();
+        Run fits = cache.get(0);
+        Run largest = cache.get(cache.size() - 1);
+        double best = cache.stream().mapToDouble(Run::hitRate).max().orElse(Double.NaN);
+        List<Claim> claims = List.of(
+                new Claim("a pinning cache hits often when buffers are reused (NetVM saw up to 94.5 %)", best >= 0.9,
+                        String.format(Locale.ROOT, "%.1f %% with a pool of %d pages in a cache of %d; %.1f %% with %d pages", 100 * fits.hitRate(),
+                                fits.poolPages(), shape.cacheEntries(), 100 * largest.hitRate(), largest.poolPages())),
+                new Claim("every miss of the cache costs a pin and, once it is full, an unpin", cache.stream().allMatch(r ->
+                        r.pins() >= Math.round((1 - r.hitRate()) * shape.writes()) && (r.poolPages() <= shape.cacheEntries() || r.unpins() > 0)),
+                        String.join("; ", cache.stream().map(r -> String.format(Locale.ROOT, "%d pages: %d pins, %d unpins for %.0f misses",
+                                r.poolPages(), r.pins(), r.unpins(), (1 - r.hitRate()) * shape.writes())).toList())),
+                new Claim("the shadow page table pins nothing, whatever the reuse", shadow.stream().allMatch(r -> r.pins() == 0),
+                        String.join("; ", shadow.stream().map(r -> String.format(Locale.ROOT, "%d pages: %d pins", r.poolPages(), r.pins())).toList())));
+        return new ExperimentResult(List.of("pool (pages)", "mode", "hit %", "pins", "unpins", "stall s", "MB/s"), rows,
+                new ExperimentResult.Plot("pin-cache: a pinning cache of " + shape.cacheEntries() + " entries against the shadow page table",
+                        "pool of buffer pages", "% (hit rate; pins per 100 writes)", true, series),
+                claims);
+    }
+
+    private static void append(Map<String, double[][]> series, String name, double x, double y) {
+        double[][] xy = series.computeIfAbsent(name, k -> new double[2][0]);
+        xy[0] = java.util.Arrays.copyOf(xy[0], xy[0].length + 1);
+        xy[1] = java.util.Arrays.copyOf(xy[1], xy[1].length + 1);
+        xy[0][xy[0].length - 1] = x;
+        xy[1][xy[1].length - 1] = y;
+    }
+}
