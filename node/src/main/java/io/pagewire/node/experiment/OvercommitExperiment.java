@@ -5,11 +5,8 @@ import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
 import io.pagewire.node.nic.Access;
-import io.pagewire.node.nic.Completion;
-import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
-import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.WorkRequest;
 import java.io.PrintWriter;
@@ -156,8 +153,7 @@ public final class OvercommitExperiment implements Experiment {
         final int index;
         private final Shape shape;
         private final Endpoint receiver;
-        private final QueuePair qp;
-        private final CompletionQueue cq;
+        private final Link link;
         private final MemoryRegion source;
         private final long target;
         private MemoryRegion region;
@@ -167,9 +163,7 @@ public final class OvercommitExperiment implements Experiment {
             this.shape = shape;
             Endpoint writer = writerNode.nic().openEndpoint("overcommit-writer-" + index);
             receiver = receiverNode.nic().openEndpoint("overcommit-app-" + index);
-            Link link = Link.connect(writer, receiver);
-            cq = link.cq();
-            qp = link.qp();
+            link = Link.connect(writer, receiver);
             long src = writer.space().allocate(MESSAGE);
             writer.space().store(src, new byte[MESSAGE], 0, MESSAGE);
             source = writer.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());
@@ -190,28 +184,9 @@ public final class OvercommitExperiment implements Experiment {
         }
 
         void writeAll() throws InterruptedException {
-            long messages = shape.regionBytes() / MESSAGE * shape.passes();
-            int inFlight = 0;
-            for (long i = 0; i < messages; i++) {
-                if (inFlight == shape.depth()) {
-                    reap();
-                    inFlight--;
-                }
-                long offset = i % (shape.regionBytes() / MESSAGE) * MESSAGE;
-                qp.post(WorkRequest.write(i, source.lkey(), source.address(), MESSAGE, target + offset, region.rkey()));
-                inFlight++;
-            }
-            for (; inFlight > 0; inFlight--) {
-                reap();
-            }
-        }
-
-        private void reap() throws InterruptedException {
-            Completion done = cq.take(60, TimeUnit.SECONDS);
-            if (done == null || !done.ok()) {
-                throw new IllegalStateException("overcommit: application " + (index + 1) + "'s write "
-                        + (done == null ? "did not complete within 60 s" : "failed: " + done.error()));
-            }
+            long slots = shape.regionBytes() / MESSAGE;
+            link.stream(0, slots * shape.passes(), shape.depth(), i -> WorkRequest.write(i, source.lkey(), source.address(), MESSAGE,
+                    target + i % slots * MESSAGE, region.rkey()), "overcommit: application " + (index + 1));
         }
     }
 

@@ -5,13 +5,10 @@ import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
 import io.pagewire.node.nic.Access;
-import io.pagewire.node.nic.Completion;
-import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.NicCounters;
-import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.WorkRequest;
 import java.io.PrintWriter;
@@ -21,7 +18,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 
 /**
  * {@code pin-cache} (NetVM against a dynamic pinning cache): an application receives into buffers
@@ -97,7 +93,7 @@ public final class PinCacheExperiment implements Experiment {
             SplittableRandom random = new SplittableRandom(seed ^ pool);
             int hot = Math.max(1, pool / 5);
             // One pass over the pool first: every buffer's first use is a compulsory miss in any cache.
-            write(link.qp(), link.cq(), source, buffers, shape.depth(), pool, i -> i);
+            link.stream(0, pool, shape.depth(), i -> write(i, source, buffers, i), "pin-cache");
             NicCounters counters = receiver.nic().counters();
             long hits = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS);
             long misses = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS);
@@ -105,8 +101,9 @@ public final class PinCacheExperiment implements Experiment {
             long unpins = receiver.kernel().counters().get(KernelCounter.UNPINS);
             long stall = counters.get(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS);
             long start = System.nanoTime();
-            write(link.qp(), link.cq(), source, buffers, shape.depth(), shape.writes(),
-                    i -> random.nextInt(10) < 8 ? random.nextInt(hot) : hot + random.nextInt(Math.max(1, pool - hot)));
+            link.stream(0, shape.writes(), shape.depth(),
+                    i -> write(i, source, buffers, random.nextInt(10) < 8 ? random.nextInt(hot) : hot + random.nextInt(Math.max(1, pool - hot))),
+                    "pin-cache");
             double seconds = (System.nanoTime() - start) / 1e9;
             long h = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS) - hits;
             long m = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS) - misses;
@@ -118,27 +115,9 @@ public final class PinCacheExperiment implements Experiment {
         }
     }
 
-    private static void write(QueuePair qp, CompletionQueue cq, MemoryRegion source, MemoryRegion buffers, int depth, long count,
-            java.util.function.LongUnaryOperator page) throws InterruptedException {
-        int inFlight = 0;
-        for (long i = 0; i < count; i++) {
-            if (inFlight == depth) {
-                reap(cq);
-                inFlight--;
-            }
-            qp.post(WorkRequest.write(i, source.lkey(), source.address(), PAGE, buffers.address() + page.applyAsLong(i) * PAGE, buffers.rkey()));
-            inFlight++;
-        }
-        for (; inFlight > 0; inFlight--) {
-            reap(cq);
-        }
-    }
-
-    private static void reap(CompletionQueue cq) throws InterruptedException {
-        Completion done = cq.take(60, TimeUnit.SECONDS);
-        if (done == null || !done.ok()) {
-            throw new IllegalStateException("pin-cache: a write " + (done == null ? "did not complete within 60 s" : "failed: " + done.error()));
-        }
+    /** A one-page write from the source page to page {@code page} of the pool. */
+    private static WorkRequest write(long id, MemoryRegion source, MemoryRegion buffers, long page) {
+        return WorkRequest.write(id, source.lkey(), source.address(), PAGE, buffers.address() + page * PAGE, buffers.rkey());
     }
 
     private static ExperimentResult result(Shape shape, List<Run> runs) {

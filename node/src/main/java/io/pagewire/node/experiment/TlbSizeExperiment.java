@@ -5,13 +5,10 @@ import io.pagewire.node.EmbeddedCluster;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
 import io.pagewire.node.nic.Access;
-import io.pagewire.node.nic.Completion;
-import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.NicCounters;
-import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.TlbIndexing;
 import io.pagewire.node.nic.WorkRequest;
@@ -22,7 +19,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -128,8 +124,6 @@ public final class TlbSizeExperiment implements Experiment {
             Endpoint local = sender.nic().openEndpoint("tlb-size-source");
             Endpoint remote = receiver.nic().openEndpoint("tlb-size-target");
             Link link = Link.connect(local, remote);
-            CompletionQueue cq = link.cq();
-            QueuePair qp = link.qp();
 
             int sourcePages = 16;
             long src = local.space().allocate((long) sourcePages * PAGE);
@@ -139,8 +133,7 @@ public final class TlbSizeExperiment implements Experiment {
             MemoryRegion target = remote.register(dst, (long) workingSet * PAGE, RegistrationMode.PIN_ON_MISS, Access.all());
 
             SplittableRandom random = new SplittableRandom(seed ^ (31L * workingSet + entries) ^ pattern.ordinal());
-            Writer writer = new Writer(qp, cq, source, target, shape.depth());
-            writer.write(pattern, workingSet, 0, shape.warmup(workingSet), random);
+            link.stream(0, shape.warmup(workingSet), shape.depth(), i -> write(i, source, target, pattern.page(i, workingSet, random)), "tlb-size");
 
             NicCounters counters = receiver.nic().counters();
             long hits = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS);
@@ -159,7 +152,8 @@ public final class TlbSizeExperiment implements Experiment {
             int measured = shape.measured(workingSet);
             long start = System.nanoTime();
             try {
-                writer.write(pattern, workingSet, shape.warmup(workingSet), measured, random);
+                link.stream(shape.warmup(workingSet), measured, shape.depth(), i -> write(i, source, target, pattern.page(i, workingSet, random)),
+                        "tlb-size");
             } finally {
                 sampling.set(false);
                 sampler.join();
@@ -173,34 +167,10 @@ public final class TlbSizeExperiment implements Experiment {
         }
     }
 
-    /** Posts one-page writes, {@code depth} in flight, and checks every completion. */
-    private record Writer(QueuePair qp, CompletionQueue cq, MemoryRegion source, MemoryRegion target, int depth) {
-        void write(Pattern pattern, int workingSet, long first, long count, SplittableRandom random) throws InterruptedException {
-            int inFlight = 0;
-            for (long i = first; i < first + count; i++) {
-                if (inFlight == depth) {
-                    reap();
-                    inFlight--;
-                }
-                long page = pattern.page(i, workingSet, random);
-                long from = source.address() + (i % (source.length() / PAGE)) * PAGE;
-                qp.post(WorkRequest.write(i, source.lkey(), from, PAGE, target.address() + page * PAGE, target.rkey()));
-                inFlight++;
-            }
-            for (; inFlight > 0; inFlight--) {
-                reap();
-            }
-        }
-
-        private void reap() throws InterruptedException {
-            Completion done = cq.take(60, TimeUnit.SECONDS);
-            if (done == null) {
-                throw new IllegalStateException("tlb-size: a write did not complete within 60 s");
-            }
-            if (!done.ok()) {
-                throw new IllegalStateException("tlb-size: a write failed: " + done.error());
-            }
-        }
+    /** The {@code i}-th one-page write: from one of the source's pages in turn to the page the pattern picks. */
+    private static WorkRequest write(long i, MemoryRegion source, MemoryRegion target, long page) {
+        long from = source.address() + (i % (source.length() / PAGE)) * PAGE;
+        return WorkRequest.write(i, source.lkey(), from, PAGE, target.address() + page * PAGE, target.rkey());
     }
 
     private ExperimentResult result(Shape shape, List<Cell> cells) {
