@@ -11,8 +11,18 @@ import java.util.function.LongConsumer;
 public interface EventCounter extends AutoCloseable {
     int id();
 
-    /** The value now (polls the node). */
+    /** The value now (asks the node). */
     long value();
+
+    /**
+     * The value the node last delivered to this application, read from local memory with no call to
+     * the node: NetVM's polling, the cheapest way to notice a notification. The first poll subscribes
+     * to the counter's changes (and asks the node once, until its first report arrives); from then on
+     * a poll is a read. It may trail {@link #value()} by the time a change takes to be delivered. With
+     * shared-memory rings a poll reads the node's event ring itself, handling what else the node
+     * delivered to the endpoint on this thread too, as {@link Endpoint#poll} does.
+     */
+    long poll();
 
     CompletableFuture<Long> valueAsync();
 

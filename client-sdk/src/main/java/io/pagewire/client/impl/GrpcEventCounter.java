@@ -14,6 +14,11 @@ final class GrpcEventCounter implements EventCounter {
     private final GrpcEndpoint endpoint;
     private final int id;
     private boolean closed;
+    /** The last value the node delivered, for {@link #poll}, once {@link #reported} says there is one. */
+    private volatile long delivered;
+    private volatile boolean reported;
+    /** The subscription that feeds {@link #delivered}, taken at the first poll. */
+    private AutoCloseable subscription;
 
     GrpcEventCounter(GrpcEndpoint endpoint, int id) {
         this.endpoint = endpoint;
@@ -31,6 +36,26 @@ final class GrpcEventCounter implements EventCounter {
     }
 
     @Override
+    public long poll() {
+        // On shared-memory rings the node's event ring is local memory: read it on this thread (as
+        // Endpoint.poll does), so that a change is seen as soon as the node wrote it, no thread woken.
+        endpoint.poll();
+        if (reported) {
+            return delivered;
+        }
+        synchronized (this) {
+            if (subscription == null && !closed) {
+                subscription = endpoint.watch(id, v -> {
+                    delivered = v;
+                    reported = true;
+                });
+            }
+        }
+        // Until the node's first report is here (a second watcher gets none until the next change), ask it.
+        return reported ? delivered : value();
+    }
+
+    @Override
     public CompletableFuture<Long> valueAsync() {
         return Calls.<io.pagewire.proto.verbs.ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
                 .readEventCounter(ReadEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o))
@@ -43,6 +68,13 @@ final class GrpcEventCounter implements EventCounter {
             return;
         }
         closed = true;
+        if (subscription != null) {
+            try {
+                subscription.close();
+            } catch (Exception e) {
+                // The session is gone: so is the subscription.
+            }
+        }
         endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyEventCounterResponse>unary(o -> endpoint.connection().stub()
                 .destroyEventCounter(DestroyEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o)));
     }

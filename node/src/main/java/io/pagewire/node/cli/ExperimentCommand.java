@@ -4,6 +4,7 @@ import io.pagewire.node.experiment.Experiment;
 import io.pagewire.node.experiment.ExperimentReport;
 import io.pagewire.node.experiment.ExperimentResult;
 import io.pagewire.node.experiment.ExperimentSettings;
+import io.pagewire.node.experiment.NotificationExperiment;
 import io.pagewire.node.experiment.OvercommitExperiment;
 import io.pagewire.node.experiment.PinCacheExperiment;
 import io.pagewire.node.experiment.ReceiveFaultsExperiment;
@@ -30,6 +31,7 @@ import picocli.CommandLine.Spec;
             "Exit status 1 when a claim was not reproduced.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
             "translation-overhead (NetVM: a warm translation's cost to a small write, per mode, against static pinning),",
+            "notification (NetVM: what noticing a notification costs by polling, a handler, or blocking),",
             "receive-faults (U-Net/MM's stall, NetVM's system buffer, ODP's RNR NAK: streaming into four times the receiver's memory),",
             "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned),",
             "pin-cache (NetVM against a pinning cache: hit rate, pins and unpins as buffer pools outgrow the cache)."})
@@ -55,7 +57,7 @@ final class ExperimentCommand implements Callable<Integer> {
     /** The experiments by name. */
     static Map<String, Experiment> experiments(TlbIndexing indexing) {
         Map<String, Experiment> all = new LinkedHashMap<>();
-        for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(),
+        for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(), new NotificationExperiment(),
                 new ReceiveFaultsExperiment(), new OvercommitExperiment(), new PinCacheExperiment())) {
             all.put(experiment.name(), experiment);
         }

@@ -592,9 +592,14 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
             long target = request.getTarget();
             AtomicBoolean answered = new AtomicBoolean();
             AtomicReference<LongConsumer> handler = new AtomicReference<>();
+            AtomicReference<java.util.concurrent.ScheduledFuture<?>> timeout = new AtomicReference<>();
             Runnable finish = () -> {
                 if (answered.compareAndSet(false, true)) {
                     counter.removeHandler(handler.get());
+                    java.util.concurrent.ScheduledFuture<?> timer = timeout.get();
+                    if (timer != null) {
+                        timer.cancel(false); // answered before its timeout: the timer need not wait for it
+                    }
                     long value = counter.value();
                     response.onNext(AwaitEventCounterResponse.newBuilder().setValue(value).setReached(value >= target).build());
                     response.onCompleted();
@@ -609,7 +614,10 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
             if (counter.value() >= target) {
                 finish.run();
             } else {
-                scheduler.schedule(finish, Math.max(0, request.getTimeoutMs()), TimeUnit.MILLISECONDS);
+                timeout.set(scheduler.schedule(finish, Math.max(0, request.getTimeoutMs()), TimeUnit.MILLISECONDS));
+                if (answered.get()) {
+                    timeout.get().cancel(false); // the value arrived while the timer was being set
+                }
             }
         } catch (RuntimeException e) {
             response.onError(StatusMapping.toStatus(e));

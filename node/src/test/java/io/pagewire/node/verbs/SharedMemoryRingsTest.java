@@ -76,6 +76,37 @@ class SharedMemoryRingsTest extends SdkFixture {
     }
 
     @Test
+    void pollingACounterReadsLocalMemoryWithNoCallToTheNode() throws Exception {
+        start(2, c -> c.ringDirectory(rings.toString()));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        long src = a.allocate(4096);
+        long dst = b.allocate(4096);
+        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
+        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
+        QueuePair qp = a.connect(b);
+        EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        assertThat(arrived.poll()).as("the first poll subscribes").isZero();
+        double readsBefore = counterReads();
+        int writes = 20;
+        for (int i = 1; i <= writes; i++) {
+            qp.await(qp.writeWithNotify(local, src, 8, dst, remote.rkey(), arrived.id()));
+            int expected = i;
+            awaitTrue(() -> arrived.poll() == expected, 5_000, "a poll sees notification " + i);
+        }
+        assertThat(counterReads()).as("ReadEventCounter calls the polls made").isEqualTo(readsBefore);
+        assertThat(arrived.value()).isEqualTo(writes);
+        assertThat(counterReads()).as("value() asks the node").isGreaterThan(readsBefore);
+    }
+
+    /** ReadEventCounter calls node 2 has received, from its gRPC meters. */
+    private double counterReads() {
+        return cluster.node(2).registry().scrape().lines()
+                .filter(l -> l.startsWith("grpc_server_requests_received_messages_total") && l.contains("ReadEventCounter"))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    }
+
+    @Test
     void aSessionGetsItsRingsAndTheNodeDeletesThemWhenItEnds() throws Exception {
         start(2, c -> c.ringDirectory(rings.toString()));
         Endpoint a = connect(cluster.node(1)).openEndpoint("a");

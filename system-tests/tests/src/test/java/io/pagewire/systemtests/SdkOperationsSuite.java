@@ -127,6 +127,9 @@ abstract class SdkOperationsSuite {
             assertThat(qp.await(done).bytes()).isEqualTo(1000);
         }
         assertThat(arrivals.await(1000, Duration.ofMillis(50))).as("a wait that times out returns the value").isEqualTo(42);
+        assertThat(arrivals.poll()).as("a first poll asks the node").isEqualTo(42);
+        qp.await(qp.fetchAdd(arrivals.id(), 1));
+        awaitTrue(() -> arrivals.poll() == 43, 5_000, "a poll reads the delivered 43");
 
         if (mode != RegistrationMode.PINNED) {
             dstRegion.advise(Advice.PREFETCH, dst, length);
