@@ -47,20 +47,15 @@ class SharedMemoryRingsTest extends SdkFixture {
      */
     @Test
     void aThreadThatPollsItsEndpointHandlesItsCompletionsItself() throws Exception {
-        start(2, c -> c.ringDirectory(rings.toString()));
-        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
-        long src = a.allocate(4096);
-        long dst = b.allocate(4096);
-        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
-        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
-        QueuePair qp = a.connect(b);
+        PinnedPages pages = pinnedPages();
+        Endpoint a = pages.a();
         Thread me = Thread.currentThread();
         int writes = 50;
         int handledHere = 0;
         a.poll();
         for (int i = 0; i < writes; i++) {
-            CompletableFuture<Thread> handledOn = qp.write(local, src, 64, dst, remote.rkey()).thenApply(c -> Thread.currentThread());
+            CompletableFuture<Thread> handledOn = pages.qp().write(pages.local(), pages.local().address(), 64, pages.remote().address(),
+                    pages.remote().rkey()).thenApply(c -> Thread.currentThread());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (!handledOn.isDone() && System.nanoTime() < deadline) {
                 a.poll();
@@ -77,26 +72,33 @@ class SharedMemoryRingsTest extends SdkFixture {
 
     @Test
     void pollingACounterReadsLocalMemoryWithNoCallToTheNode() throws Exception {
-        start(2, c -> c.ringDirectory(rings.toString()));
-        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
-        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
-        long src = a.allocate(4096);
-        long dst = b.allocate(4096);
-        MemoryRegion local = a.register(src, 4096, RegistrationMode.PINNED, Access.all());
-        MemoryRegion remote = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
-        QueuePair qp = a.connect(b);
-        EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        PinnedPages pages = pinnedPages();
+        QueuePair qp = pages.qp();
+        EventCounter arrived = pages.b().createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
         assertThat(arrived.poll()).as("the first poll subscribes").isZero();
         double readsBefore = counterReads();
         int writes = 20;
         for (int i = 1; i <= writes; i++) {
-            qp.await(qp.writeWithNotify(local, src, 8, dst, remote.rkey(), arrived.id()));
+            qp.await(qp.writeWithNotify(pages.local(), pages.local().address(), 8, pages.remote().address(), pages.remote().rkey(), arrived.id()));
             int expected = i;
             awaitTrue(() -> arrived.poll() == expected, 5_000, "a poll sees notification " + i);
         }
         assertThat(counterReads()).as("ReadEventCounter calls the polls made").isEqualTo(readsBefore);
         assertThat(arrived.value()).isEqualTo(writes);
         assertThat(counterReads()).as("value() asks the node").isGreaterThan(readsBefore);
+    }
+
+    /** A page on each of two nodes, registered PINNED, and a queue pair from the first to the second. */
+    private record PinnedPages(Endpoint a, Endpoint b, MemoryRegion local, MemoryRegion remote, QueuePair qp) {
+    }
+
+    private PinnedPages pinnedPages() {
+        start(2, c -> c.ringDirectory(rings.toString()));
+        Endpoint a = connect(cluster.node(1)).openEndpoint("a");
+        Endpoint b = connect(cluster.node(2)).openEndpoint("b");
+        MemoryRegion local = a.register(a.allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
+        MemoryRegion remote = b.register(b.allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
+        return new PinnedPages(a, b, local, remote, a.connect(b));
     }
 
     /** ReadEventCounter calls node 2 has received, from its gRPC meters. */
