@@ -29,6 +29,9 @@ public interface MemoryRegion extends AutoCloseable {
 
     CompletableFuture<Void> adviseAsync(Advice advice, long address, long length);
 
+    /** The region's counters now, as its node keeps them: faults, invalidations, prefetches, pins, bytes. */
+    RegionStats stats();
+
     @Override
     void close();
 }

@@ -42,6 +42,9 @@ public interface Pagewire extends AutoCloseable {
     /** The node's meters now, each with its name, tags, value and help. */
     List<Stat> statList();
 
+    /** Every memory region registered on the node now, with its counters (`pagewire stat --regions`). */
+    List<RegionStats> regionStats();
+
     /** Closes every endpoint opened through this connection, then the connection. */
     @Override
     void close();

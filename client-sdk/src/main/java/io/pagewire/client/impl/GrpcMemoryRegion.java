@@ -5,7 +5,9 @@ import io.pagewire.client.Advice;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.proto.verbs.AdviseRequest;
+import io.pagewire.client.RegionStats;
 import io.pagewire.proto.verbs.DeregisterRegionRequest;
+import io.pagewire.proto.verbs.ReadRegionStatsRequest;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
@@ -70,6 +72,13 @@ final class GrpcMemoryRegion implements MemoryRegion {
         AdviseRequest request = AdviseRequest.newBuilder().setEndpoint(endpoint.ref()).setLkey(lkey).setAddress(at).setLength(bytes)
                 .setAdvice(AdviseRequest.Advice.valueOf(advice.name())).build();
         return Calls.<io.pagewire.proto.verbs.AdviseResponse>unary(o -> endpoint.connection().stub().advise(request, o)).thenApply(r -> null);
+    }
+
+    @Override
+    public RegionStats stats() {
+        io.pagewire.proto.verbs.RegionStats s = endpoint.join(Calls.<io.pagewire.proto.verbs.RegionStats>unary(o -> endpoint.connection().stub()
+                .readRegionStats(ReadRegionStatsRequest.newBuilder().setEndpoint(endpoint.ref()).setLkey(lkey).build(), o)));
+        return GrpcPagewire.regionStats(s);
     }
 
     @Override

@@ -14,6 +14,8 @@ import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.NodeInfo;
 import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegionStats;
+import io.pagewire.client.RegistrationMode;
 import io.pagewire.proto.verbs.DescribeNodeRequest;
 import io.pagewire.proto.verbs.DescribeNodeResponse;
 import io.pagewire.proto.verbs.ReadStatsRequest;
@@ -157,6 +159,20 @@ public final class GrpcPagewire implements Pagewire {
         List<Stat> stats = new ArrayList<>(r.getStatsCount());
         r.getStatsList().forEach(s -> stats.add(new Stat(s.getName(), Map.copyOf(s.getTagsMap()), s.getValue(), s.getHelp(), s.getCounter())));
         return stats;
+    }
+
+    @Override
+    public List<RegionStats> regionStats() {
+        ReadStatsResponse r = join(Calls.unary(o -> stub().readStats(ReadStatsRequest.newBuilder().setRegions(true).build(), o)));
+        List<RegionStats> regions = new ArrayList<>(r.getRegionsCount());
+        r.getRegionsList().forEach(s -> regions.add(regionStats(s)));
+        return regions;
+    }
+
+    static RegionStats regionStats(io.pagewire.proto.verbs.RegionStats s) {
+        return new RegionStats(s.getEndpointId(), s.getLkey(), s.getAddress(), s.getLength(), RegistrationMode.valueOf(s.getMode().name()),
+                s.getMinorFaults(), s.getMajorFaults(), s.getInvalidations(), s.getPrefetchedPages(), s.getPins(), s.getBytesReceived(),
+                s.getBytesSent());
     }
 
     @Override

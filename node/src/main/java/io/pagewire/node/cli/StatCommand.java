@@ -1,6 +1,7 @@
 package io.pagewire.node.cli;
 
 import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.RegionStats;
 import io.pagewire.client.Pagewire;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -38,6 +39,9 @@ final class StatCommand implements Callable<Integer> {
     @Option(names = {"-f", "--filter"}, paramLabel = "REGEX", description = "Only meters whose name matches.")
     String filter;
 
+    @Option(names = "--regions", description = "Show every registered memory region's counters instead of the meters (as rdma stat mr).")
+    boolean regions;
+
     @Option(names = "--zeros", description = "Also show meters whose value is zero.")
     boolean zeros;
 
@@ -64,6 +68,14 @@ final class StatCommand implements Callable<Integer> {
                 double seconds = previousNs == 0 ? 0 : (now - previousNs) / 1e9;
                 StringBuilder screen = new StringBuilder();
                 for (Map.Entry<String, Pagewire> connection : connections.entrySet()) {
+                    if (regions) {
+                        try {
+                            screen.append(regionTable(connection.getKey(), connection.getValue().regionStats()));
+                        } catch (RuntimeException e) {
+                            screen.append("== ").append(connection.getKey()).append(": ").append(e.getMessage()).append('\n');
+                        }
+                        continue;
+                    }
                     List<Pagewire.Stat> stats;
                     try {
                         stats = connection.getValue().statList();
@@ -96,6 +108,21 @@ final class StatCommand implements Callable<Integer> {
         } finally {
             connections.values().forEach(Pagewire::close);
         }
+    }
+
+    /** One line per region: where it is, its mode, and its counters. */
+    static String regionTable(String target, List<RegionStats> regions) {
+        StringBuilder out = new StringBuilder(String.format("== %s%n %8s %6s %18s %12s %-12s %8s %8s %8s %10s %8s %14s %14s%n", target, "ENDPOINT",
+                "LKEY", "ADDRESS", "LENGTH", "MODE", "MINOR", "MAJOR", "INVAL", "PREFETCHED", "PINS", "BYTES IN", "BYTES OUT"));
+        for (RegionStats r : regions) {
+            out.append(String.format(Locale.ROOT, " %8d %6d %#18x %12d %-12s %8d %8d %8d %10d %8d %14d %14d%n", r.endpointId(), r.lkey(), r.address(),
+                    r.length(), r.mode(), r.minorFaults(), r.majorFaults(), r.invalidations(), r.prefetchedPages(), r.pins(), r.bytesReceived(),
+                    r.bytesSent()));
+        }
+        if (regions.isEmpty()) {
+            out.append(" no region is registered\n");
+        }
+        return out.toString();
     }
 
     private static String format(double value) {

@@ -96,6 +96,9 @@ public final class Endpoint implements AutoCloseable {
             shadowRegions.add(region);
             populateShadow(region);
         }
+        if (table != null) {
+            region.counters().pinned(table.length);
+        }
         regions.put(region.lkey(), region);
         nic.publish(region);
         return region;
@@ -159,6 +162,11 @@ public final class Endpoint implements AutoCloseable {
     /** The region a local work request names, or null. */
     public MemoryRegion region(int lkey) {
         return regions.get(lkey);
+    }
+
+    /** The regions registered now. */
+    public java.util.Collection<MemoryRegion> regions() {
+        return java.util.List.copyOf(regions.values());
     }
 
     private long[] pinAll(long address, long length) {
@@ -307,6 +315,7 @@ public final class Endpoint implements AutoCloseable {
                 translator.resolve(region, vpn, write, Side.PREFETCH);
             }
             nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+            region.counters().prefetched();
         }
         return CompletableFuture.completedFuture(null);
     }
@@ -320,11 +329,13 @@ public final class Endpoint implements AutoCloseable {
             if (resident != null) {
                 translator.faultServed(region, vpn, resident);
                 nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+            region.counters().prefetched();
             } else if (advice != Advice.PREFETCH_NO_FAULT) {
                 faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
-                    nic.countFault(Side.PREFETCH, fault.kind(), region.mode(), fault.serviceTimeNs());
+                    nic.countFault(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
                     translator.faultServed(region, vpn, fault.translation());
                     nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+            region.counters().prefetched();
                 }));
             }
         }
@@ -439,6 +450,13 @@ public final class Endpoint implements AutoCloseable {
             int dropped = nic.tlb().invalidate(id(), firstVpn, pageCount).dropped;
             dropped += nic.shadow().invalidate(id(), firstVpn, pageCount);
             nic.counters().add(NicCounter.INVALIDATED_TRANSLATIONS, dropped);
+            if (dropped > 0) {
+                for (MemoryRegion region : regions.values()) {
+                    if (region.implicit() || region.overlapsPages(firstVpn, pageCount)) {
+                        region.counters().invalidated(dropped);
+                    }
+                }
+            }
             if (reason == InvalidationReason.UNMAP) {
                 for (MemoryRegion region : regions.values()) {
                     if (!region.implicit() && region.overlapsPages(firstVpn, pageCount)) {

@@ -23,6 +23,7 @@ public final class MemoryRegion {
     /** PINNED: translation of every page, packed by {@link Tlb#pack}. */
     private final long[] table;
     private final long firstVpn;
+    private final RegionCounters counters = new RegionCounters();
     private volatile String invalidReason;
 
     MemoryRegion(Endpoint endpoint, long address, long length, RegistrationMode mode, Set<Access> access, int lkey, long rkey,
@@ -37,6 +38,11 @@ public final class MemoryRegion {
         this.implicit = length == IMPLICIT_LENGTH;
         this.table = table;
         this.firstVpn = address >>> endpoint.space().pageShift();
+    }
+
+    /** What happened to the region: faults, invalidations, prefetches, pins, bytes. */
+    public RegionCounters counters() {
+        return counters;
     }
 
     public Endpoint endpoint() {

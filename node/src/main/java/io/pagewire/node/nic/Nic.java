@@ -425,7 +425,9 @@ public final class Nic implements AutoCloseable {
     }
 
     /** Counts a served fault by the side it was on and tells the fault observer how long it took. */
-    void countFault(Side side, FaultKind kind, RegistrationMode mode, long serviceNs) {
+    void countFault(MemoryRegion region, Side side, FaultKind kind, long serviceNs) {
+        RegistrationMode mode = region.mode();
+        region.counters().fault(kind == FaultKind.MAJOR);
         boolean major = kind == FaultKind.MAJOR;
         NicCounter counter = switch (side) {
             case SEND, READ_SOURCE -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;

@@ -34,7 +34,7 @@ final class PinOnMissTranslator extends TlbTranslator {
             if (reservation == null) {
                 // Every way of the set is being filled by other misses; they usually finish quickly.
                 if (++busyLooks >= BUSY_LOOKS) {
-                    return withoutEntry(space, vpn, write, side);
+                    return withoutEntry(region, space, vpn, write, side);
                 }
                 Thread.onSpinWait();
                 attempt--;
@@ -67,8 +67,9 @@ final class PinOnMissTranslator extends TlbTranslator {
                     receiveStalled(start);
                 }
             }
+            region.counters().pinned(1);
             if (pinned.fault() != null) {
-                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+                nic.countFault(region, side, pinned.fault(), nic.clock().nanoTime() - start);
             }
             int frame = pinned.translation().frame();
             int generation = pinned.translation().generation();
@@ -83,13 +84,14 @@ final class PinOnMissTranslator extends TlbTranslator {
     }
 
     /** A translation with no TLB entry to hold it (and so no pin kept): faulted in by a pin that is released at once. */
-    private long withoutEntry(AddressSpace space, long vpn, boolean write, Side side) {
+    private long withoutEntry(MemoryRegion region, AddressSpace space, long vpn, boolean write, Side side) {
         counters.increment(NicCounter.TLB_BYPASSES, RegistrationMode.PIN_ON_MISS);
         long start = nic.clock().nanoTime();
         Pinned pinned = space.pin(vpn, write);
+        region.counters().pinned(1);
         try {
             if (pinned.fault() != null) {
-                nic.countFault(side, pinned.fault(), RegistrationMode.PIN_ON_MISS, nic.clock().nanoTime() - start);
+                nic.countFault(region, side, pinned.fault(), nic.clock().nanoTime() - start);
             }
             return Tlb.pack(pinned.translation().frame(), pinned.translation().generation());
         } finally {

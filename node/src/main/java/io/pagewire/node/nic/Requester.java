@@ -185,6 +185,7 @@ final class Requester {
             return false;
         }
         if (firstTransmission) {
+            wqe.local.counters().sent(length);
             creditsUsed += parts;
             chargedThrough = sendPsn;
             if (creditWaiting) {
@@ -358,7 +359,7 @@ final class Requester {
             }
             return;
         }
-        nic.countFault(side, fault.kind(), mode, fault.serviceTimeNs());
+        nic.countFault(wqe.local, side, fault.kind(), fault.serviceTimeNs());
         dma.translator(mode).faultServed(wqe.local, vpn, fault.translation());
     }
 
@@ -407,6 +408,7 @@ final class Requester {
         if (!scatterResponse(wqe, wqe.wr.localAddress() + offset, packet.getPayload(), packet.getPsn(), packet.getRetransmitted(), out)) {
             return;
         }
+        wqe.local.counters().received(packet.getPayload().size());
         wqe.responses.set(response);
         wqe.responsesReceived++;
         progress();

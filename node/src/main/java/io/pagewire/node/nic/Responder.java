@@ -171,6 +171,7 @@ final class Responder {
         if (direct < 0) {
             return receiverNotReady(psn, out);
         }
+        region.counters().received(payload.size());
         if (policy.spendsCredits()) {
             creditLimit += direct + qp.borrowCredits(); // parked parts are credited when they are placed
         }
@@ -247,6 +248,7 @@ final class Responder {
             counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
             return receiverNotReady(psn, out);
         }
+        region.counters().received(payload.size());
         // The requester spent sendCredits for this segment; what it did not park comes back now, the rest when placed.
         int parked = DmaEngine.pagesSpanned(buffer.address() + offset, payload.size(), dma.pageShift()) - direct;
         creditLimit += Requester.sendCredits(payload.size(), dma.pageShift()) - parked + qp.borrowCredits();
@@ -472,6 +474,9 @@ final class Responder {
                 }
                 receiverNotReady(psn + i, out);
                 return i;
+            }
+            if (!resent) {
+                region.counters().sent(size);
             }
             out.add(qp.packet(Opcode.READ_RESPONSE, psn + i).setPayload(payload).setRetransmitted(resent));
             if (out.size() >= ctx.batchPackets()) {

@@ -35,7 +35,7 @@ final class ResponderFaults {
                 failed.put(key, cause.getMessage());
             }
             if (fault != null) {
-                nic.countFault(side, fault.kind(), region.mode(), fault.serviceTimeNs());
+                nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
                 nic.dma().translator(region.mode()).faultServed(region, vpn, fault.translation());
             }
         });

@@ -11,6 +11,7 @@ import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
 import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.RegionCounters;
 import io.pagewire.node.nic.QpAddress;
 import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
@@ -45,8 +46,10 @@ import io.pagewire.proto.verbs.LoadResponse;
 import io.pagewire.proto.verbs.PostRequest;
 import io.pagewire.proto.verbs.ReadEventCounterRequest;
 import io.pagewire.proto.verbs.ReadEventCounterResponse;
+import io.pagewire.proto.verbs.ReadRegionStatsRequest;
 import io.pagewire.proto.verbs.ReadStatsRequest;
 import io.pagewire.proto.verbs.ReadStatsResponse;
+import io.pagewire.proto.verbs.RegionStats;
 import io.pagewire.proto.verbs.RegisterRegionRequest;
 import io.pagewire.proto.verbs.RegisterRegionResponse;
 import io.pagewire.proto.verbs.SessionEvent;
@@ -640,7 +643,30 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
 
     @Override
     public void readStats(ReadStatsRequest request, StreamObserver<ReadStatsResponse> response) {
-        answer(response, () -> ReadStatsResponse.newBuilder().setNodeId(node.id()).addAllStats(node.stats()).build());
+        answer(response, () -> {
+            ReadStatsResponse.Builder stats = ReadStatsResponse.newBuilder().setNodeId(node.id()).addAllStats(node.stats());
+            if (request.getRegions()) {
+                for (Endpoint endpoint : node.nic().endpoints()) {
+                    for (MemoryRegion region : endpoint.regions()) {
+                        stats.addRegions(regionStats(region));
+                    }
+                }
+            }
+            return stats.build();
+        });
+    }
+
+    @Override
+    public void readRegionStats(ReadRegionStatsRequest request, StreamObserver<RegionStats> response) {
+        answer(response, () -> regionStats(region(session(request.getEndpoint()).endpoint, request.getLkey())));
+    }
+
+    private static RegionStats regionStats(MemoryRegion region) {
+        RegionCounters c = region.counters();
+        return RegionStats.newBuilder().setEndpointId(region.endpoint().id()).setLkey(region.lkey()).setAddress(region.address())
+                .setLength(region.implicit() ? 0 : region.length()).setMode(io.pagewire.proto.verbs.RegistrationMode.valueOf(region.mode().name()))
+                .setMinorFaults(c.minorFaults()).setMajorFaults(c.majorFaults()).setInvalidations(c.invalidations())
+                .setPrefetchedPages(c.prefetchedPages()).setPins(c.pins()).setBytesReceived(c.bytesReceived()).setBytesSent(c.bytesSent()).build();
     }
 
     // ---- helpers ------------------------------------------------------------------------------------

@@ -194,6 +194,34 @@ class CommandLineTest {
                     "pagewire_tlb_entries", "pagewire_link_lanes_up", "peer=node-2");
             Run filtered = run(Map.of(), "stat", "--once", "--zeros", "--filter", "^pagewire_rnr", "--certs", certs, cluster.node(1).target());
             assertThat(filtered.out()).contains("pagewire_rnr_naks_sent_total").doesNotContain("pagewire_memory_pages");
+
+            Run none = run(Map.of(), "stat", "--once", "--regions", "--certs", certs, cluster.node(2).target());
+            assertThat(none.out()).contains("no region is registered");
+            // A region on node 2 that a write from node 1 lands in: rdma stat mr's view of it.
+            io.pagewire.node.nic.Endpoint writer = cluster.node(1).nic().openEndpoint("writer");
+            io.pagewire.node.nic.Endpoint owner = cluster.node(2).nic().openEndpoint("owner");
+            long src = writer.space().allocate(8192);
+            long dst = owner.space().allocate(8192);
+            io.pagewire.node.nic.MemoryRegion from = writer.register(src, 8192, io.pagewire.node.nic.RegistrationMode.PINNED,
+                    io.pagewire.node.nic.Access.all());
+            io.pagewire.node.nic.MemoryRegion into = owner.register(dst, 8192, io.pagewire.node.nic.RegistrationMode.ON_DEMAND,
+                    io.pagewire.node.nic.Access.all());
+            io.pagewire.node.nic.CompletionQueue cq = cluster.node(1).nic().createCompletionQueue();
+            io.pagewire.node.nic.QueuePair qp = cluster.node(1).nic().createQueuePair(writer, cq);
+            io.pagewire.node.nic.QueuePair remote = cluster.node(2).nic().createQueuePair(owner, cluster.node(2).nic().createCompletionQueue());
+            qp.connect(remote.address());
+            remote.connect(qp.address());
+            qp.post(io.pagewire.node.nic.WorkRequest.write(1, from.lkey(), src, 8192, dst, into.rkey()));
+            try {
+                assertThat(cq.take(30, TimeUnit.SECONDS).ok()).isTrue();
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            Run regions = run(Map.of(), "stat", "--once", "--regions", "--certs", certs, cluster.node(2).target());
+            assertThat(regions.exitCode()).as(regions.err()).isZero();
+            String line = regions.out().lines().filter(l -> l.contains("ON_DEMAND")).findFirst().orElseThrow();
+            assertThat(line.trim().split(" +")).as(regions.out())
+                    .containsSequence("ON_DEMAND", "2", "0", "0", "0", "0", "8192", "0"); // two minor faults, 8 KiB in
         }
     }
 

@@ -102,6 +102,12 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
                 .as("lookups for packets that came again").isPositive();
         assertThat(responder.get(NicCounter.TLB_SOURCE_FIRST_HITS, od) + responder.get(NicCounter.TLB_SOURCE_FIRST_MISSES, od))
                 .as("a WRITE's target gathers nothing").isZero();
+        // Per region, as rdma stat mr shows it: the target took the major faults and the bytes; the source sent them.
+        assertThat(dstRegion.counters().majorFaults()).as("the target region's major faults")
+                .isEqualTo(responder.get(NicCounter.RECEIVE_FAULTS_MAJOR, od));
+        assertThat(dstRegion.counters().bytesReceived()).isEqualTo(length);
+        assertThat(srcRegion.counters().bytesSent()).isEqualTo(length);
+        assertThat(srcRegion.counters().bytesReceived() + dstRegion.counters().bytesSent()).isZero();
         byte[] landed = new byte[length];
         c.remote().space().load(dst, landed, 0, length);
         assertThat(crc(landed)).isEqualTo(crc(data));
@@ -224,6 +230,9 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         NicCounters faults = cluster.node(2).nic().counters();
         assertThat(faults.get(NicCounter.PREFETCH_FAULTS_MINOR, RegistrationMode.ON_DEMAND)).as("prefetch faults, counted as such").isEqualTo(128);
         assertThat(faultServiceTimer(cluster.node(2), "prefetch", "minor").count()).isEqualTo(128);
+        assertThat(dstRegion.counters().prefetchedPages()).as("the region's prefetched pages").isEqualTo(128);
+        assertThat(dstRegion.counters().minorFaults()).isEqualTo(128);
+        assertThat(srcRegion.counters().pins()).as("a PINNED registration pins every page").isEqualTo(128);
         assertThat(faultServiceTimer(cluster.node(2), "receive", "minor").count()).isZero();
         assertThat(faults.get(NicCounter.RECEIVE_FAULTS_MINOR, RegistrationMode.ON_DEMAND)
                 + faults.get(NicCounter.RECEIVE_FAULTS_MAJOR, RegistrationMode.ON_DEMAND)).as("receive faults before any write").isZero();

@@ -104,6 +104,9 @@ abstract class SdkOperationsSuite {
         assertThat(written.opcode()).isEqualTo(Opcode.WRITE);
         assertThat(written.bytes()).isEqualTo(length);
         assertThat(b.load(dst, length)).isEqualTo(data);
+        assertThat(dstRegion.stats().bytesReceived()).as("bytes the region received").isEqualTo(length);
+        assertThat(srcRegion.stats().bytesSent()).as("bytes gathered from the source").isEqualTo(length);
+        assertThat(dstRegion.stats().mode()).isEqualTo(mode);
 
         qp.await(qp.writeWithNotify(srcRegion, src, 10, dst, dstRegion.rkey(), arrivals.id()));
         assertThat(arrivals.await(1, Duration.ofSeconds(10))).isEqualTo(1);
