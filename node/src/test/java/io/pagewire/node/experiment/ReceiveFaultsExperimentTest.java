@@ -28,7 +28,7 @@ class ReceiveFaultsExperimentTest {
             assertThat(claim.reproduced()).as(claim.line() + "\n" + table).isTrue();
         }
         for (var row : result.rows()) {
-            assertThat((long) row.get(11)).as("the region went to swap and came back: major faults under " + row.get(1)).isPositive();
+            assertThat((long) row.get(12)).as("the region went to swap and came back: major faults under " + row.get(1)).isPositive();
         }
     }
 }
