@@ -38,5 +38,14 @@ public record ExperimentResult(List<String> columns, List<List<Object>> rows, Pl
         public Plot(String title, String xTitle, String yTitle, boolean logX, Map<String, double[][]> series) {
             this(title, xTitle, yTitle, logX, series, null);
         }
+
+        /** Adds the point (x, y) to the end of the series {@code name} of {@code series}, starting it if new. */
+        public static void addPoint(Map<String, double[][]> series, String name, double x, double y) {
+            double[][] xy = series.computeIfAbsent(name, k -> new double[2][0]);
+            xy[0] = java.util.Arrays.copyOf(xy[0], xy[0].length + 1);
+            xy[1] = java.util.Arrays.copyOf(xy[1], xy[1].length + 1);
+            xy[0][xy[0].length - 1] = x;
+            xy[1][xy[1].length - 1] = y;
+        }
     }
 }

@@ -127,9 +127,9 @@ public final class PinCacheExperiment implements Experiment {
             rows.add(List.of(r.poolPages(), r.mode().name(), Double.isNaN(r.hitRate()) ? "-" : String.format(Locale.ROOT, "%.1f", 100 * r.hitRate()),
                     r.pins(), r.unpins(), r.stallSeconds(), r.megabytesPerSecond()));
             if (r.mode() == RegistrationMode.PIN_ON_MISS) {
-                append(series, "PIN_ON_MISS: hit rate (%)", r.poolPages(), 100 * r.hitRate());
+                ExperimentResult.Plot.addPoint(series, "PIN_ON_MISS: hit rate (%)", r.poolPages(), 100 * r.hitRate());
             }
-            append(series, r.mode() + ": pins per 100 writes", r.poolPages(), 100.0 * r.pins() / shape.writes());
+            ExperimentResult.Plot.addPoint(series, r.mode() + ": pins per 100 writes", r.poolPages(), 100.0 * r.pins() / shape.writes());
         }
         List<Run> cache = runs.stream().filter(r -> r.mode() == RegistrationMode.PIN_ON_MISS).toList();
         List<Run> shadow = runs.stream().filter(r -> r.mode() == RegistrationMode.SHADOW).toList();
@@ -150,13 +150,5 @@ public final class PinCacheExperiment implements Experiment {
                 new ExperimentResult.Plot("pin-cache: a pinning cache of " + shape.cacheEntries() + " entries against the shadow page table",
                         "pool of buffer pages", "% (hit rate; pins per 100 writes)", true, series),
                 claims);
-    }
-
-    private static void append(Map<String, double[][]> series, String name, double x, double y) {
-        double[][] xy = series.computeIfAbsent(name, k -> new double[2][0]);
-        xy[0] = java.util.Arrays.copyOf(xy[0], xy[0].length + 1);
-        xy[1] = java.util.Arrays.copyOf(xy[1], xy[1].length + 1);
-        xy[0][xy[0].length - 1] = x;
-        xy[1][xy[1].length - 1] = y;
     }
 }

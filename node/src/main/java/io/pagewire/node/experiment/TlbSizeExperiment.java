@@ -179,10 +179,8 @@ public final class TlbSizeExperiment implements Experiment {
         for (Cell cell : cells) {
             rows.add(List.of(cell.workingSet(), cell.pattern().name().toLowerCase(Locale.ROOT), cell.entries(), 100 * cell.hitRate(),
                     cell.megabytesPerSecond(), cell.peakPinned(), cell.majorFaults()));
-            String name = cell.pattern().name().toLowerCase(Locale.ROOT) + ", " + cell.workingSet() + " pages";
-            double[][] xy = series.computeIfAbsent(name, k -> new double[2][0]);
-            xy[0] = append(xy[0], cell.entries());
-            xy[1] = append(xy[1], 100 * cell.hitRate());
+            ExperimentResult.Plot.addPoint(series, cell.pattern().name().toLowerCase(Locale.ROOT) + ", " + cell.workingSet() + " pages",
+                    cell.entries(), 100 * cell.hitRate());
         }
         return new ExperimentResult(List.of("working set (pages)", "pattern", "TLB entries", "hit %", "MB/s", "peak pinned", "major faults"),
                 rows, new ExperimentResult.Plot("tlb-size: the receiving NIC's TLB hit rate (PIN_ON_MISS, first transmissions)",
@@ -248,11 +246,5 @@ public final class TlbSizeExperiment implements Experiment {
                         + " 90 %% or more (%.2fx); single runs here vary by tens of percent", smallest, hitMean, hitting.length, missMean, missing.length,
                         hitMean / missMean)));
         return claims;
-    }
-
-    private static double[] append(double[] values, double value) {
-        double[] out = java.util.Arrays.copyOf(values, values.length + 1);
-        out[values.length] = value;
-        return out;
     }
 }
