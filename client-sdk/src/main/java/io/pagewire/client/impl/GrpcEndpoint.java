@@ -55,6 +55,8 @@ final class GrpcEndpoint implements Endpoint {
     private final Map<Integer, GrpcSharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
     private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
+    /** Waits on this endpoint's event counters not yet settled: the session's end fails them. */
+    private final Set<CompletableFuture<Long>> counterWaits = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextWrId = new AtomicLong(1);
     private ClientCallStreamObserver<SessionRequest> session;
     private volatile EndpointRef ref;
@@ -301,7 +303,22 @@ final class GrpcEndpoint implements Endpoint {
                         "the session ended before the request completed: " + error.getMessage(), error));
             }
         }
+        for (CompletableFuture<Long> wait : List.copyOf(counterWaits)) {
+            wait.completeExceptionally(new PagewireException.UnavailableException(
+                    "the session ended before the event counter reached its target: " + error.getMessage(), error));
+        }
         connection.forget(this);
+    }
+
+    /** Fails {@code wait} if the session ends before it is settled. */
+    void waiting(CompletableFuture<Long> wait) {
+        counterWaits.add(wait);
+        wait.whenComplete((value, error) -> counterWaits.remove(wait));
+        // ended() completes streamEnded before it walks the waits: either it sees this one or this sees it done.
+        if (streamEnded.isDone()) {
+            wait.completeExceptionally(new PagewireException.UnavailableException("endpoint " + ref.getEndpointId() + " on "
+                    + connection.target() + " is closed", null));
+        }
     }
 
     private synchronized void send(SessionRequest request) {

@@ -1,24 +1,37 @@
 package io.pagewire.client.impl;
 
 import io.pagewire.client.EventCounter;
-import io.pagewire.proto.verbs.AwaitEventCounterRequest;
+import io.pagewire.client.PagewireException;
 import io.pagewire.proto.verbs.DestroyEventCounterRequest;
 import io.pagewire.proto.verbs.ReadEventCounterRequest;
 import java.time.Duration;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.LongConsumer;
 
-/** {@link EventCounter} over gRPC: polls and waits are calls; handlers ride the session stream. */
+/**
+ * {@link EventCounter} over gRPC. Polls and waits are local: the first of them subscribes to the
+ * counter's changes (they ride the session stream or the event ring), a poll reads the last value
+ * delivered, a wait is settled by the change that reaches its target. Reading the value is a call.
+ */
 final class GrpcEventCounter implements EventCounter {
     private final GrpcEndpoint endpoint;
     private final int id;
     private boolean closed;
-    /** The last value the node delivered, for {@link #poll}, once {@link #reported} says there is one. */
+    /** The last value the node delivered, once {@link #reported} says there is one. */
     private volatile long delivered;
     private volatile boolean reported;
-    /** The subscription that feeds {@link #delivered}, taken at the first poll. */
+    /** The subscription that feeds {@link #delivered}, taken at the first poll or wait. */
     private AutoCloseable subscription;
+    /** Waits not yet settled, each for the first delivered value at or past its target. */
+    private final Queue<Wait> waits = new ConcurrentLinkedQueue<>();
+
+    /** One {@link #awaitAsync} in progress. */
+    private record Wait(long target, CompletableFuture<Long> reached) {
+    }
 
     GrpcEventCounter(GrpcEndpoint endpoint, int id) {
         this.endpoint = endpoint;
@@ -43,16 +56,46 @@ final class GrpcEventCounter implements EventCounter {
         if (reported) {
             return delivered;
         }
-        synchronized (this) {
-            if (subscription == null && !closed) {
-                subscription = endpoint.watch(id, v -> {
-                    delivered = v;
-                    reported = true;
-                });
+        subscribe();
+        // Until the node's first report is here (a second watcher gets none until the next change), ask it.
+        if (!reported) {
+            report(value(), false);
+        }
+        return delivered;
+    }
+
+    /** Subscribes to the counter's changes, once. */
+    private synchronized void subscribe() {
+        if (subscription == null && !closed) {
+            subscription = endpoint.watch(id, value -> {
+                report(value, true);
+                settle();
+            });
+        }
+    }
+
+    /**
+     * Takes a value as the delivered one: a change the node delivered always, a value read from the
+     * node only while no change has been delivered (a change is newer than any read that raced it).
+     */
+    private synchronized void report(long value, boolean change) {
+        if (change || !reported) {
+            delivered = value;
+            reported = true;
+        }
+    }
+
+    /** Settles the waits whose target the delivered value reaches. */
+    private void settle() {
+        if (!reported || waits.isEmpty()) {
+            return;
+        }
+        long now = delivered;
+        for (Wait wait : waits) {
+            if (now >= wait.target() && waits.remove(wait)) {
+                wait.reached().complete(now);
             }
         }
-        // Until the node's first report is here (a second watcher gets none until the next change), ask it.
-        return reported ? delivered : value();
     }
 
     @Override
@@ -63,17 +106,22 @@ final class GrpcEventCounter implements EventCounter {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        if (subscription != null) {
-            try {
-                subscription.close();
-            } catch (Exception e) {
-                // The session is gone: so is the subscription.
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
             }
+            closed = true;
+            if (subscription != null) {
+                try {
+                    subscription.close();
+                } catch (Exception e) {
+                    // The session is gone: so is the subscription.
+                }
+            }
+        }
+        for (Wait wait; (wait = waits.poll()) != null; ) {
+            wait.reached().completeExceptionally(new PagewireException.InvalidRequestException(this + " was closed while waited for"));
         }
         endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyEventCounterResponse>unary(o -> endpoint.connection().stub()
                 .destroyEventCounter(DestroyEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o)));
@@ -84,13 +132,55 @@ final class GrpcEventCounter implements EventCounter {
         return endpoint.join(awaitAsync(target, timeout));
     }
 
+    /**
+     * A wait in local memory, as NetVM's blocking detection is: the change that reaches the target
+     * settles it on the thread that delivers changes, with no call to the node. Before the first
+     * change arrives the node is asked once; at the timeout it is asked for the value to return.
+     */
     @Override
     public CompletableFuture<Long> awaitAsync(long target, Duration timeout) {
-        AwaitEventCounterRequest request = AwaitEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id)
-                .setTarget(target).setTimeoutMs(timeout.toMillis()).build();
-        return Calls.<io.pagewire.proto.verbs.AwaitEventCounterResponse>unary(o -> endpoint.connection().stub()
-                        .withDeadlineAfter(timeout.toMillis() + 30_000, TimeUnit.MILLISECONDS).awaitEventCounter(request, o))
-                .thenApply(r -> r.getValue());
+        synchronized (this) {
+            if (closed) {
+                return CompletableFuture.failedFuture(new PagewireException.InvalidRequestException(this + " is closed"));
+            }
+        }
+        subscribe();
+        Wait wait = new Wait(target, new CompletableFuture<>());
+        waits.add(wait);
+        endpoint.waiting(wait.reached());
+        if (reported) {
+            settle();
+        } else {
+            valueAsync().whenComplete((value, error) -> {
+                if (error != null) {
+                    if (waits.remove(wait)) {
+                        wait.reached().completeExceptionally(error);
+                    }
+                } else {
+                    report(value, false);
+                    settle();
+                }
+            });
+        }
+        CompletableFuture<Long> result = new CompletableFuture<>();
+        wait.reached().orTimeout(Math.max(0, timeout.toMillis()), TimeUnit.MILLISECONDS).whenComplete((value, error) -> {
+            waits.remove(wait);
+            if (error == null) {
+                result.complete(value);
+            } else if (error instanceof TimeoutException) {
+                // A wait that times out is not an error: it returns the value then, as the node has it.
+                valueAsync().whenComplete((now, readError) -> {
+                    if (readError == null) {
+                        result.complete(now);
+                    } else {
+                        result.completeExceptionally(readError);
+                    }
+                });
+            } else {
+                result.completeExceptionally(error);
+            }
+        });
+        return result;
     }
 
     @Override
