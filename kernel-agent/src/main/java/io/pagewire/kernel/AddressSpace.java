@@ -296,11 +296,13 @@ public final class AddressSpace implements AutoCloseable {
 
     /**
      * Pins one page, faulting it in first if it is not resident, and says where it is. The page
-     * keeps its frame until every pin on it is released.
+     * keeps its frame until every pin on it is released. The pin's own cost ({@link KernelContext#pinCostNs})
+     * is spent on the calling thread after the kernel lock is released.
      *
      * @throws PinLimitExceededException if the memlock or the node pin limit would be exceeded
      */
     public Pinned pin(long vpn, boolean write) {
+        Pinned pinned;
         kernel.lock();
         try {
             checkOpen();
@@ -317,10 +319,12 @@ public final class AddressSpace implements AutoCloseable {
                 kernel.checkPinLimits(this, 1);
             }
             addPin(entry);
-            return new Pinned(translationOf(entry), fault);
+            pinned = new Pinned(translationOf(entry), fault);
         } finally {
             kernel.unlock();
         }
+        kernel.spendPinCost(1);
+        return pinned;
     }
 
     /**
@@ -328,12 +332,14 @@ public final class AddressSpace implements AutoCloseable {
      * whole range first, and a failure part way (memory exhausted) releases the pins already taken.
      */
     public void pinRange(long address, long length) {
+        long pages;
         kernel.lock();
         try {
             checkOpen();
             requireAllocated(address, length);
             long firstVpn = address >>> pageShift;
             long endVpn = (address + length + pageSize - 1) >>> pageShift;
+            pages = endVpn - firstVpn;
             long newlyPinned = 0;
             for (long vpn = firstVpn; vpn < endVpn; vpn++) {
                 PageTableEntry entry = pageTable.get(vpn);
@@ -362,6 +368,7 @@ public final class AddressSpace implements AutoCloseable {
         } finally {
             kernel.unlock();
         }
+        kernel.spendPinCost(pages);
     }
 
     /** Releases one pin on a page. */
@@ -373,20 +380,22 @@ public final class AddressSpace implements AutoCloseable {
         } finally {
             kernel.unlock();
         }
+        kernel.spendPinCost(1);
     }
 
     /** Releases one pin on every page of [address, address + length). */
     public void unpinRange(long address, long length) {
+        long endVpn = (address + length + pageSize - 1) >>> pageShift;
         kernel.lock();
         try {
             checkOpen();
-            long endVpn = (address + length + pageSize - 1) >>> pageShift;
             for (long vpn = address >>> pageShift; vpn < endVpn; vpn++) {
                 removePin(vpn);
             }
         } finally {
             kernel.unlock();
         }
+        kernel.spendPinCost(endVpn - (address >>> pageShift));
     }
 
     /** Pins on one page (0 if it was never touched). */

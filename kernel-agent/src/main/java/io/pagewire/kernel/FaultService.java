@@ -8,11 +8,14 @@ import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * The asynchronous fault queue through which a NIC raises page faults (on-demand paging): the NIC
- * posts a fault and carries on with other work; the fault-handler thread makes the page resident
- * and completes the fault. Faults on a page already queued are merged into the queued one.
+ * posts a fault and carries on with other work; a fault-handler thread makes the page resident and
+ * completes the fault. Faults on a page already queued are merged into the queued one. Several
+ * handler threads serve faults on different pages at once, as a driver's page-fault work queue
+ * does, so that the swap device's queue depth is used: each waits on the device with the kernel
+ * lock released.
  *
- * <p>Completions run on the fault-handler thread without the kernel lock; a NIC's completion handler
- * must only resume its own work (re-translate, retransmit), never block.
+ * <p>Completions run on a fault-handler thread without the kernel lock, concurrently with others; a
+ * NIC's completion handler must only resume its own work (re-translate, retransmit), never block.
  */
 public final class FaultService implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(FaultService.class.getName());
@@ -20,13 +23,20 @@ public final class FaultService implements AutoCloseable {
     /** Page keys to serve, and tasks to run in turn with them. */
     private final BlockingQueue<Object> queue = new LinkedBlockingQueue<>();
     private final Map<PageKey, Pending> pending = new ConcurrentHashMap<>();
-    private final Thread handler;
+    private final Thread[] handlers;
     private volatile boolean closed;
 
-    FaultService(String name) {
-        handler = new Thread(this::run, "pagewire-fault-handler-" + name);
-        handler.setDaemon(true);
-        handler.start();
+    /** @param handlerThreads how many faults are served at once (at least one) */
+    FaultService(String name, int handlerThreads) {
+        if (handlerThreads < 1) {
+            throw new IllegalArgumentException("a fault service needs at least one handler thread, not " + handlerThreads);
+        }
+        handlers = new Thread[handlerThreads];
+        for (int i = 0; i < handlerThreads; i++) {
+            handlers[i] = new Thread(this::run, "pagewire-fault-handler-" + name + "-" + i);
+            handlers[i].setDaemon(true);
+            handlers[i].start();
+        }
     }
 
     /**
@@ -51,8 +61,8 @@ public final class FaultService implements AutoCloseable {
     }
 
     /**
-     * Runs a task on the fault-handler thread after everything queued before it. The kernel uses it
-     * to tell NICs of outcomes decided under the kernel lock, which NIC handlers must not run under.
+     * Runs a task on a fault-handler thread, once one takes it from the queue. The kernel uses it to
+     * tell NICs of outcomes decided under the kernel lock, which NIC handlers must not run under.
      */
     public void execute(Runnable task) {
         queue.add(task);
@@ -66,9 +76,13 @@ public final class FaultService implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        handler.interrupt();
+        for (Thread handler : handlers) {
+            handler.interrupt();
+        }
         try {
-            handler.join(5_000);
+            for (Thread handler : handlers) {
+                handler.join(5_000);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

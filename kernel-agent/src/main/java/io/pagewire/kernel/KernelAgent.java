@@ -52,7 +52,7 @@ public final class KernelAgent implements AutoCloseable {
         this.frames = new FrameTable(memory, swap);
         this.replacement = context.pageReplacement().newPolicy();
         this.systemBuffer = new SystemBuffer(this, (int) (context.systemBufferBytes() / SystemBuffer.slotBytes(context.pageSizeBytes())));
-        this.faultService = new FaultService(context.name());
+        this.faultService = new FaultService(context.name(), context.faultHandlers());
     }
 
     /** Starts a kernel agent with the given settings, validating them first. */
@@ -181,6 +181,22 @@ public final class KernelAgent implements AutoCloseable {
         long done = System.nanoTime() + overhead;
         for (long left = overhead; left > 0 && !Thread.currentThread().isInterrupted(); left = done - System.nanoTime()) {
             java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+        }
+    }
+
+    /**
+     * Spends the CPU time that pinning or unpinning {@code pages} pages costs, on the calling thread
+     * and with the kernel lock released: a busy wait, as the work it stands for (walking page tables,
+     * taking page references, updating the NIC's or IOMMU's tables) is the CPU's, not a wait for a device.
+     */
+    void spendPinCost(long pages) {
+        long cost = context.pinCostNs() * pages;
+        if (cost <= 0) {
+            return;
+        }
+        long done = System.nanoTime() + cost;
+        while (System.nanoTime() - done < 0) {
+            Thread.onSpinWait();
         }
     }
 

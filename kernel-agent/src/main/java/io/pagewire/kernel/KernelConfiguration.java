@@ -67,6 +67,22 @@ public final class KernelConfiguration {
     public static final String FAULT_OVERHEAD_PROP_NAME = "pagewire.kernel.faultOverheadNs";
     public static final long FAULT_OVERHEAD_DEFAULT_NS = 0;
 
+    /**
+     * How many page faults raised by NICs are served at once: the threads of the kernel's fault
+     * service (a driver's page-fault work queue), each waiting on the swap device on its own.
+     */
+    public static final String FAULT_HANDLERS_PROP_NAME = "pagewire.kernel.faultHandlers";
+    public static final int FAULT_HANDLERS_DEFAULT = 4;
+
+    /**
+     * The CPU time one page's pin costs, and one page's unpin: a real kernel's get_user_pages and the
+     * NIC's or IOMMU's table update, about a microsecond a page in the kernel and tens of microseconds
+     * for a small ibv_reg_mr with its system call. Spent busy, by the thread that pins, with the
+     * kernel lock released; 0 (the default) makes a pin cost only its page-table update.
+     */
+    public static final String PIN_COST_PROP_NAME = "pagewire.kernel.pinCostNs";
+    public static final long PIN_COST_DEFAULT_NS = 0;
+
     private KernelConfiguration() {
     }
 
@@ -113,6 +129,14 @@ public final class KernelConfiguration {
 
     static long faultOverheadNs() {
         return Long.getLong(FAULT_OVERHEAD_PROP_NAME, FAULT_OVERHEAD_DEFAULT_NS);
+    }
+
+    static long pinCostNs() {
+        return Long.getLong(PIN_COST_PROP_NAME, PIN_COST_DEFAULT_NS);
+    }
+
+    static int faultHandlers() {
+        return Integer.getInteger(FAULT_HANDLERS_PROP_NAME, FAULT_HANDLERS_DEFAULT);
     }
 
     static long dmaDrainTimeoutNs() {

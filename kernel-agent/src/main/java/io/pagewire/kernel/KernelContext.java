@@ -25,6 +25,8 @@ public final class KernelContext {
     private long swapBytesPerSecond = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME);
     private long swapQueueDepth = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME);
     private long faultOverheadNs = KernelConfiguration.faultOverheadNs();
+    private int faultHandlers = KernelConfiguration.faultHandlers();
+    private long pinCostNs = KernelConfiguration.pinCostNs();
     private NanoClock clock = NanoClock.SYSTEM;
     private String name = "kernel";
     private boolean concluded;
@@ -115,6 +117,18 @@ public final class KernelContext {
         return this;
     }
 
+    /** The CPU time a page's pin costs, and its unpin (0: only the page-table update). */
+    public KernelContext pinCostNs(long value) {
+        pinCostNs = value;
+        return this;
+    }
+
+    /** How many NIC page faults are served at once (the fault service's threads). */
+    public KernelContext faultHandlers(int value) {
+        faultHandlers = value;
+        return this;
+    }
+
     public KernelContext clock(NanoClock value) {
         clock = value;
         return this;
@@ -186,6 +200,14 @@ public final class KernelContext {
         return faultOverheadNs;
     }
 
+    public int faultHandlers() {
+        return faultHandlers;
+    }
+
+    public long pinCostNs() {
+        return pinCostNs;
+    }
+
     public NanoClock clock() {
         return clock;
     }
@@ -245,6 +267,12 @@ public final class KernelContext {
         requireFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, swapQueueDepth, Integer.MAX_VALUE);
         if (faultOverheadNs < 0) {
             throw invalid(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, "zero or positive", faultOverheadNs);
+        }
+        if (pinCostNs < 0 || pinCostNs > 1_000_000_000L) {
+            throw invalid(KernelConfiguration.PIN_COST_PROP_NAME, "0 to 1 s", pinCostNs);
+        }
+        if (faultHandlers < 1 || faultHandlers > 256) {
+            throw invalid(KernelConfiguration.FAULT_HANDLERS_PROP_NAME, "1 to 256", faultHandlers);
         }
         if (clock == null) {
             throw new IllegalArgumentException("clock must be set");

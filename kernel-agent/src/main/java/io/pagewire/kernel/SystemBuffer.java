@@ -138,8 +138,9 @@ public final class SystemBuffer {
     }
 
     /**
-     * Copies the parts parked for a page into it, oldest first. Runs on the fault-handler thread and
-     * is the only deliverer of a page's parts while their queue exists.
+     * Copies the parts parked for a page into it, oldest first. Runs on the fault-handler thread that
+     * served the page's fault (other pages' deliveries may run beside it on the others) and is the
+     * only deliverer of a page's parts while their queue exists.
      */
     private void deliver(PageKey key, Throwable faultError) {
         if (faultError != null) {

@@ -69,6 +69,53 @@ class StorageModelTest {
         assertThat(timeConcurrentReads(fourAtATime, 4)).as("4 reads of 50 ms overlapped").isLessThan(200_000_000L);
     }
 
+    /**
+     * NIC faults on different pages are served by several handler threads at once, so that they
+     * overlap on the device as far as its queue depth lets them: four major faults on a device of
+     * 50 ms and depth 4 take about 50 ms with four handlers, at least 200 ms with one.
+     */
+    @Test
+    void nicFaultsOnDifferentPagesOverlapOnTheDevice() throws Exception {
+        StorageModel device = StorageModel.RAM.withReadLatencyNs(50_000_000L).withQueueDepth(4);
+        assertThat(timeMajorNicFaults(device, 1, 4)).as("4 major faults, one handler").isGreaterThanOrEqualTo(200_000_000L);
+        assertThat(timeMajorNicFaults(device, 4, 4)).as("4 major faults, four handlers").isLessThan(200_000_000L);
+        assertThatThrownBy(() -> TestKernels.context(16, 64).faultHandlers(0).conclude())
+                .hasMessageContaining("pagewire.kernel.faultHandlers must be 1 to 256");
+    }
+
+    /** Nanoseconds from submitting {@code pages} major NIC faults (pages swapped out first) to the last one's end. */
+    private static long timeMajorNicFaults(StorageModel device, int handlers, int pages) throws Exception {
+        try (KernelAgent kernel = KernelAgent.start(TestKernels.context(16, 64).swapDevice(device).faultHandlers(handlers));
+                AddressSpace space = kernel.createAddressSpace()) {
+            long cold = space.allocate((long) pages * PAGE);
+            for (int p = 0; p < pages; p++) {
+                space.store(cold + (long) p * PAGE, TestKernels.pattern(p, PAGE), 0, PAGE);
+            }
+            long others = space.allocate(32L * PAGE);
+            for (int p = 0; p < 20; p++) {
+                space.touch(others + (long) p * PAGE, false);
+            }
+            for (int p = 0; p < pages; p++) {
+                assertThat(space.isResident(cold / PAGE + p)).as("page " + p + " went to swap").isFalse();
+            }
+            List<java.util.concurrent.CompletableFuture<PageFault>> faults = new ArrayList<>();
+            long start = System.nanoTime();
+            for (int p = 0; p < pages; p++) {
+                faults.add(kernel.faultService().submit(space, cold / PAGE + p, false));
+            }
+            for (var fault : faults) {
+                assertThat(fault.get(10, TimeUnit.SECONDS).kind()).isEqualTo(FaultKind.MAJOR);
+            }
+            long took = System.nanoTime() - start;
+            for (int p = 0; p < pages; p++) {
+                byte[] read = new byte[PAGE];
+                space.load(cold + (long) p * PAGE, read, 0, PAGE);
+                assertThat(read).as("page " + p + " read back from swap").isEqualTo(TestKernels.pattern(p, PAGE));
+            }
+            return took;
+        }
+    }
+
     @Test
     void transfersShareTheDevicesBandwidth() throws Exception {
         StorageModel slow = StorageModel.RAM.withBytesPerSecond(20L * PAGE); // 50 ms a page

@@ -101,6 +101,8 @@ public final class NodeSettings {
         knob(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, (c, v) -> c.kernel().swapBytesPerSecond(bytes(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, v)));
         knob(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, (c, v) -> c.kernel().swapQueueDepth(integer(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, v)));
         knob(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, (c, v) -> c.kernel().faultOverheadNs(nanos(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, v)));
+        knob(KernelConfiguration.PIN_COST_PROP_NAME, (c, v) -> c.kernel().pinCostNs(nanos(KernelConfiguration.PIN_COST_PROP_NAME, v)));
+        knob(KernelConfiguration.FAULT_HANDLERS_PROP_NAME, (c, v) -> c.kernel().faultHandlers(integer(KernelConfiguration.FAULT_HANDLERS_PROP_NAME, v)));
 
         knob(NicConfiguration.TLB_ENTRIES_PROP_NAME, (c, v) -> c.nic().tlbEntries(integer(NicConfiguration.TLB_ENTRIES_PROP_NAME, v)));
         knob(NicConfiguration.TLB_WAYS_PROP_NAME, (c, v) -> c.nic().tlbWays(integer(NicConfiguration.TLB_WAYS_PROP_NAME, v)));

@@ -40,11 +40,14 @@ class NodeSettingsTest {
         Path file = dir.resolve("node.properties");
         // A properties file is applied in name order: swapBytesPerSecond comes before swapDevice.
         Files.writeString(file, "pagewire.kernel.swapBytesPerSecond=100MiB\npagewire.kernel.swapDevice=hdd\n"
-                + "pagewire.kernel.swapReadLatencyNs=2ms\npagewire.kernel.faultOverheadNs=3us\n");
+                + "pagewire.kernel.swapReadLatencyNs=2ms\npagewire.kernel.faultOverheadNs=3us\n"
+                + "pagewire.kernel.pinCostNs=2us\npagewire.kernel.faultHandlers=8\n");
         NodeContext context = new NodeContext();
         NodeSettings.apply(context, NodeSettings.fromFile(file), "file");
         assertThat(context.kernel().swapDevice()).isEqualTo(StorageModel.HDD.withReadLatencyNs(2_000_000).withBytesPerSecond(100L << 20));
         assertThat(context.kernel().faultOverheadNs()).isEqualTo(3_000);
+        assertThat(context.kernel().pinCostNs()).isEqualTo(2_000);
+        assertThat(context.kernel().faultHandlers()).isEqualTo(8);
         assertThatThrownBy(() -> NodeSettings.apply(new NodeContext(), Map.of("pagewire.kernel.swapDevice", "tape"), "test"))
                 .hasMessage("pagewire.kernel.swapDevice must be one of nvme, sata-ssd, hdd, ram, was tape");
     }
