@@ -84,6 +84,8 @@ public enum Metric {
     LINK_SENT_PACKETS("pagewire.link.sent.packets", null, Type.COUNTER, "Packets sent to a peer", "peer"),
     LINK_RECEIVED_PACKETS("pagewire.link.received.packets", null, Type.COUNTER, "Packets received from a peer", "peer"),
     LINK_LANES_UP("pagewire.link.lanes.up", null, Type.GAUGE, "Lanes up to a peer", "peer"),
+    LINK_RECEIVE_STALL("pagewire.link.receive.stall", "seconds", Type.COUNTER,
+            "Time packets from a peer waited while PIN_ON_MISS pinned their destination pages (U-Net/MM's stall, per lane)", "peer"),
     LINK_LANES_LOST("pagewire.link.lanes.lost", null, Type.COUNTER, "Lanes to a peer that broke", "peer"),
     INJECTED_FAULTS("pagewire.injected.faults", null, Type.COUNTER, "Faults injected on sent packets, by kind", "kind"),
     LINK_BATCHES_FAILED("pagewire.link.batches.failed", null, Type.COUNTER,

@@ -52,7 +52,7 @@ public final class NodeMetrics {
         NodeMetrics metrics = new NodeMetrics(registry);
         metrics.bindNic(nic);
         metrics.bindKernel(kernel);
-        metrics.bindFabric(fabric);
+        metrics.bindFabric(fabric, nic);
         return metrics;
     }
 
@@ -185,7 +185,7 @@ public final class NodeMetrics {
         gauge(Metric.FAULT_QUEUE_DEPTH, kernel, x -> x.faultService().depth(), Tags.empty());
     }
 
-    private void bindFabric(Fabric fabric) {
+    private void bindFabric(Fabric fabric, Nic nic) {
         FaultInjector faults = fabric.faults();
         counter(Metric.INJECTED_FAULTS, faults, FaultInjector::dropped, Tags.of("kind", "loss"));
         counter(Metric.INJECTED_FAULTS, faults, FaultInjector::duplicated, Tags.of("kind", "duplicate"));
@@ -199,6 +199,7 @@ public final class NodeMetrics {
             counter(Metric.LINK_SENT_PACKETS, link, LinkStats::packetsSent, p);
             counter(Metric.LINK_RECEIVED_PACKETS, link, LinkStats::packetsReceived, p);
             counter(Metric.LINK_LANES_LOST, link, LinkStats::lanesLost, p);
+            counter(Metric.LINK_RECEIVE_STALL, nic, n -> n.receiveStallNanos(peer) / 1e9, p);
             gauge(Metric.LINK_LANES_UP, fabric, f -> f.lanesUp(peer), p);
         });
     }

@@ -106,6 +106,26 @@ public final class Nic implements AutoCloseable {
         waitObserver.waited(cause, nanos);
     }
 
+    /** Nanoseconds the packets from each peer waited while PIN_ON_MISS pinned their pages, by peer. */
+    private final Map<String, java.util.concurrent.atomic.LongAdder> receiveStallByPeer = new ConcurrentHashMap<>();
+
+    /**
+     * A receive stalled the lane it came on (U-Net/MM): charged to the peer whose batch this thread
+     * is executing. A stall outside a batch's execution (none is known) counts in the NIC's total only.
+     */
+    void laneStalled(long nanos) {
+        String peer = receivePass.get().executingFor;
+        if (peer != null) {
+            receiveStallByPeer.computeIfAbsent(peer, p -> new java.util.concurrent.atomic.LongAdder()).add(nanos);
+        }
+    }
+
+    /** Nanoseconds packets from {@code peer} waited while PIN_ON_MISS pinned their destination pages. */
+    public long receiveStallNanos(String peer) {
+        java.util.concurrent.atomic.LongAdder stalled = receiveStallByPeer.get(peer);
+        return stalled == null ? 0 : stalled.sum();
+    }
+
     /** Receives the latency of every finished work request from now on (the metrics layer). */
     public void observeCompletions(CompletionObserver observer) {
         completionObserver = observer;
@@ -235,7 +255,7 @@ public final class Nic implements AutoCloseable {
     /** A batch of packets from a peer. A bad packet is counted and dropped or refused; it never stops the batch. */
     public void receive(String peer, PacketBatch batch) {
         List<QueuePair> touched = new ArrayList<>(2);
-        execute(peer, batch, touched);
+        execute(peer, batch, touched, receivePass.get());
         for (QueuePair qp : touched) {
             qp.afterBatch();
         }
@@ -250,7 +270,7 @@ public final class Nic implements AutoCloseable {
      */
     public void receive(String peer, PacketBatch batch, ReceivePasses passes) {
         ReceivePass pass = receivePass.get();
-        execute(peer, batch, pass.touched);
+        execute(peer, batch, pass.touched, pass);
         if (!pass.touched.isEmpty() && !pass.scheduled) {
             pass.scheduled = true;
             passes.atPassEnd(pass);
@@ -262,10 +282,14 @@ public final class Nic implements AutoCloseable {
         void atPassEnd(Runnable task);
     }
 
-    /** The queue pairs that batches received on one thread touched in its current pass. */
+    /**
+     * The queue pairs that batches received on one thread touched in its current pass, and the peer
+     * whose batch the thread is executing (what a lane's stall is charged to).
+     */
     private static final class ReceivePass implements Runnable {
         final List<QueuePair> touched = new ArrayList<>(4);
         boolean scheduled;
+        String executingFor;
 
         @Override
         public void run() {
@@ -283,7 +307,17 @@ public final class Nic implements AutoCloseable {
     private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
 
     /** Hands every packet of a batch to its queue pair, noting each queue pair touched. */
-    private void execute(String peer, PacketBatch batch, List<QueuePair> touched) {
+    private void execute(String peer, PacketBatch batch, List<QueuePair> touched, ReceivePass thread) {
+        String outer = thread.executingFor;
+        thread.executingFor = peer;
+        try {
+            executePackets(peer, batch, touched);
+        } finally {
+            thread.executingFor = outer;
+        }
+    }
+
+    private void executePackets(String peer, PacketBatch batch, List<QueuePair> touched) {
         for (Packet packet : batch.getPacketsList()) {
             counters.increment(NicCounter.PACKETS_RECEIVED);
             counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());

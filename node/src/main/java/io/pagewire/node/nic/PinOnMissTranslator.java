@@ -106,5 +106,6 @@ final class PinOnMissTranslator extends TlbTranslator {
         long stalled = nic.clock().nanoTime() - since;
         counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, stalled);
         nic.waited(WaitCause.RECEIVE_STALL, stalled);
+        nic.laneStalled(stalled);
     }
 }

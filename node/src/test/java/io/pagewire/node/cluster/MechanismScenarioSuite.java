@@ -192,6 +192,10 @@ abstract class MechanismScenarioSuite extends ClusterFixture {
         assertThat(responder.nic().tlbPinnedEntries()).isLessThanOrEqualTo(entries);
         assertThat(waitTimer(responder, "receive_stall").count()).as("lane stalls while PIN_ON_MISS pinned a target page")
                 .isGreaterThanOrEqualTo(2048 - entries);
+        long stalled = responder.nic().counters().get(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS);
+        assertThat(responder.nic().receiveStallNanos("node-1")).as("the stalls charged to node-1's lanes, the only sender")
+                .isPositive().isEqualTo(stalled);
+        assertThat(responder.nic().receiveStallNanos("node-3")).as("a peer that sent nothing").isZero();
     }
 
     @Test
