@@ -11,13 +11,16 @@ import io.pagewire.node.experiment.ReceiveFaultsExperiment;
 import io.pagewire.node.experiment.TlbSizeExperiment;
 import io.pagewire.node.experiment.TranslationOverheadExperiment;
 import io.pagewire.node.nic.TlbIndexing;
+import io.pagewire.client.ConnectOptions;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -26,9 +29,10 @@ import picocli.CommandLine.Spec;
 
 /** {@code pagewire experiment NAME}: runs an experiment that reproduces a paper's result and says which of its claims held. */
 @Command(name = "experiment", mixinStandardHelpOptions = true,
-        description = {"Runs an experiment that reproduces a research system's result on nodes in this JVM: prints its table beside the",
-            "paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim, reproduced or not and by how much.",
-            "Exit status 1 when a claim was not reproduced.",
+        description = {"Runs an experiment that reproduces a research system's result, on nodes it starts in this JVM.",
+            "Given two HOST:PORTs, translation-overhead and notification run against two nodes of a running cluster instead.",
+            "Prints the table beside the paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim.",
+            "Exit status 1 when a claim was not reproduced, 2 when the experiment cannot run as asked.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
             "translation-overhead (NetVM: a warm translation's cost to a small write, per mode, against static pinning),",
             "notification (NetVM: what noticing a notification costs by polling, a handler, or blocking),",
@@ -41,6 +45,13 @@ final class ExperimentCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "NAME", description = "The experiment: ${COMPLETION-CANDIDATES}.", completionCandidates = Names.class)
     String name;
+
+    @Parameters(index = "1", arity = "0..2", paramLabel = "HOST:PORT",
+            description = "Two nodes of a running cluster: the sending application's, then the receiving one's (default: nodes in this JVM).")
+    List<String> targets = new ArrayList<>();
+
+    @Mixin
+    ClientSecurityOptions security = new ClientSecurityOptions();
 
     @Option(names = "--seed", description = "Seed of every random choice (access order, RANDOM replacement); default: the clock.")
     Long seed;
@@ -86,11 +97,24 @@ final class ExperimentCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "no experiment named '" + name + "'; there are: "
                     + String.join(", ", experiments(indexing).keySet()));
         }
+        ExperimentSettings.RunningCluster cluster = null;
+        if (!targets.isEmpty()) {
+            if (targets.size() != 2) {
+                throw new ParameterException(spec.commandLine(), "give two node addresses (the sending application's, then the receiving"
+                        + " one's), or none to run on nodes in this JVM");
+            }
+            if (experiment.needsOwnNodes().isPresent()) {
+                throw new ParameterException(spec.commandLine(), name + " cannot run against a running cluster: "
+                        + experiment.needsOwnNodes().get() + ". Run it without HOST:PORT.");
+            }
+            cluster = new ExperimentSettings.RunningCluster(targets.get(0), targets.get(1),
+                    ConnectOptions.defaults().withSecurity(security.security()));
+        }
         long runSeed = seed == null ? System.nanoTime() : seed;
         printer.printf("experiment %s, seed %d (repeat with --seed)%s%n", name, runSeed, reduced ? ", reduced size" : "");
         printer.flush();
         long started = System.nanoTime();
-        ExperimentResult result = experiment.run(new ExperimentSettings(runSeed, reduced), printer);
+        ExperimentResult result = experiment.run(new ExperimentSettings(runSeed, reduced, cluster), printer);
         ExperimentReport.write(experiment, result, out, printer);
         printer.printf("%s took %.0f s%n", name, (System.nanoTime() - started) / 1e9);
         printer.flush();

@@ -53,6 +53,11 @@ public final class OvercommitExperiment implements Experiment {
     }
 
     @Override
+    public java.util.Optional<String> needsOwnNodes() {
+        return java.util.Optional.of("it sets a node pin limit and a link delay, and reads the kernel's counters");
+    }
+
+    @Override
     public String paper() {
         return "NIC on-demand paging (Lesokhin et al., ASPLOS 2017): without pinning, applications whose registered memory together exceeds "
                 + "what can be pinned run at once instead of one after another, and the whole job finishes up to 1.9x sooner.";

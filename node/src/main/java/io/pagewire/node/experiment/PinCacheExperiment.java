@@ -52,6 +52,11 @@ public final class PinCacheExperiment implements Experiment {
     }
 
     @Override
+    public java.util.Optional<String> needsOwnNodes() {
+        return java.util.Optional.of("it sets the NIC TLB's size and the kernel's pin cost, and reads the NIC's and kernel's counters");
+    }
+
+    @Override
     public String paper() {
         return "NetVM (Huang, 2009) against a dynamic pinning cache: the cache's hit rate can be high when applications reuse buffers "
                 + "(up to 94.5 %), but every miss pins and unpins a page in the kernel; the shadow page table pins nothing, whatever the reuse.";

@@ -58,6 +58,11 @@ public final class ReceiveFaultsExperiment implements Experiment {
     }
 
     @Override
+    public java.util.Optional<String> needsOwnNodes() {
+        return java.util.Optional.of("it gives the receiving node 8 MiB of memory and reads its NIC's and kernel's counters");
+    }
+
+    @Override
     public String paper() {
         return "Three answers to a receive into a page that is not in memory: U-Net/MM's NIC stalls the receive while the kernel pins the page "
                 + "(nothing is dropped); NetVM's parks the data in a system buffer whose credits hold senders back (it never overflows); "

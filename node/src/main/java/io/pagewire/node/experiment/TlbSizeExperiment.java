@@ -78,6 +78,11 @@ public final class TlbSizeExperiment implements Experiment {
     }
 
     @Override
+    public java.util.Optional<String> needsOwnNodes() {
+        return java.util.Optional.of("it sets the NIC TLB's size, from 16 to 4,096 entries, on nodes it starts for each run");
+    }
+
+    @Override
     public String paper() {
         return "U-Net/MM (Welsh, Basu and von Eicken, 1997) puts a TLB on the NIC and has the kernel pin a page while it is in that TLB: "
                 + "the hit rate grows with the TLB's size and is high once the TLB covers the working set, and the pages pinned stay "

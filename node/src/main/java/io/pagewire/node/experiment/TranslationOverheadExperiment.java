@@ -1,11 +1,6 @@
 package io.pagewire.node.experiment;
 
-import io.pagewire.client.ClientSecurity;
-import io.pagewire.client.ConnectOptions;
-import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
-import io.pagewire.node.EmbeddedCluster;
-import io.pagewire.node.Transport;
 import io.pagewire.node.cli.Perftest;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -20,7 +15,8 @@ import java.util.Map;
  * write ping-pong between applications on two nodes (gRPC between the nodes, the SDK's shared-memory
  * rings between each application and its node), its pings taking turns between the modes, so that
  * the machine's drift falls on all of them alike; a further row writes each ping into a page never
- * touched before (PIN_ON_MISS: a minor fault and a pin on the receive path).
+ * touched before (PIN_ON_MISS: a minor fault and a pin on the receive path). It runs on two nodes
+ * it starts, or against two nodes of a running cluster.
  */
 public final class TranslationOverheadExperiment implements Experiment {
     private static final int SIZE = 64;
@@ -49,12 +45,11 @@ public final class TranslationOverheadExperiment implements Experiment {
         variants.add(new Perftest.Variant(RegistrationMode.PIN_ON_MISS, true));
         progress.printf(Locale.ROOT, "translation-overhead: %d pings per row after %d to warm up, rows taking turns ...%n", iterations, warmup);
         progress.flush();
-        ConnectOptions plaintext = ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext());
         List<Perftest.LatencyRow> rows;
-        try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.security().plaintext());
-                Pagewire a = Pagewire.connect(cluster.node(1).target(), plaintext);
-                Pagewire b = Pagewire.connect(cluster.node(2).target(), plaintext);
-                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+        try (ApplicationPair pair = ApplicationPair.open(settings);
+                Perftest perftest = new Perftest(pair.requester(), pair.responder(), RegistrationMode.PINNED, false)) {
+            progress.printf(Locale.ROOT, "translation-overhead: %s%n", pair.where());
+            progress.flush();
             rows = perftest.interleavedWriteLatency(variants, SIZE, iterations, warmup);
         }
         return result(variants, rows);

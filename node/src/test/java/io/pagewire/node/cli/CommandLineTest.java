@@ -52,6 +52,34 @@ class CommandLineTest {
         assertThat(unknown.err()).contains("no experiment named 'tlb-sise'; there are: tlb-size");
     }
 
+    /**
+     * An experiment that needs only applications runs against two nodes of a running cluster (here
+     * a pair started beside the command, reached over its TCP port, plaintext); one that configures
+     * its own nodes says why it cannot.
+     */
+    @Test
+    void anExperimentRunsAgainstARunningClustersNodesWhenItCan(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        try (EmbeddedCluster running = EmbeddedCluster.start(2, Transport.NETTY, c -> c.security().plaintext())) {
+            String first = running.node(1).target();
+            String second = running.node(2).target();
+            Run run = run(Map.of(), "experiment", "notification", "--reduced", "--seed", "5", "--out", dir.toString(), "--plaintext", first, second);
+            assertThat(run.out()).as(run.err()).contains("notification: against node-1 and node-2 of a running cluster",
+                    "p50 from the write's post to detection (the node runs elsewhere)");
+            List<String> rows = run.out().lines().filter(l -> l.matches("\\| (poll|handler|block) .*")).toList();
+            assertThat(rows).as(run.out()).hasSize(3).allMatch(l -> l.contains("| 1000 ") && l.contains(" - "));
+            assertThat(run.exitCode()).as(run.out() + run.err()).isIn(0, 1);
+            io.pagewire.node.TestData.awaitTrue(() -> running.node(2).nic().endpoints().isEmpty(), 10_000,
+                    "the experiment's endpoint on the running node closed");
+
+            Run refused = run(Map.of(), "experiment", "tlb-size", "--plaintext", first, second);
+            assertThat(refused.exitCode()).isEqualTo(2);
+            assertThat(refused.err()).contains("tlb-size cannot run against a running cluster: it sets the NIC TLB's size");
+            Run oneNode = run(Map.of(), "experiment", "notification", "--plaintext", first);
+            assertThat(oneNode.exitCode()).isEqualTo(2);
+            assertThat(oneNode.err()).contains("give two node addresses");
+        }
+    }
+
     @Test
     void writeBandwidthOverEverySizePrintsPerftestsTable() {
         Run run = run(Map.of(), "perf", "write_bw", "-a", "-n", "20", "--max-bytes", "16777216", "-t", "4", "--warmup", "0");
