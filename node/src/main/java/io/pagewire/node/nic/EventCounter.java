@@ -98,4 +98,9 @@ public final class EventCounter {
     public void removeHandler(LongConsumer handler) {
         handlers.remove(handler);
     }
+
+    /** Handlers registered now (sessions' watches, waits in progress). */
+    public int handlerCount() {
+        return handlers.size();
+    }
 }

@@ -17,6 +17,7 @@ import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.WorkRequest;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongConsumer;
@@ -32,6 +33,8 @@ final class Session {
     final CompletionQueue completions;
     private final ServerCallStreamObserver<SessionEvent> events;
     private final Map<Integer, LongConsumer> watches = new ConcurrentHashMap<>();
+    /** What ends each AwaitEventCounter call on this session's counters that is still waiting. */
+    private final java.util.Set<Runnable> counterWaits = ConcurrentHashMap.newKeySet();
     /** The event stream ended (completed by us, or failed); nothing more is written to it. */
     private boolean streamEnded;
     private boolean endpointClosed;
@@ -224,6 +227,28 @@ final class Session {
         return activeRings;
     }
 
+    /** A wait on one of this session's counters began: {@code end} answers it if the session ends first. */
+    void waiting(Runnable end) {
+        counterWaits.add(end);
+        boolean closed;
+        synchronized (this) {
+            closed = endpointClosed;
+        }
+        if (closed) {
+            end.run(); // the session ended as the wait began
+        }
+    }
+
+    /** The wait that {@code end} ends is over. */
+    void waitEnded(Runnable end) {
+        counterWaits.remove(end);
+    }
+
+    /** AwaitEventCounter calls on this session's counters still waiting. */
+    int counterWaits() {
+        return counterWaits.size();
+    }
+
     /** Ends the session: the endpoint closes, releasing its queue pairs, pins and memory. */
     void close() {
         SessionRings rings;
@@ -244,6 +269,9 @@ final class Session {
             if (counter != null) {
                 counter.removeHandler(watch.getValue());
             }
+        }
+        for (Runnable wait : List.copyOf(counterWaits)) {
+            wait.run();
         }
         endpoint.close();
     }

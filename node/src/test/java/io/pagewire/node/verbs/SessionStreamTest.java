@@ -106,4 +106,60 @@ class SessionStreamTest extends SdkFixture {
             });
         }
     }
+
+    /**
+     * AwaitEventCounter from a hand-written client: a wait its caller gives up on (its deadline
+     * passes) leaves no handler on the counter, and one whose session ends is answered UNAVAILABLE
+     * at once, not at its timeout an hour later.
+     */
+    @Test
+    void aCounterWaitThatIsAbandonedOrOutlivesItsSessionLeavesNothingBehind() throws Exception {
+        start(1, c -> { });
+        PagewireNode node = cluster.node(1);
+        ManagedChannel channel = cluster.openChannel(node);
+        try {
+            RecordedStream recorded = new RecordedStream(channel);
+            recorded.requests.onNext(SessionRequest.newBuilder().setOpen(OpenSession.newBuilder().setName("waiter")).build());
+            SessionEvent opened = recorded.events.poll(10, TimeUnit.SECONDS);
+            assertThat(opened).isNotNull();
+            io.pagewire.proto.verbs.EndpointRef ref = io.pagewire.proto.verbs.EndpointRef.newBuilder()
+                    .setEndpointId(opened.getOpened().getEndpointId()).setSessionKey(opened.getOpened().getSessionKey()).build();
+            VerbsGrpc.VerbsBlockingStub verbs = VerbsGrpc.newBlockingStub(channel);
+            int counterId = verbs.createEventCounter(io.pagewire.proto.verbs.CreateEventCounterRequest.newBuilder().setEndpoint(ref)
+                    .addAccess(io.pagewire.proto.verbs.Access.REMOTE_WRITE).build()).getCounterId();
+            io.pagewire.node.nic.EventCounter onNode = node.nic().endpoint(ref.getEndpointId()).eventCounter(counterId);
+            io.pagewire.proto.verbs.AwaitEventCounterRequest anHour = io.pagewire.proto.verbs.AwaitEventCounterRequest.newBuilder()
+                    .setEndpoint(ref).setCounterId(counterId).setTarget(1).setTimeoutMs(TimeUnit.HOURS.toMillis(1)).build();
+
+            io.grpc.StatusRuntimeException gaveUp = org.assertj.core.api.Assertions.catchThrowableOfType(
+                    () -> verbs.withDeadlineAfter(300, TimeUnit.MILLISECONDS).awaitEventCounter(anHour), io.grpc.StatusRuntimeException.class);
+            assertThat(gaveUp.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED);
+            io.pagewire.node.TestData.awaitTrue(() -> onNode.handlerCount() == 0, 5_000, "the abandoned wait's handler removed");
+
+            CompletableFuture<Status> orphaned = new CompletableFuture<>();
+            VerbsGrpc.newStub(channel).awaitEventCounter(anHour, new StreamObserver<>() {
+                @Override
+                public void onNext(io.pagewire.proto.verbs.AwaitEventCounterResponse value) {
+                    orphaned.complete(Status.OK);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    orphaned.complete(Status.fromThrowable(t));
+                }
+
+                @Override
+                public void onCompleted() {
+                }
+            });
+            io.pagewire.node.TestData.awaitTrue(() -> onNode.handlerCount() == 1, 5_000, "the second wait registered");
+            recorded.requests.onCompleted(); // the session ends, and with it the endpoint and its counter
+            Status answer = orphaned.get(10, TimeUnit.SECONDS);
+            assertThat(answer.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+            assertThat(answer.getDescription()).contains("ended while this wait for event counter " + counterId + " was on");
+            assertThat(onNode.handlerCount()).isZero();
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+    }
 }
