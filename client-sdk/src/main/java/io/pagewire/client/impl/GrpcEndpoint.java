@@ -310,6 +310,11 @@ final class GrpcEndpoint implements Endpoint {
         connection.forget(this);
     }
 
+    /** Whether the endpoint is closed or closing (its session ended or is ending). */
+    boolean isClosed() {
+        return closed;
+    }
+
     /** Fails {@code wait} if the session ends before it is settled. */
     void waiting(CompletableFuture<Long> wait) {
         counterWaits.add(wait);

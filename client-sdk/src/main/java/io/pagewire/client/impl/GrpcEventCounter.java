@@ -144,7 +144,11 @@ final class GrpcEventCounter implements EventCounter {
                 return CompletableFuture.failedFuture(new PagewireException.InvalidRequestException(this + " is closed"));
             }
         }
-        subscribe();
+        try {
+            subscribe();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e); // the session is gone: say so through the future, as a call would
+        }
         Wait wait = new Wait(target, new CompletableFuture<>());
         waits.add(wait);
         endpoint.waiting(wait.reached());
@@ -154,7 +158,7 @@ final class GrpcEventCounter implements EventCounter {
             valueAsync().whenComplete((value, error) -> {
                 if (error != null) {
                     if (waits.remove(wait)) {
-                        wait.reached().completeExceptionally(error);
+                        wait.reached().completeExceptionally(waitFailure(error));
                     }
                 } else {
                     report(value, false);
@@ -173,7 +177,7 @@ final class GrpcEventCounter implements EventCounter {
                     if (readError == null) {
                         result.complete(now);
                     } else {
-                        result.completeExceptionally(readError);
+                        result.completeExceptionally(waitFailure(readError));
                     }
                 });
             } else {
@@ -181,6 +185,18 @@ final class GrpcEventCounter implements EventCounter {
             }
         });
         return result;
+    }
+
+    /**
+     * What a call that failed during a wait becomes: the session's end when the endpoint closed
+     * meanwhile (as {@link GrpcEndpoint} fails the waits it ends), else the call's error as the SDK
+     * reports errors.
+     */
+    private PagewireException waitFailure(Throwable error) {
+        if (endpoint.isClosed()) {
+            return new PagewireException.UnavailableException("the session ended before the event counter reached its target", Errors.unwrap(error));
+        }
+        return Errors.fromStatus(error, endpoint.connection().target());
     }
 
     @Override

@@ -101,11 +101,15 @@ class EventCounterWaitTest extends SdkFixture {
                 .hasMessageContaining("is closed");
 
         EventCounter second = n.b().createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        EventCounter neverWaitedOn = n.b().createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
         CompletableFuture<Long> onEndpoint = second.awaitAsync(1, Duration.ofMinutes(5));
         n.b().close();
         assertThatThrownBy(() -> onEndpoint.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .hasCauseInstanceOf(PagewireException.UnavailableException.class)
                 .hasMessageContaining("the session ended before the event counter reached its target");
+        assertThat(neverWaitedOn.awaitAsync(1, Duration.ofSeconds(1))).as("a wait begun after the endpoint closed fails through its future")
+                .failsWithin(Duration.ofSeconds(5)).withThrowableOfType(ExecutionException.class)
+                .withCauseInstanceOf(PagewireException.UnavailableException.class);
     }
 
     /** Calls of a verbs method node 2 has received, from its gRPC meters. */
