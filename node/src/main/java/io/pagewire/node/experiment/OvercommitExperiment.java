@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -53,8 +54,8 @@ public final class OvercommitExperiment implements Experiment {
     }
 
     @Override
-    public java.util.Optional<String> needsOwnNodes() {
-        return java.util.Optional.of("it sets a node pin limit and a link delay, and reads the kernel's counters");
+    public Optional<String> needsOwnNodes() {
+        return Optional.of("it sets a node pin limit and a link delay, and reads the kernel's counters");
     }
 
     @Override

@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SplittableRandom;
 
 /**
@@ -52,8 +53,8 @@ public final class PinCacheExperiment implements Experiment {
     }
 
     @Override
-    public java.util.Optional<String> needsOwnNodes() {
-        return java.util.Optional.of("it sets the NIC TLB's size and the kernel's pin cost, and reads the NIC's and kernel's counters");
+    public Optional<String> needsOwnNodes() {
+        return Optional.of("it sets the NIC TLB's size and the kernel's pin cost, and reads the NIC's and kernel's counters");
     }
 
     @Override

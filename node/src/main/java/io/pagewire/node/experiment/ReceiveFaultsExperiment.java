@@ -22,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
@@ -58,8 +59,8 @@ public final class ReceiveFaultsExperiment implements Experiment {
     }
 
     @Override
-    public java.util.Optional<String> needsOwnNodes() {
-        return java.util.Optional.of("it gives the receiving node 8 MiB of memory and reads its NIC's and kernel's counters");
+    public Optional<String> needsOwnNodes() {
+        return Optional.of("it gives the receiving node 8 MiB of memory and reads its NIC's and kernel's counters");
     }
 
     @Override

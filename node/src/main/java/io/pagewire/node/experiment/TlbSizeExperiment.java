@@ -18,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -78,8 +79,8 @@ public final class TlbSizeExperiment implements Experiment {
     }
 
     @Override
-    public java.util.Optional<String> needsOwnNodes() {
-        return java.util.Optional.of("it sets the NIC TLB's size, from 16 to 4,096 entries, on nodes it starts for each run");
+    public Optional<String> needsOwnNodes() {
+        return Optional.of("it sets the NIC TLB's size, from 16 to 4,096 entries, on nodes it starts for each run");
     }
 
     @Override

@@ -314,8 +314,7 @@ public final class Endpoint implements AutoCloseable {
             if (translator.lookup(region, vpn, Side.PREFETCH, false) == Translator.MISS) {
                 translator.resolve(region, vpn, write, Side.PREFETCH);
             }
-            nic.counters().increment(NicCounter.PREFETCHED_PAGES);
-            region.counters().prefetched();
+            prefetched(region);
         }
         return CompletableFuture.completedFuture(null);
     }
@@ -328,18 +327,22 @@ public final class Endpoint implements AutoCloseable {
             Translation resident = space.translate(vpn);
             if (resident != null) {
                 translator.faultServed(region, vpn, resident);
-                nic.counters().increment(NicCounter.PREFETCHED_PAGES);
-            region.counters().prefetched();
+                prefetched(region);
             } else if (advice != Advice.PREFETCH_NO_FAULT) {
                 faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
                     nic.countFault(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
                     translator.faultServed(region, vpn, fault.translation());
-                    nic.counters().increment(NicCounter.PREFETCHED_PAGES);
-            region.counters().prefetched();
+                    prefetched(region);
                 }));
             }
         }
         return CompletableFuture.allOf(faults.toArray(CompletableFuture[]::new));
+    }
+
+    /** One page of {@code region} prefetched: counted for the NIC and for the region. */
+    private void prefetched(MemoryRegion region) {
+        nic.counters().increment(NicCounter.PREFETCHED_PAGES);
+        region.counters().prefetched();
     }
 
     /** What {@link #advise} should do, after {@code ibv_advise_mr_advice}. */
@@ -450,18 +453,16 @@ public final class Endpoint implements AutoCloseable {
             int dropped = nic.tlb().invalidate(id(), firstVpn, pageCount).dropped;
             dropped += nic.shadow().invalidate(id(), firstVpn, pageCount);
             nic.counters().add(NicCounter.INVALIDATED_TRANSLATIONS, dropped);
-            if (dropped > 0) {
-                for (MemoryRegion region : regions.values()) {
-                    if (region.implicit() || region.overlapsPages(firstVpn, pageCount)) {
-                        region.counters().invalidated(dropped);
-                    }
-                }
+            if (dropped == 0 && reason != InvalidationReason.UNMAP) {
+                return; // the common eviction: nothing of this endpoint's was translated, no region to look at
             }
-            if (reason == InvalidationReason.UNMAP) {
-                for (MemoryRegion region : regions.values()) {
-                    if (!region.implicit() && region.overlapsPages(firstVpn, pageCount)) {
-                        region.invalidate("its memory was freed while it was registered");
-                    }
+            for (MemoryRegion region : regions.values()) {
+                boolean overlaps = !region.implicit() && region.overlapsPages(firstVpn, pageCount);
+                if (dropped > 0 && (overlaps || region.implicit())) {
+                    region.counters().invalidated(dropped);
+                }
+                if (overlaps && reason == InvalidationReason.UNMAP) {
+                    region.invalidate("its memory was freed while it was registered");
                 }
             }
         }

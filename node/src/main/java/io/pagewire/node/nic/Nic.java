@@ -461,8 +461,8 @@ public final class Nic implements AutoCloseable {
     /** Counts a served fault by the side it was on and tells the fault observer how long it took. */
     void countFault(MemoryRegion region, Side side, FaultKind kind, long serviceNs) {
         RegistrationMode mode = region.mode();
-        region.counters().fault(kind == FaultKind.MAJOR);
         boolean major = kind == FaultKind.MAJOR;
+        region.counters().fault(major);
         NicCounter counter = switch (side) {
             case SEND, READ_SOURCE -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;
             case RECEIVE, READ_TARGET, ATOMIC_TARGET -> major ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR;

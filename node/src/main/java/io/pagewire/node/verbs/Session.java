@@ -33,8 +33,8 @@ final class Session {
     final CompletionQueue completions;
     private final ServerCallStreamObserver<SessionEvent> events;
     private final Map<Integer, LongConsumer> watches = new ConcurrentHashMap<>();
-    /** What ends each AwaitEventCounter call on this session's counters that is still waiting. */
-    private final java.util.Set<Runnable> counterWaits = ConcurrentHashMap.newKeySet();
+    /** AwaitEventCounter calls on this session's counters still waiting: the session's end answers them. */
+    private final java.util.Set<CounterWait> counterWaits = ConcurrentHashMap.newKeySet();
     /** The event stream ended (completed by us, or failed); nothing more is written to it. */
     private boolean streamEnded;
     private boolean endpointClosed;
@@ -227,26 +227,21 @@ final class Session {
         return activeRings;
     }
 
-    /** A wait on one of this session's counters began: {@code end} answers it if the session ends first. */
-    void waiting(Runnable end) {
-        counterWaits.add(end);
+    /** A wait on one of this session's counters began; if the session has ended already, it ends too. */
+    void waiting(CounterWait wait) {
+        counterWaits.add(wait);
         boolean closed;
         synchronized (this) {
             closed = endpointClosed;
         }
         if (closed) {
-            end.run(); // the session ended as the wait began
+            wait.sessionEnded();
         }
     }
 
-    /** The wait that {@code end} ends is over. */
-    void waitEnded(Runnable end) {
-        counterWaits.remove(end);
-    }
-
-    /** AwaitEventCounter calls on this session's counters still waiting. */
-    int counterWaits() {
-        return counterWaits.size();
+    /** A wait on one of this session's counters is over. */
+    void waitEnded(CounterWait wait) {
+        counterWaits.remove(wait);
     }
 
     /** Ends the session: the endpoint closes, releasing its queue pairs, pins and memory. */
@@ -270,8 +265,8 @@ final class Session {
                 counter.removeHandler(watch.getValue());
             }
         }
-        for (Runnable wait : List.copyOf(counterWaits)) {
-            wait.run();
+        for (CounterWait wait : List.copyOf(counterWaits)) {
+            wait.sessionEnded();
         }
         endpoint.close();
     }

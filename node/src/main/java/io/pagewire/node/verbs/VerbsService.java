@@ -69,9 +69,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 
 /**
@@ -588,74 +586,12 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
                 .setValue(counter(session(request.getEndpoint()), request.getCounterId()).value()).build());
     }
 
-    /**
-     * Answers once the counter reaches the target, or at the timeout with its value then. A wait
-     * whose caller cancels it (or whose deadline passes) is dropped at once, and one whose session
-     * ends is answered UNAVAILABLE: neither keeps its handler on the counter, nor its timer, until
-     * a timeout that may be days away.
-     */
+    /** Answers once the counter reaches the target, or at the timeout with its value then (see {@link CounterWait}). */
     @Override
     public void awaitEventCounter(AwaitEventCounterRequest request, StreamObserver<AwaitEventCounterResponse> response) {
         try {
             Session session = session(request.getEndpoint());
-            EventCounter counter = counter(session, request.getCounterId());
-            long target = request.getTarget();
-            AtomicBoolean answered = new AtomicBoolean();
-            AtomicReference<LongConsumer> handler = new AtomicReference<>();
-            AtomicReference<java.util.concurrent.ScheduledFuture<?>> timeout = new AtomicReference<>();
-            AtomicReference<Runnable> onSessionEnd = new AtomicReference<>();
-            // Ends the wait, once, whoever ends it; says whether this call did.
-            java.util.function.BooleanSupplier end = () -> {
-                if (!answered.compareAndSet(false, true)) {
-                    return false;
-                }
-                counter.removeHandler(handler.get());
-                java.util.concurrent.ScheduledFuture<?> timer = timeout.get();
-                if (timer != null) {
-                    timer.cancel(false); // answered before its timeout: the timer need not wait for it
-                }
-                Runnable ender = onSessionEnd.get();
-                if (ender != null) {
-                    session.waitEnded(ender);
-                }
-                return true;
-            };
-            Runnable finish = () -> {
-                if (end.getAsBoolean()) {
-                    long value = counter.value();
-                    response.onNext(AwaitEventCounterResponse.newBuilder().setValue(value).setReached(value >= target).build());
-                    response.onCompleted();
-                }
-            };
-            if (response instanceof ServerCallStreamObserver<AwaitEventCounterResponse> call) {
-                call.setOnCancelHandler(end::getAsBoolean);
-            }
-            onSessionEnd.set(() -> {
-                if (end.getAsBoolean()) {
-                    response.onError(Status.UNAVAILABLE.withDescription("the session of endpoint " + request.getEndpoint().getEndpointId()
-                            + " ended while this wait for event counter " + request.getCounterId() + " was on").asRuntimeException());
-                }
-            });
-            session.waiting(onSessionEnd.get());
-            if (answered.get()) {
-                return; // the session ended as the wait began
-            }
-            handler.set(value -> {
-                if (value >= target) {
-                    finish.run();
-                }
-            });
-            counter.addHandler(handler.get());
-            if (answered.get()) {
-                counter.removeHandler(handler.get()); // cancelled or ended while the handler was being added
-            } else if (counter.value() >= target) {
-                finish.run();
-            } else {
-                timeout.set(scheduler.schedule(finish, Math.max(0, request.getTimeoutMs()), TimeUnit.MILLISECONDS));
-                if (answered.get()) {
-                    timeout.get().cancel(false); // the value arrived while the timer was being set
-                }
-            }
+            CounterWait.start(session, counter(session, request.getCounterId()), request.getTarget(), request.getTimeoutMs(), response, scheduler);
         } catch (RuntimeException e) {
             response.onError(StatusMapping.toStatus(e));
         }
