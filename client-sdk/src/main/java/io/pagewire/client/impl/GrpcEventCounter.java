@@ -57,11 +57,21 @@ final class GrpcEventCounter implements EventCounter {
             return delivered;
         }
         subscribe();
-        // Until the node's first report is here (a second watcher gets none until the next change), ask it.
-        if (!reported) {
-            report(value(), false);
+        return endpoint.join(deliveredOrAsked());
+    }
+
+    /**
+     * The delivered value, or, until the node's first report is here (a second watcher of a counter
+     * gets none until its next change), the value asked of the node, taken as delivered.
+     */
+    private CompletableFuture<Long> deliveredOrAsked() {
+        if (reported) {
+            return CompletableFuture.completedFuture(delivered);
         }
-        return delivered;
+        return valueAsync().thenApply(value -> {
+            report(value, false);
+            return delivered;
+        });
     }
 
     /** Subscribes to the counter's changes, once. */
@@ -152,20 +162,13 @@ final class GrpcEventCounter implements EventCounter {
         Wait wait = new Wait(target, new CompletableFuture<>());
         waits.add(wait);
         endpoint.waiting(wait.reached());
-        if (reported) {
-            settle();
-        } else {
-            valueAsync().whenComplete((value, error) -> {
-                if (error != null) {
-                    if (waits.remove(wait)) {
-                        wait.reached().completeExceptionally(waitFailure(error));
-                    }
-                } else {
-                    report(value, false);
-                    settle();
-                }
-            });
-        }
+        deliveredOrAsked().whenComplete((value, error) -> {
+            if (error == null) {
+                settle();
+            } else if (waits.remove(wait)) {
+                wait.reached().completeExceptionally(waitFailure(error));
+            }
+        });
         CompletableFuture<Long> result = new CompletableFuture<>();
         wait.reached().orTimeout(Math.max(0, timeout.toMillis()), TimeUnit.MILLISECONDS).whenComplete((value, error) -> {
             waits.remove(wait);
