@@ -30,7 +30,8 @@ import picocli.CommandLine.Spec;
 /** {@code pagewire experiment NAME}: runs an experiment that reproduces a paper's result and says which of its claims held. */
 @Command(name = "experiment", mixinStandardHelpOptions = true,
         description = {"Runs an experiment that reproduces a research system's result, on nodes it starts in this JVM.",
-            "Given two HOST:PORTs, translation-overhead and notification run against two nodes of a running cluster instead.",
+            "Given two HOST:PORTs, it runs against two nodes of a running cluster instead, through the SDK, sized from what the nodes",
+            "report (their TLB, memory, swap and pin limits); what only a node's configuration sets (a TLB size sweep, a link delay) is the cluster's.",
             "Prints the table beside the paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim.",
             "Exit status 1 when a claim was not reproduced, 2 when the experiment cannot run as asked.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
@@ -102,10 +103,6 @@ final class ExperimentCommand implements Callable<Integer> {
             if (targets.size() != 2) {
                 throw new ParameterException(spec.commandLine(), "give two node addresses (the sending application's, then the receiving"
                         + " one's), or none to run on nodes in this JVM");
-            }
-            if (experiment.needsOwnNodes().isPresent()) {
-                throw new ParameterException(spec.commandLine(), name + " cannot run against a running cluster: "
-                        + experiment.needsOwnNodes().get() + ". Run it without HOST:PORT.");
             }
             cluster = new ExperimentSettings.RunningCluster(targets.get(0), targets.get(1),
                     ConnectOptions.defaults().withSecurity(security.security()));

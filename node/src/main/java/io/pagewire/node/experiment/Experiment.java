@@ -1,7 +1,6 @@
 package io.pagewire.node.experiment;
 
 import java.io.PrintWriter;
-import java.util.Optional;
 
 /**
  * One experiment that reproduces a research system's result on Pagewire: it runs a workload, and
@@ -15,15 +14,8 @@ public interface Experiment {
     String paper();
 
     /**
-     * Why this experiment must start the nodes it runs on (it configures them, or reads their
-     * internals), or empty when it also runs against a running cluster's nodes.
-     */
-    default Optional<String> needsOwnNodes() {
-        return Optional.empty();
-    }
-
-    /**
-     * Runs the experiment.
+     * Runs the experiment: on nodes it starts and configures itself, or, when the settings name a
+     * running cluster, through the SDK against two of its nodes, sized from what they report.
      *
      * @param progress where to say what is running (one line per step)
      */

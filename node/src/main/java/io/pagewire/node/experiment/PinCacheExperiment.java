@@ -17,8 +17,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.function.LongFunction;
+import java.util.function.LongUnaryOperator;
 
 /**
  * {@code pin-cache} (NetVM against a dynamic pinning cache): an application receives into buffers
@@ -29,6 +30,8 @@ import java.util.SplittableRandom;
  * (NetVM) pins nothing: its shadow page table follows the kernel's page tables. A pin and an unpin
  * each cost the receiving node {@link #PIN_COST_NS} of CPU time per page, as they would a kernel
  * (get_user_pages and the NIC's table update), so that what the misses cost shows in throughput.
+ * Against a running cluster the pools are sized from the receiving node's TLB, and a pin costs what
+ * that node was configured with ({@code pagewire.kernel.pinCostNs}).
  */
 public final class PinCacheExperiment implements Experiment {
     private static final int PAGE = 4096;
@@ -53,11 +56,6 @@ public final class PinCacheExperiment implements Experiment {
     }
 
     @Override
-    public Optional<String> needsOwnNodes() {
-        return Optional.of("it sets the NIC TLB's size and the kernel's pin cost, and reads the NIC's and kernel's counters");
-    }
-
-    @Override
     public String paper() {
         return "NetVM (Huang, 2009) against a dynamic pinning cache: the cache's hit rate can be high when applications reuse buffers "
                 + "(up to 94.5 %), but every miss pins and unpins a page in the kernel; the shadow page table pins nothing, whatever the reuse.";
@@ -65,21 +63,55 @@ public final class PinCacheExperiment implements Experiment {
 
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        if (settings.cluster() != null) {
+            return runOnCluster(settings, progress);
+        }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+        return runPools(shape, PIN_COST_NS, progress, (pool, mode) -> runPool(shape, pool, mode, settings.seed()));
+    }
+
+    /**
+     * The pools on two nodes of a running cluster, sized from the receiving node's TLB (pools of a
+     * quarter of it to 32 times it, as far as half its memory allows; reduced, a quarter and 8 times),
+     * at the pin cost it was configured with.
+     */
+    private ExperimentResult runOnCluster(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        try (ApplicationPair pair = ApplicationPair.open(settings)) {
+            NodeStats node = NodeStats.read(pair.responder());
+            int cache = (int) node.sum("pagewire_tlb_entries", "state=capacity");
+            long pinCostNs = Math.round(node.sum("pagewire_kernel_pin_cost_seconds") * 1e9);
+            int fit = (int) Math.min(Integer.MAX_VALUE / PAGE, pair.responder().node().physicalMemoryBytes() / 2 / PAGE);
+            Shape base = settings.reduced() ? REDUCED : DEFAULT;
+            int[] pools = java.util.stream.IntStream.of(Math.max(1, cache / 4), 2 * cache, 8 * cache, 32 * cache).map(p -> Math.min(p, fit))
+                    .distinct().toArray();
+            Shape shape = new Shape(cache, settings.reduced() ? new int[] {pools[0], pools[Math.min(2, pools.length - 1)]} : pools, base.writes(), base.depth());
+            progress.printf(Locale.ROOT, "pin-cache: %s; its TLB has %d entries, a pin costs it %.1f us%n", pair.where(), cache, pinCostNs / 1e3);
+            progress.flush();
+            return runPools(shape, pinCostNs, progress, (pool, mode) -> runPoolOnCluster(pair, shape, pool, mode, settings.seed()));
+        }
+    }
+
+    /** Measures one pool in one mode. */
+    @FunctionalInterface
+    private interface PoolRunner {
+        Run run(int pool, RegistrationMode mode) throws Exception;
+    }
+
+    private static ExperimentResult runPools(Shape shape, long pinCostNs, PrintWriter progress, PoolRunner runner) throws Exception {
         progress.println("pin-cache: warming up ...");
         progress.flush();
         for (RegistrationMode mode : MODES) {
-            runPool(shape, shape.poolPages()[0], mode, settings.seed());
+            runner.run(shape.poolPages()[0], mode);
         }
         List<Run> runs = new ArrayList<>();
         for (int pool : shape.poolPages()) {
             for (RegistrationMode mode : MODES) {
                 progress.printf(Locale.ROOT, "pin-cache: a pool of %d pages against a cache of %d, %s ...%n", pool, shape.cacheEntries(), mode);
                 progress.flush();
-                runs.add(runPool(shape, pool, mode, settings.seed()));
+                runs.add(runner.run(pool, mode));
             }
         }
-        return result(shape, runs);
+        return result(shape, pinCostNs, runs);
     }
 
     /** What one pool and mode measured on the receiving node. */
@@ -104,8 +136,7 @@ public final class PinCacheExperiment implements Experiment {
             owner.space().store(dst, new byte[pool * PAGE], 0, pool * PAGE); // the application's buffers exist before it receives
             MemoryRegion buffers = owner.register(dst, (long) pool * PAGE, mode, Access.all());
 
-            SplittableRandom random = new SplittableRandom(seed ^ pool);
-            int hot = Math.max(1, pool / 5);
+            LongUnaryOperator pages = reusedPages(pool, seed);
             // One pass over the pool first: every buffer's first use is a compulsory miss in any cache.
             link.stream(0, pool, shape.depth(), i -> write(i, source, buffers, i), "pin-cache");
             NicCounters counters = receiver.nic().counters();
@@ -115,9 +146,7 @@ public final class PinCacheExperiment implements Experiment {
             long unpins = receiver.kernel().counters().get(KernelCounter.UNPINS);
             long stall = counters.get(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS);
             long start = System.nanoTime();
-            link.stream(0, shape.writes(), shape.depth(),
-                    i -> write(i, source, buffers, random.nextInt(10) < 8 ? random.nextInt(hot) : hot + random.nextInt(Math.max(1, pool - hot))),
-                    "pin-cache");
+            link.stream(0, shape.writes(), shape.depth(), i -> write(i, source, buffers, pages.applyAsLong(i)), "pin-cache");
             double seconds = (System.nanoTime() - start) / 1e9;
             long h = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS) - hits;
             long m = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS) - misses;
@@ -129,12 +158,49 @@ public final class PinCacheExperiment implements Experiment {
         }
     }
 
+    /** The same pool and mode on two nodes of a running cluster, through the SDK, its counters read from the receiving node's meters. */
+    private static Run runPoolOnCluster(ApplicationPair pair, Shape shape, int pool, RegistrationMode mode, long seed) throws Exception {
+        try (ClusterLink link = ClusterLink.open(pair.requester(), pair.responder(), "pin-cache", PAGE)) {
+            io.pagewire.client.Endpoint owner = link.receiver();
+            long dst = owner.allocate((long) pool * PAGE);
+            ClusterLink.touch(owner, dst, (long) pool * PAGE); // the application's buffers exist before it receives
+            io.pagewire.client.MemoryRegion buffers = owner.register(dst, (long) pool * PAGE, io.pagewire.client.RegistrationMode.valueOf(mode.name()),
+                    io.pagewire.client.Access.all());
+            io.pagewire.client.MemoryRegion source = link.source();
+            LongFunction<io.pagewire.client.WorkRequest> write = page -> io.pagewire.client.WorkRequest.write(source, source.address(), PAGE,
+                    dst + page * PAGE, buffers.rkey());
+            LongUnaryOperator pages = reusedPages(pool, seed);
+            link.stream(0, pool, shape.depth(), write, 120, "pin-cache");
+            NodeStats before = NodeStats.read(pair.responder());
+            long start = System.nanoTime();
+            link.stream(0, shape.writes(), shape.depth(), i -> write.apply(pages.applyAsLong(i)), 120, "pin-cache");
+            double seconds = (System.nanoTime() - start) / 1e9;
+            NodeStats after = NodeStats.read(pair.responder());
+            String lookups = "pagewire_tlb_lookups_total";
+            double h = after.since(before, lookups, "mode=PIN_ON_MISS", "side=destination", "transmission=first", "result=hit");
+            double m = after.since(before, lookups, "mode=PIN_ON_MISS", "side=destination", "transmission=first", "result=miss");
+            return new Run(pool, mode, mode == RegistrationMode.SHADOW || h + m == 0 ? Double.NaN : h / (h + m),
+                    (long) after.since(before, "pagewire_pins_total"), (long) after.since(before, "pagewire_unpins_total"),
+                    after.since(before, "pagewire_receive_stall_seconds_total"), (double) shape.writes() * PAGE / seconds / 1e6);
+        }
+    }
+
+    /**
+     * Which pool page each measured write goes to: eight in ten to the first fifth of the pool, the
+     * rest to the others, drawn from {@code seed} (the same sequence in every mode).
+     */
+    private static LongUnaryOperator reusedPages(int pool, long seed) {
+        SplittableRandom random = new SplittableRandom(seed ^ pool);
+        int hot = Math.max(1, pool / 5);
+        return i -> random.nextInt(10) < 8 ? random.nextInt(hot) : hot + random.nextInt(Math.max(1, pool - hot));
+    }
+
     /** A one-page write from the source page to page {@code page} of the pool. */
     private static WorkRequest write(long id, MemoryRegion source, MemoryRegion buffers, long page) {
         return WorkRequest.write(id, source.lkey(), source.address(), PAGE, buffers.address() + page * PAGE, buffers.rkey());
     }
 
-    private static ExperimentResult result(Shape shape, List<Run> runs) {
+    private static ExperimentResult result(Shape shape, long pinCostNs, List<Run> runs) {
         List<List<Object>> rows = new ArrayList<>();
         Map<String, double[][]> series = new LinkedHashMap<>();
         for (Run r : runs) {
@@ -165,7 +231,7 @@ public final class PinCacheExperiment implements Experiment {
                         largestShadow.megabytesPerSecond() > largest.megabytesPerSecond(),
                         String.format(Locale.ROOT, "%d pages: %.0f MB/s under SHADOW, %.0f MB/s under PIN_ON_MISS (%.2f s of pins and unpins at %.1f us"
                                 + " each)", largest.poolPages(), largestShadow.megabytesPerSecond(), largest.megabytesPerSecond(),
-                                (largest.pins() + largest.unpins()) * PIN_COST_NS / 1e9, PIN_COST_NS / 1e3)));
+                                (largest.pins() + largest.unpins()) * pinCostNs / 1e9, pinCostNs / 1e3)));
         return new ExperimentResult(List.of("pool (pages)", "mode", "hit %", "pins", "unpins", "stall s", "MB/s"), rows,
                 new ExperimentResult.Plot("pin-cache: a pinning cache of " + shape.cacheEntries() + " entries against the shadow page table",
                         "pool of buffer pages", "% (hit rate; pins per 100 writes)", true, series),

@@ -22,7 +22,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
@@ -33,7 +32,8 @@ import org.HdrHistogram.Histogram;
  * over, as RDMA WRITEs and as SENDs into receive buffers posted across the region, under each mode
  * that can register it: PIN_ON_MISS (U-Net/MM: the lane stalls while the kernel pins the page),
  * SHADOW (NetVM: the data waits in the system buffer, its senders held back by credits) and
- * ON_DEMAND (NIC on-demand paging: RNR NAK, and the sender retransmits after the fault).
+ * ON_DEMAND (NIC on-demand paging: RNR NAK, and the sender retransmits after the fault). Against a
+ * running cluster the region is sized from the receiving node's memory and swap.
  */
 public final class ReceiveFaultsExperiment implements Experiment {
     private static final int MESSAGE = 64 << 10;
@@ -59,11 +59,6 @@ public final class ReceiveFaultsExperiment implements Experiment {
     }
 
     @Override
-    public Optional<String> needsOwnNodes() {
-        return Optional.of("it gives the receiving node 8 MiB of memory and reads its NIC's and kernel's counters");
-    }
-
-    @Override
     public String paper() {
         return "Three answers to a receive into a page that is not in memory: U-Net/MM's NIC stalls the receive while the kernel pins the page "
                 + "(nothing is dropped); NetVM's parks the data in a system buffer whose credits hold senders back (it never overflows); "
@@ -72,17 +67,136 @@ public final class ReceiveFaultsExperiment implements Experiment {
 
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        if (settings.cluster() != null) {
+            return runOnCluster(settings, progress);
+        }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+        return runAll(shape, progress, (op, mode) -> run(shape, op, mode));
+    }
+
+    /**
+     * The experiment on two nodes of a running cluster, through the SDK: the region is four times the
+     * receiving node's memory, or as much as three quarters of its memory and swap together hold.
+     */
+    private ExperimentResult runOnCluster(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        try (ApplicationPair pair = ApplicationPair.open(settings)) {
+            long memory = pair.responder().node().physicalMemoryBytes();
+            long swap = (long) NodeStats.read(pair.responder()).sum("pagewire_swap_capacity_bytes");
+            long region = Math.min(4 * memory, (memory + swap) / 4 * 3) / MESSAGE * MESSAGE;
+            Shape base = settings.reduced() ? REDUCED : DEFAULT;
+            Shape shape = new Shape(memory, region, base.passes(), base.depth());
+            progress.printf(Locale.ROOT, "receive-faults: %s; %s has %d MiB of memory and %d MiB of swap: a region of %d MiB%n", pair.where(),
+                    pair.responder().node().nodeId(), memory >> 20, swap >> 20, region >> 20);
+            progress.flush();
+            if (region <= memory) {
+                progress.printf(Locale.ROOT, "receive-faults: the region fits the node's memory (too little swap): its pages fault only when first touched%n");
+            }
+            return runAll(shape, progress, (op, mode) -> runOnCluster(pair, shape, op, mode));
+        }
+    }
+
+    /** Measures one operation in one mode. */
+    @FunctionalInterface
+    private interface Runner {
+        Run run(Operation op, RegistrationMode mode) throws Exception;
+    }
+
+    private static ExperimentResult runAll(Shape shape, PrintWriter progress, Runner runner) throws Exception {
         List<Run> runs = new ArrayList<>();
         for (Operation op : Operation.values()) {
             for (RegistrationMode mode : MODES) {
-                progress.printf(Locale.ROOT, "receive-faults: %s into %d MiB (%.0fx the receiver's memory), %s ...%n", op, shape.regionBytes() >> 20,
+                progress.printf(Locale.ROOT, "receive-faults: %s into %d MiB (%.1fx the receiver's memory), %s ...%n", op, shape.regionBytes() >> 20,
                         (double) shape.regionBytes() / shape.physicalMemoryBytes(), mode);
                 progress.flush();
-                runs.add(run(shape, op, mode));
+                runs.add(runner.run(op, mode));
             }
         }
         return result(shape, runs);
+    }
+
+    /**
+     * One operation and mode on a running cluster: the same stream through the SDK, every counter
+     * from the two nodes' meters (what they grew by during the run), the system buffer's peak from
+     * the receiving node's (its peak since it started).
+     */
+    private static Run runOnCluster(ApplicationPair pair, Shape shape, Operation op, RegistrationMode mode) throws Exception {
+        try (ClusterLink link = ClusterLink.open(pair.requester(), pair.responder(), "receive-faults", MESSAGE)) {
+            io.pagewire.client.Endpoint owner = link.receiver();
+            long dst = owner.allocate(shape.regionBytes());
+            io.pagewire.client.MemoryRegion target = owner.register(dst, shape.regionBytes(), io.pagewire.client.RegistrationMode.valueOf(mode.name()),
+                    io.pagewire.client.Access.all());
+            io.pagewire.client.MemoryRegion source = link.source();
+            ClusterReposter reposter = op == Operation.SEND ? new ClusterReposter(link.receiverQueuePair(), target, shape) : null;
+            NodeStats outBefore = NodeStats.read(pair.requester());
+            NodeStats inBefore = NodeStats.read(pair.responder());
+            Histogram latency = new Histogram(60_000_000_000L, 3);
+            long slots = shape.regionBytes() / MESSAGE;
+            long start = System.nanoTime();
+            link.stream(0, shape.messages(), shape.depth(), i -> op == Operation.WRITE
+                    ? io.pagewire.client.WorkRequest.write(source, source.address(), MESSAGE, dst + i % slots * MESSAGE, target.rkey())
+                    : io.pagewire.client.WorkRequest.send(source, source.address(), MESSAGE), 120, "receive-faults", latency);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            if (reposter != null) {
+                reposter.finish(shape.messages());
+            }
+            NodeStats out = NodeStats.read(pair.requester());
+            NodeStats in = NodeStats.read(pair.responder());
+            long noReceive = Math.round(in.since(inBefore, "pagewire_receive_rnr_naks_sent_total", "cause=no_receive"));
+            int slotBytes = SystemBuffer.slotBytes(pair.responder().node().pageSize());
+            return new Run(op, mode, (double) shape.messages() * MESSAGE / seconds / 1e6, latency.getValueAtPercentile(50) / 1e3,
+                    latency.getValueAtPercentile(99) / 1e3, Math.round(out.since(outBefore, "pagewire_retransmitted_packets_total")),
+                    Math.round(in.since(inBefore, "pagewire_rnr_naks_sent_total")) - noReceive, noReceive,
+                    Math.round(in.since(inBefore, "pagewire_parked_parts_total")), (int) (in.sum("pagewire_system_buffer_peak_bytes") / slotBytes),
+                    (int) (in.sum("pagewire_system_buffer_capacity_bytes") / slotBytes), Math.round(out.since(outBefore, "pagewire_credit_waits_total")),
+                    in.since(inBefore, "pagewire_receive_stall_seconds_total"),
+                    Math.round(in.since(inBefore, "pagewire_kernel_page_faults_total", "origin=nic", "kind=major")));
+        }
+    }
+
+    /** Keeps receives posted through the SDK, each at the next message-sized slot of the region, reposting as they complete. */
+    private static final class ClusterReposter {
+        private final io.pagewire.client.QueuePair qp;
+        private final io.pagewire.client.MemoryRegion region;
+        private final Shape shape;
+        private final java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+        private final java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.atomic.AtomicLong posted = new java.util.concurrent.atomic.AtomicLong();
+
+        ClusterReposter(io.pagewire.client.QueuePair qp, io.pagewire.client.MemoryRegion region, Shape shape) {
+            this.qp = qp;
+            this.region = region;
+            this.shape = shape;
+            for (int i = 0; i < 4 * shape.depth(); i++) {
+                postNext();
+            }
+        }
+
+        private void postNext() {
+            long n = posted.getAndIncrement();
+            if (n >= shape.messages()) {
+                return;
+            }
+            long slots = shape.regionBytes() / MESSAGE;
+            qp.postReceive(region, region.address() + n % slots * MESSAGE, MESSAGE).whenComplete((c, e) -> {
+                if (e != null) {
+                    done.completeExceptionally(e);
+                } else if (received.incrementAndGet() == shape.messages()) {
+                    done.complete(null);
+                } else {
+                    postNext();
+                }
+            });
+        }
+
+        void finish(long expected) throws Exception {
+            try {
+                done.get(120, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw new IllegalStateException("receive-faults: a receive failed: " + e.getCause().getMessage(), e.getCause());
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("receive-faults: " + received.get() + " receives completed for " + expected + " SENDs within 120 s");
+            }
+        }
     }
 
     /** What one operation and mode measured. */

@@ -18,18 +18,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * {@code tlb-size} (U-Net/MM): a NIC whose receive-side TLB pins what it maps. One node writes
  * single pages into a PIN_ON_MISS region of another, page after page in a sequential, strided or
  * random order over a working set that fits the TLB's reach or exceeds even physical memory, for
  * TLB sizes from 16 entries up; it measures the destination's hit rate (first transmissions), the
- * write throughput and the most pages the kernel held pinned at once.
+ * write throughput and the most pages the kernel held pinned at once. Against a running cluster,
+ * whose TLB has one size, the working set sweeps instead (see {@link #runOnCluster}).
  */
 public final class TlbSizeExperiment implements Experiment {
     private static final int PAGE = 4096;
@@ -79,11 +80,6 @@ public final class TlbSizeExperiment implements Experiment {
     }
 
     @Override
-    public Optional<String> needsOwnNodes() {
-        return Optional.of("it sets the NIC TLB's size, from 16 to 4,096 entries, on nodes it starts for each run");
-    }
-
-    @Override
     public String paper() {
         return "U-Net/MM (Welsh, Basu and von Eicken, 1997) puts a TLB on the NIC and has the kernel pin a page while it is in that TLB: "
                 + "the hit rate grows with the TLB's size and is high once the TLB covers the working set, and the pages pinned stay "
@@ -92,6 +88,9 @@ public final class TlbSizeExperiment implements Experiment {
 
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        if (settings.cluster() != null) {
+            return runOnCluster(settings, progress);
+        }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
         // The JIT compiles the data path during the first configurations; unrecorded runs first, one
         // that misses every time and one that always hits, keep that out of the rows' throughput.
@@ -113,6 +112,107 @@ public final class TlbSizeExperiment implements Experiment {
             }
         }
         return result(shape, cells);
+    }
+
+    /**
+     * The experiment on two nodes of a running cluster, whose TLB has the one size it was configured
+     * with: the working set sweeps instead, from half the TLB's entries to four times them and (at
+     * full size) past the receiving node's physical memory, each pattern over each.
+     */
+    private ExperimentResult runOnCluster(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        try (ApplicationPair pair = ApplicationPair.open(settings)) {
+            int entries = (int) NodeStats.read(pair.responder()).sum("pagewire_tlb_entries", "state=capacity");
+            long memory = pair.responder().node().physicalMemoryBytes();
+            int beyondMemory = (int) Math.min(Integer.MAX_VALUE, memory / PAGE * 5 / 4);
+            int[] workingSets = (settings.reduced() ? java.util.stream.IntStream.of(Math.max(1, entries / 2), 4 * entries)
+                    : java.util.stream.IntStream.of(Math.max(1, entries / 2), 4 * entries, Math.max(8 * entries, beyondMemory))).distinct().sorted().toArray();
+            Shape shape = new Shape(new int[] {entries}, workingSets, memory, settings.reduced() ? 8 : 16);
+            progress.printf(Locale.ROOT, "tlb-size: %s; its TLB has %d entries and it has %d MiB of memory: working sets of %s pages%n", pair.where(),
+                    entries, memory >> 20, java.util.Arrays.toString(workingSets));
+            progress.println("tlb-size: warming up ...");
+            progress.flush();
+            runCellOnCluster(pair, shape, workingSets[0], Pattern.SEQUENTIAL, settings.seed());
+            List<Cell> cells = new ArrayList<>();
+            for (int workingSet : workingSets) {
+                for (Pattern pattern : Pattern.values()) {
+                    progress.printf(Locale.ROOT, "tlb-size: %d pages (%s), %s, the node's %d TLB entries ...%n", workingSet,
+                            workingSet * (long) PAGE > memory ? "beyond physical memory" : "within memory", pattern.name().toLowerCase(Locale.ROOT), entries);
+                    progress.flush();
+                    cells.add(runCellOnCluster(pair, shape, workingSet, pattern, settings.seed()));
+                }
+            }
+            return result(shape, cells);
+        }
+    }
+
+    /**
+     * One working set and pattern on a running cluster, through the SDK: the hit rate and faults from
+     * the receiving node's meters, its pinned pages sampled from them every 20 ms (over those it held
+     * before the region was registered).
+     */
+    private static Cell runCellOnCluster(ApplicationPair pair, Shape shape, int workingSet, Pattern pattern, long seed) throws Exception {
+        int sourcePages = 16;
+        int entries = shape.tlbEntries()[0];
+        try (ClusterLink link = ClusterLink.open(pair.requester(), pair.responder(), "tlb-size", sourcePages * PAGE)) {
+            io.pagewire.client.Endpoint remote = link.receiver();
+            String pinned = "pagewire_memory_pages";
+            double pinnedBefore = NodeStats.read(pair.responder()).sum(pinned, "state=pinned");
+            long dst = remote.allocate((long) workingSet * PAGE);
+            io.pagewire.client.MemoryRegion target = remote.register(dst, (long) workingSet * PAGE, io.pagewire.client.RegistrationMode.PIN_ON_MISS,
+                    io.pagewire.client.Access.all());
+            io.pagewire.client.MemoryRegion source = link.source();
+            SplittableRandom random = new SplittableRandom(seed ^ (31L * workingSet + entries) ^ pattern.ordinal());
+            java.util.function.LongFunction<io.pagewire.client.WorkRequest> write = i -> io.pagewire.client.WorkRequest.write(source,
+                    source.address() + i % sourcePages * PAGE, PAGE, dst + pattern.page(i, workingSet, random) * PAGE, target.rkey());
+            link.stream(0, shape.warmup(workingSet), shape.depth(), write, 120, "tlb-size");
+
+            NodeStats before = NodeStats.read(pair.responder());
+            int measured = shape.measured(workingSet);
+            PeakSampler peakPinned = new PeakSampler(() -> Math.round(NodeStats.read(pair.responder()).sum(pinned, "state=pinned") - pinnedBefore),
+                    20_000_000);
+            long start = System.nanoTime();
+            try (peakPinned) {
+                link.stream(shape.warmup(workingSet), measured, shape.depth(), write, 120, "tlb-size");
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            NodeStats after = NodeStats.read(pair.responder());
+            String lookups = "pagewire_tlb_lookups_total";
+            double hits = after.since(before, lookups, "mode=PIN_ON_MISS", "side=destination", "transmission=first", "result=hit");
+            double misses = after.since(before, lookups, "mode=PIN_ON_MISS", "side=destination", "transmission=first", "result=miss");
+            return new Cell(workingSet, pattern, entries, hits + misses == 0 ? Double.NaN : hits / (hits + misses), (double) measured * PAGE / seconds / 1e6,
+                    peakPinned.get(), Math.round(after.since(before, "pagewire_kernel_page_faults_total", "origin=nic", "kind=major")));
+        }
+    }
+
+    /** Samples a figure on a thread of its own every {@code intervalNs} until closed, keeping the largest value seen (a last one at the close). */
+    private static final class PeakSampler implements AutoCloseable {
+        private final LongSupplier figure;
+        private final AtomicLong peak = new AtomicLong();
+        private final AtomicBoolean sampling = new AtomicBoolean(true);
+        private final Thread thread;
+
+        PeakSampler(LongSupplier figure, long intervalNs) {
+            this.figure = figure;
+            thread = new Thread(() -> {
+                while (sampling.get()) {
+                    peak.accumulateAndGet(figure.getAsLong(), Math::max);
+                    LockSupport.parkNanos(intervalNs);
+                }
+            }, "tlb-size-pin-sampler");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        long get() {
+            return peak.get();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            sampling.set(false);
+            thread.join();
+            peak.accumulateAndGet(figure.getAsLong(), Math::max);
+        }
     }
 
     /** What one configuration measured. */
@@ -145,27 +245,14 @@ public final class TlbSizeExperiment implements Experiment {
             long hits = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS);
             long misses = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS);
             long major = receiver.kernel().counters().get(KernelCounter.NIC_FAULTS_MAJOR);
-            AtomicLong peakPinned = new AtomicLong();
-            AtomicBoolean sampling = new AtomicBoolean(true);
-            Thread sampler = new Thread(() -> {
-                while (sampling.get()) {
-                    peakPinned.accumulateAndGet(receiver.kernel().stats().pinnedPages(), Math::max);
-                    LockSupport.parkNanos(200_000);
-                }
-            }, "tlb-size-pin-sampler");
-            sampler.setDaemon(true);
-            sampler.start();
             int measured = shape.measured(workingSet);
+            PeakSampler peakPinned = new PeakSampler(() -> receiver.kernel().stats().pinnedPages(), 200_000);
             long start = System.nanoTime();
-            try {
+            try (peakPinned) {
                 link.stream(shape.warmup(workingSet), measured, shape.depth(), i -> write(i, source, target, pattern.page(i, workingSet, random)),
                         "tlb-size");
-            } finally {
-                sampling.set(false);
-                sampler.join();
             }
             double seconds = (System.nanoTime() - start) / 1e9;
-            peakPinned.accumulateAndGet(receiver.kernel().stats().pinnedPages(), Math::max);
             hits = counters.get(NicCounter.TLB_DESTINATION_FIRST_HITS, RegistrationMode.PIN_ON_MISS) - hits;
             misses = counters.get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS) - misses;
             return new Cell(workingSet, pattern, entries, hits + misses == 0 ? Double.NaN : hits / (double) (hits + misses),
@@ -182,21 +269,36 @@ public final class TlbSizeExperiment implements Experiment {
     private ExperimentResult result(Shape shape, List<Cell> cells) {
         List<List<Object>> rows = new ArrayList<>();
         Map<String, double[][]> series = new LinkedHashMap<>();
+        boolean tlbSweeps = shape.tlbEntries().length > 1;
         for (Cell cell : cells) {
             rows.add(List.of(cell.workingSet(), cell.pattern().name().toLowerCase(Locale.ROOT), cell.entries(), 100 * cell.hitRate(),
                     cell.megabytesPerSecond(), cell.peakPinned(), cell.majorFaults()));
-            ExperimentResult.Plot.addPoint(series, cell.pattern().name().toLowerCase(Locale.ROOT) + ", " + cell.workingSet() + " pages",
-                    cell.entries(), 100 * cell.hitRate());
+            String pattern = cell.pattern().name().toLowerCase(Locale.ROOT);
+            if (tlbSweeps) {
+                ExperimentResult.Plot.addPoint(series, pattern + ", " + cell.workingSet() + " pages", cell.entries(), 100 * cell.hitRate());
+            } else {
+                ExperimentResult.Plot.addPoint(series, pattern + ", " + cell.entries() + " TLB entries", cell.workingSet(), 100 * cell.hitRate());
+            }
         }
         return new ExperimentResult(List.of("working set (pages)", "pattern", "TLB entries", "hit %", "MB/s", "peak pinned", "major faults"),
                 rows, new ExperimentResult.Plot("tlb-size: the receiving NIC's TLB hit rate (PIN_ON_MISS, first transmissions)",
-                        "TLB entries", "hit rate (%)", true, series),
+                        tlbSweeps ? "TLB entries" : "working set (pages)", "hit rate (%)", true, series),
                 claims(shape, cells));
     }
 
     private static List<Claim> claims(Shape shape, List<Cell> cells) {
         List<Claim> claims = new ArrayList<>();
-        // 1. The hit rate does not fall as the TLB grows (random access may wobble by a point).
+        if (shape.tlbEntries().length > 1) {
+            claims.add(hitRateGrowsWithTheTlb(cells));
+        } else {
+            claims.add(hitRateFallsPastTheTlbsReach(cells));
+        }
+        claims.addAll(boundsAndSpeed(shape, cells));
+        return claims;
+    }
+
+    /** 1. The hit rate does not fall as the TLB grows (random access may wobble by a point). */
+    private static Claim hitRateGrowsWithTheTlb(List<Cell> cells) {
         double worstDrop = 0;
         String worstAt = "none";
         for (int i = 1; i < cells.size(); i++) {
@@ -211,9 +313,43 @@ public final class TlbSizeExperiment implements Experiment {
                 }
             }
         }
-        claims.add(new Claim("the TLB's hit rate does not fall as the TLB grows", worstDrop <= 0.02,
-                String.format(Locale.ROOT, "largest fall %.1f points (%s); 2 allowed for random access", 100 * worstDrop, worstAt)));
+        return new Claim("the TLB's hit rate does not fall as the TLB grows", worstDrop <= 0.02,
+                String.format(Locale.ROOT, "largest fall %.1f points (%s); 2 allowed for random access", 100 * worstDrop, worstAt));
+    }
 
+    /**
+     * 1, with one TLB size (a running cluster's): the hit rate does not rise as the working set grows,
+     * and it falls once the working set is past the TLB's reach.
+     */
+    private static Claim hitRateFallsPastTheTlbsReach(List<Cell> cells) {
+        double worstRise = 0;
+        String worstAt = "none";
+        List<String> falls = new ArrayList<>();
+        boolean fell = true;
+        for (Pattern pattern : Pattern.values()) {
+            List<Cell> sweep = cells.stream().filter(c -> c.pattern() == pattern).sorted(java.util.Comparator.comparingInt(Cell::workingSet)).toList();
+            for (int i = 1; i < sweep.size(); i++) {
+                double rise = sweep.get(i).hitRate() - sweep.get(i - 1).hitRate();
+                if (rise > worstRise) {
+                    worstRise = rise;
+                    worstAt = String.format(Locale.ROOT, "%s, %d -> %d pages", pattern.name().toLowerCase(Locale.ROOT), sweep.get(i - 1).workingSet(),
+                            sweep.get(i).workingSet());
+                }
+            }
+            Cell first = sweep.get(0);
+            Cell last = sweep.get(sweep.size() - 1);
+            fell &= last.hitRate() < first.hitRate();
+            falls.add(String.format(Locale.ROOT, "%s %.1f -> %.1f %%", pattern.name().toLowerCase(Locale.ROOT), 100 * first.hitRate(), 100 * last.hitRate()));
+        }
+        return new Claim("with the node's one TLB, the hit rate falls once the working set outgrows the TLB's reach, and never rises with it",
+                fell && worstRise <= 0.02, String.format(Locale.ROOT, "%s over %d to %d pages; largest rise %.1f points (%s)", String.join(", ", falls),
+                        cells.stream().mapToInt(Cell::workingSet).min().orElse(0), cells.stream().mapToInt(Cell::workingSet).max().orElse(0),
+                        100 * worstRise, worstAt));
+    }
+
+    /** 2 to 4: pinned pages stay within the TLB, a TLB that covers the working set hits, and hits are faster. */
+    private static List<Claim> boundsAndSpeed(Shape shape, List<Cell> cells) {
+        List<Claim> claims = new ArrayList<>();
         // 2. Pinned pages stay within the TLB's entries, whatever the working set.
         Cell mostPinned = cells.get(0);
         for (Cell cell : cells) {
@@ -241,15 +377,17 @@ public final class TlbSizeExperiment implements Experiment {
                 covered == 0 ? "no TLB in this run covers a working set"
                         : String.format(Locale.ROOT, "lowest hit rate with entries at least twice the working set: %.1f %% (%d runs)", 100 * lowest, covered)));
 
-        // 4. Hits pay: over the working set within reach, runs that hit write faster than runs that miss.
-        int smallest = shape.workingSetPages()[0];
-        double[] hitting = cells.stream().filter(c -> c.workingSet() == smallest && c.hitRate() >= 0.9).mapToDouble(Cell::megabytesPerSecond).toArray();
-        double[] missing = cells.stream().filter(c -> c.workingSet() == smallest && c.hitRate() <= 0.1).mapToDouble(Cell::megabytesPerSecond).toArray();
+        // 4. Hits pay: over working sets within physical memory (no swap I/O in either), runs that hit
+        // write faster than runs that miss. With a TLB that sweeps, that is the smallest working set;
+        // with one TLB, a working set it covers against one it does not.
+        java.util.function.Predicate<Cell> inMemory = c -> (long) c.workingSet() * PAGE <= shape.physicalMemoryBytes();
+        double[] hitting = cells.stream().filter(c -> inMemory.test(c) && c.hitRate() >= 0.9).mapToDouble(Cell::megabytesPerSecond).toArray();
+        double[] missing = cells.stream().filter(c -> inMemory.test(c) && c.hitRate() <= 0.1).mapToDouble(Cell::megabytesPerSecond).toArray();
         double hitMean = java.util.Arrays.stream(hitting).average().orElse(Double.NaN);
         double missMean = java.util.Arrays.stream(missing).average().orElse(Double.NaN);
         claims.add(new Claim("writes whose pages hit the TLB go faster than writes that miss", hitMean > missMean,
-                String.format(Locale.ROOT, "over %d pages: %.1f MB/s on average in the %d runs hitting 90 %% or more, %.1f MB/s in the %d missing"
-                        + " 90 %% or more (%.2fx); single runs here vary by tens of percent", smallest, hitMean, hitting.length, missMean, missing.length,
+                String.format(Locale.ROOT, "working sets within memory: %.1f MB/s on average in the %d runs hitting 90 %% or more, %.1f MB/s in the %d"
+                        + " missing 90 %% or more (%.2fx); single runs here vary by tens of percent", hitMean, hitting.length, missMean, missing.length,
                         hitMean / missMean)));
         return claims;
     }

@@ -179,8 +179,11 @@ public final class NodeMetrics {
         gauge(Metric.PINNED_MEMORY, kernel, x -> x.stats().pinnedBytes(), Tags.empty());
         gauge(Metric.MEMLOCK_LIMIT, kernel, x -> x.context().memlockLimitBytes(), Tags.empty());
         gauge(Metric.NODE_PIN_LIMIT, kernel, x -> x.context().nodePinLimitBytes(), Tags.empty());
+        gauge(Metric.KERNEL_PIN_COST, kernel, x -> x.context().pinCostNs() / 1e9, Tags.empty());
         gauge(Metric.PHYSICAL_MEMORY, kernel, x -> x.context().physicalMemoryBytes(), Tags.empty());
+        gauge(Metric.SWAP_CAPACITY, kernel, x -> x.context().swapBytes(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_USED, kernel, x -> (double) x.systemBuffer().slotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
+        gauge(Metric.SYSTEM_BUFFER_PEAK, kernel, x -> (double) x.systemBuffer().peakSlotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_CAPACITY, kernel, x -> (double) x.systemBuffer().slotCount() * x.systemBuffer().slotBytes(), Tags.empty());
         gauge(Metric.FAULT_QUEUE_DEPTH, kernel, x -> x.faultService().depth(), Tags.empty());
     }

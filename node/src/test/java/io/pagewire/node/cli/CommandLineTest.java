@@ -53,9 +53,8 @@ class CommandLineTest {
     }
 
     /**
-     * An experiment that needs only applications runs against two nodes of a running cluster (here
-     * a pair started beside the command, reached over its TCP port, plaintext); one that configures
-     * its own nodes says why it cannot.
+     * An experiment runs against two nodes of a running cluster (here a pair started beside the
+     * command, reached over its TCP port, plaintext), and asks for two addresses when given one.
      */
     @Test
     void anExperimentRunsAgainstARunningClustersNodesWhenItCan(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
@@ -71,9 +70,6 @@ class CommandLineTest {
             io.pagewire.node.TestData.awaitTrue(() -> running.node(2).nic().endpoints().isEmpty(), 10_000,
                     "the experiment's endpoint on the running node closed");
 
-            Run refused = run(Map.of(), "experiment", "tlb-size", "--plaintext", first, second);
-            assertThat(refused.exitCode()).isEqualTo(2);
-            assertThat(refused.err()).contains("tlb-size cannot run against a running cluster: it sets the NIC TLB's size");
             Run oneNode = run(Map.of(), "experiment", "notification", "--plaintext", first);
             assertThat(oneNode.exitCode()).isEqualTo(2);
             assertThat(oneNode.err()).contains("give two node addresses");
