@@ -136,8 +136,8 @@ public final class OvercommitExperiment implements Experiment {
             // A B, then B A: whichever runs second in a round does not always benefit from the first.
             for (int i = 0; i < MODES.length; i++) {
                 RegistrationMode mode = MODES[round % 2 == 0 ? i : MODES.length - 1 - i];
-                progress.printf(Locale.ROOT, "overcommit: link delay %s%s, round %d, %d applications of %d MiB, pin limit %d MiB, %s ...%n", link,
-                        link.equals(CLUSTER_LINK) ? "" : " us", round + 1,
+                progress.printf(Locale.ROOT, "overcommit: %s, round %d, %d applications of %d MiB, pin limit %d MiB, %s ...%n",
+                        link.equals(CLUSTER_LINK) ? "the cluster's link" : "link delay " + link + " us", round + 1,
                         shape.applications(), shape.regionBytes() >> 20, shape.pinLimitBytes() >> 20, mode);
                 progress.flush();
                 runs.computeIfAbsent(link, d -> new LinkedHashMap<>()).computeIfAbsent(mode, m -> new ArrayList<>()).add(job.run(mode));
