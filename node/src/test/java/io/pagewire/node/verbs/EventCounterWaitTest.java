@@ -61,7 +61,7 @@ class EventCounterWaitTest extends SdkFixture {
         Notifier n = notifier(overRings);
         assertThat(n.counter().await(0, Duration.ofSeconds(5))).as("the first wait subscribes (and asks the node once)").isZero();
         assertThat(counterCalls("CreateEventCounter")).as("the node's meters count calls by method").isEqualTo(1);
-        // The first wait's one ask may reach the node's meter a moment after its answer reached us: count from after it.
+        // The first wait may be settled by the counter's first report before its one ask reached the node: count from after that ask.
         io.pagewire.node.TestData.awaitTrue(() -> counterCalls("ReadEventCounter") >= 1, 5_000, "the first wait's ask in the node's meters");
         double readsBefore = counterCalls("ReadEventCounter");
         double awaitsBefore = counterCalls("AwaitEventCounter");
