@@ -5,7 +5,7 @@
 # over to compose with the local images named (PAGEWIRE_*_IMAGE).
 #   deploy/testbed.sh up [ARGS]       # start in the background (up -d), once every node is healthy
 #   deploy/testbed.sh down [-v]       # stop and remove (-v: also the swap and Prometheus volumes)
-#   deploy/testbed.sh certs DIR       # copy the CA and the "app" certificate out, for applications on the host
+#   deploy/testbed.sh certs DIR       # copy the CA, the "app" certificate and the metrics token out, for the host
 #   deploy/testbed.sh ps | logs -f | ... any other compose command, as is (no rebuild)
 #   deploy/testbed.sh stop-engine     # stop the dockerd this script started (not one that was running)
 # Host ports are variables: PAGEWIRE_HOST_PORT_NODE1=17101 deploy/testbed.sh up (see docker-compose.yml).
@@ -52,11 +52,12 @@ if [ "$1" = certs ]; then
   out=${2:?usage: deploy/testbed.sh certs DIR}
   mkdir -p "$out"
   container=$("${compose[@]}" ps -q node-1)
-  for file in ca.pem app.pem app.key; do
+  for file in ca.pem app.pem app.key metrics.token; do
     docker cp "$container:/var/lib/pagewire/certs/$file" "$out/$file"
   done
-  chmod 600 "$out/app.key"
-  echo "testbed: CA and application certificate in $out (pagewire stat --certs $out localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101})" >&2
+  chmod 600 "$out/app.key" "$out/metrics.token"
+  echo "testbed: CA, application certificate and metrics token in $out (pagewire stat --certs $out localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101};" \
+    "curl -H \"Authorization: Bearer \$(cat $out/metrics.token)\" localhost:${PAGEWIRE_HOST_PORT_NODE1_METRICS:-9101}/metrics)" >&2
   exit 0
 fi
 exec "${compose[@]}" "$@"

@@ -15,20 +15,36 @@ final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer server;
     private final String host;
     private final java.util.concurrent.ExecutorService executor;
+    private final boolean tokenRequired;
 
-    private MetricsEndpoint(HttpServer server, String host, java.util.concurrent.ExecutorService executor) {
+    private MetricsEndpoint(HttpServer server, String host, java.util.concurrent.ExecutorService executor, boolean tokenRequired) {
         this.server = server;
         this.host = host;
         this.executor = executor;
+        this.tokenRequired = tokenRequired;
     }
 
-    static MetricsEndpoint start(String host, int port, PrometheusMeterRegistry registry) {
+    /**
+     * Serves {@code registry} at {@code http://host:port/metrics}; when {@code token} is not empty,
+     * only to a scraper that sends {@code Authorization: Bearer TOKEN} (Prometheus' {@code authorization}
+     * setting), and 401 to anyone else.
+     */
+    static MetricsEndpoint start(String host, int port, PrometheusMeterRegistry registry, String token) {
+        byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.US_ASCII);
         try {
             HttpServer server = HttpServer.create(new InetSocketAddress(host, port), 16);
             server.createContext("/metrics", exchange -> {
-                byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
-                exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-                exchange.sendResponseHeaders(200, body.length);
+                String given = exchange.getRequestHeaders().getFirst("Authorization");
+                boolean allowed = token.isEmpty()
+                        || given != null && java.security.MessageDigest.isEqual(expected, given.trim().getBytes(StandardCharsets.US_ASCII));
+                byte[] body = allowed ? registry.scrape().getBytes(StandardCharsets.UTF_8)
+                        : ("this node's /metrics needs 'Authorization: Bearer <token>' (" + (given == null ? "none was sent" : "the one sent is not it")
+                                + "; the token is the node's pagewire.security.metricsToken)\n").getBytes(StandardCharsets.UTF_8);
+                exchange.getResponseHeaders().set("Content-Type", allowed ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8");
+                if (!allowed) {
+                    exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"pagewire metrics\"");
+                }
+                exchange.sendResponseHeaders(allowed ? 200 : 401, body.length);
                 try (OutputStream out = exchange.getResponseBody()) {
                     out.write(body);
                 }
@@ -40,16 +56,20 @@ final class MetricsEndpoint implements AutoCloseable {
             });
             server.setExecutor(executor);
             server.start();
-            return new MetricsEndpoint(server, host.equals("0.0.0.0") ? "127.0.0.1" : host, executor);
+            return new MetricsEndpoint(server, host.equals("0.0.0.0") ? "127.0.0.1" : host, executor, !token.isEmpty());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
-    /** Where the endpoint is bound, as the log should say it: {@code http://0.0.0.0:9464/metrics (all interfaces)}. */
+    /**
+     * Where the endpoint is bound and whether it asks for a token, as the log should say it:
+     * {@code http://0.0.0.0:9464/metrics (all interfaces, no token: anyone may read it)}.
+     */
     String boundAddress() {
         String bound = server.getAddress().getAddress().isAnyLocalAddress() ? "0.0.0.0" : host;
-        return "http://" + bound + ":" + server.getAddress().getPort() + "/metrics" + (bound.equals("0.0.0.0") ? " (all interfaces)" : "");
+        return "http://" + bound + ":" + server.getAddress().getPort() + "/metrics (" + (bound.equals("0.0.0.0") ? "all interfaces, " : "")
+                + (tokenRequired ? "bearer token required" : "no token: anyone who reaches it may read it") + ")";
     }
 
     String url() {

@@ -85,6 +85,8 @@ public final class NodeSettings {
         knob(SecurityContext.PRIVATE_KEY_FILE_PROP_NAME, (c, v) -> c.security().privateKeyFile(path(v)));
         knob(SecurityContext.TRUSTED_CA_FILE_PROP_NAME, (c, v) -> c.security().trustedCaFile(path(v)));
         knob(SecurityContext.APPLICATION_TOKEN_PROP_NAME, (c, v) -> c.security().applicationToken(v.trim()));
+        knob(SecurityContext.METRICS_TOKEN_PROP_NAME, (c, v) -> c.security().metricsToken(v.trim()));
+        knob(SecurityContext.METRICS_TOKEN_FILE_PROP_NAME, (c, v) -> c.security().metricsTokenFile(path(v)));
 
         knob(KernelConfiguration.PAGE_SIZE_PROP_NAME, (c, v) -> c.kernel().pageSizeBytes((int) bytes(KernelConfiguration.PAGE_SIZE_PROP_NAME, v)));
         knob(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, (c, v) -> c.kernel().physicalMemoryBytes(bytes(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME, v)));

@@ -120,7 +120,7 @@ public final class PagewireNode implements AutoCloseable {
         MetricsEndpoint endpoint = null;
         if (context.metricsPort() >= 0) {
             try {
-                endpoint = MetricsEndpoint.start(context.host(), context.metricsPort(), registry);
+                endpoint = MetricsEndpoint.start(context.host(), context.metricsPort(), registry, context.security().metricsToken());
             } catch (UncheckedIOException e) {
                 this.metricsEndpoint = null;
                 close();

@@ -19,7 +19,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "certs", mixinStandardHelpOptions = true,
         description = {"Makes a testbed CA (or reuses the one in --out) and issues certificates to nodes and applications.",
             "Start each node with pagewire.security.certificateDirectory=DIR; applications use --certs DIR --as NAME",
-            "(SDK: ClientSecurity.mutualTls(DIR, NAME)). Keys are written readable by their owner only."})
+            "(SDK: ClientSecurity.mutualTls(DIR, NAME)). Keys are written readable by their owner only.",
+            "Also makes DIR/metrics.token (kept when there): with pagewire.security.metricsTokenFile=DIR/metrics.token a node's",
+            "/metrics answers only a scraper that sends it as a bearer token (Prometheus: authorization.credentials_file)."})
 final class CertsCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -51,6 +53,7 @@ final class CertsCommand implements Callable<Integer> {
             TestbedCertificates.Issued issued = ca.issueApplication(application);
             printed.printf("application %s: %s, %s%n", application, issued.certificateFile(), issued.privateKeyFile());
         }
+        printed.printf("metrics token (pagewire.security.metricsTokenFile, Prometheus' credentials_file): %s%n", ca.metricsToken());
         printed.flush();
         return 0;
     }

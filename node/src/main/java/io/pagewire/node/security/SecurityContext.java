@@ -24,6 +24,8 @@ public final class SecurityContext {
     public static final String PRIVATE_KEY_FILE_PROP_NAME = "pagewire.security.privateKeyFile";
     public static final String TRUSTED_CA_FILE_PROP_NAME = "pagewire.security.trustedCaFile";
     public static final String APPLICATION_TOKEN_PROP_NAME = "pagewire.security.applicationToken";
+    public static final String METRICS_TOKEN_PROP_NAME = "pagewire.security.metricsToken";
+    public static final String METRICS_TOKEN_FILE_PROP_NAME = "pagewire.security.metricsTokenFile";
 
     /** What protects the node's port. */
     public enum TransportSecurity {
@@ -47,6 +49,7 @@ public final class SecurityContext {
     private Path privateKeyFile;
     private Path trustedCaFile;
     private String applicationToken = "";
+    private String metricsToken = "";
     private boolean networked;
 
     public SecurityContext transport(TransportSecurity value) {
@@ -86,6 +89,28 @@ public final class SecurityContext {
         return this;
     }
 
+    /**
+     * A secret the scraper must send ({@code Authorization: Bearer TOKEN}) to read {@code /metrics},
+     * which is plain HTTP; empty for none (anyone who reaches the port reads the node's meters).
+     */
+    public SecurityContext metricsToken(String value) {
+        metricsToken = value == null ? "" : value;
+        return this;
+    }
+
+    /** {@link #metricsToken} read from a file (its content, trimmed): what {@code pagewire certs} writes as metrics.token. */
+    public SecurityContext metricsTokenFile(Path file) {
+        try {
+            return metricsToken(java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.US_ASCII).trim());
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException(METRICS_TOKEN_FILE_PROP_NAME + ": cannot read " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    public String metricsToken() {
+        return metricsToken;
+    }
+
     public TransportSecurity transport() {
         return transport;
     }
@@ -111,15 +136,20 @@ public final class SecurityContext {
         return trustedCaFile;
     }
 
+    private static void requirePrintable(String knob, String token) {
+        if (token.length() > 4096 || token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+            throw new IllegalArgumentException(knob + " must be up to 4096 printable ASCII characters without spaces");
+        }
+    }
+
     /**
      * Validates the settings of node {@code nodeId}; {@code networked} is false for the in-process
      * transport, where there is no port to protect.
      */
     public SecurityContext conclude(String nodeId, boolean networked) {
         this.networked = networked;
-        if (applicationToken.length() > 4096 || applicationToken.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
-            throw new IllegalArgumentException(APPLICATION_TOKEN_PROP_NAME + " must be up to 4096 printable ASCII characters without spaces");
-        }
+        requirePrintable(APPLICATION_TOKEN_PROP_NAME, applicationToken);
+        requirePrintable(METRICS_TOKEN_PROP_NAME, metricsToken);
         if (!networked || transport == TransportSecurity.PLAINTEXT) {
             return this;
         }

@@ -99,6 +99,42 @@ public final class TestbedCertificates {
     }
 
     /**
+     * The testbed's metrics token ({@code metrics.token}: 64 hex digits), made when the directory has
+     * none: the secret nodes ask of whoever scrapes their {@code /metrics}
+     * ({@code pagewire.security.metricsTokenFile}) and Prometheus sends ({@code authorization.credentials_file}).
+     * Unlike the keys it is readable by every user (rw-r--r--), since the scraper runs as another user
+     * than the nodes; whoever may read the directory may read the nodes' meters.
+     */
+    public Path metricsToken() {
+        Path file = directory.resolve("metrics.token");
+        if (Files.exists(file)) {
+            return file;
+        }
+        byte[] secret = new byte[32];
+        RANDOM.nextBytes(secret);
+        try {
+            Path temporary = Files.createTempFile(directory, ".metrics.token", ".tmp");
+            try {
+                Files.writeString(temporary, java.util.HexFormat.of().formatHex(secret) + "\n", StandardCharsets.US_ASCII,
+                        StandardOpenOption.TRUNCATE_EXISTING);
+                try {
+                    Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString("rw-r--r--"));
+                } catch (UnsupportedOperationException e) {
+                    // Not a POSIX file system: its default permissions stand.
+                }
+                Files.move(temporary, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } finally {
+                Files.deleteIfExists(temporary);
+            }
+            return file;
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            return file; // another `certs` made it meanwhile
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the metrics token in " + directory + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * A throw-away testbed in a new temporary directory: a CA, a certificate for each node (also valid
      * for localhost and 127.0.0.1, where a test's applications reach them) and one for {@code application}.
      * {@link #deleteDirectory} removes it.

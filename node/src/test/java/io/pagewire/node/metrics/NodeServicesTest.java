@@ -55,6 +55,50 @@ class NodeServicesTest {
         }
     }
 
+    /**
+     * With a metrics token (here from the file `pagewire certs` makes), /metrics answers 401 with a
+     * clear reason to a scraper that sends no token or another one, and the meters to one that sends
+     * it; the node's start line says a token is required.
+     */
+    @Test
+    void aMetricsTokenKeepsStrangersOutOfTheMeters(@TempDir Path dir) throws Exception {
+        Path token = io.pagewire.node.security.TestbedCertificates.in(dir).metricsToken();
+        String secret = java.nio.file.Files.readString(token).trim();
+        assertThat(secret).as("the token pagewire certs makes").matches("[0-9a-f]{64}");
+        assertThat(io.pagewire.node.security.TestbedCertificates.in(dir).metricsToken()).as("kept on a second run").hasContent(secret);
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> c.metricsPort(0).kernel().physicalMemoryBytes(8 << 20)
+                .swapBytes(0))) {
+            assertThat(cluster.node(1).metricsBoundAddress()).as("no token set").endsWith("(no token: anyone who reaches it may read it)");
+        }
+        try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> {
+            c.metricsPort(0).kernel().physicalMemoryBytes(8 << 20).swapBytes(0);
+            c.security().metricsTokenFile(token);
+        })) {
+            PagewireNode node = cluster.node(1);
+            assertThat(node.metricsBoundAddress()).endsWith("(bearer token required)");
+            HttpClient http = HttpClient.newHttpClient();
+            HttpResponse<String> none = http.send(HttpRequest.newBuilder(URI.create(node.metricsUrl())).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(none.statusCode()).isEqualTo(401);
+            assertThat(none.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(v -> assertThat(v).startsWith("Bearer"));
+            assertThat(none.body()).contains("needs 'Authorization: Bearer <token>' (none was sent").doesNotContain("pagewire_");
+            HttpResponse<String> wrong = http.send(HttpRequest.newBuilder(URI.create(node.metricsUrl())).header("Authorization", "Bearer " + secret + "x")
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(wrong.statusCode()).isEqualTo(401);
+            assertThat(wrong.body()).contains("the one sent is not it").doesNotContain(secret);
+            HttpResponse<String> right = http.send(HttpRequest.newBuilder(URI.create(node.metricsUrl())).header("Authorization", "Bearer " + secret)
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(right.statusCode()).isEqualTo(200);
+            assertThat(right.body()).contains("# TYPE pagewire_tlb_hits_total counter");
+        }
+    }
+
+    @Test
+    void aMetricsTokenFileThatCannotBeReadIsAClearError(@TempDir Path dir) {
+        Path missing = dir.resolve("metrics.token");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new io.pagewire.node.security.SecurityContext().metricsTokenFile(missing))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pagewire.security.metricsTokenFile: cannot read " + missing);
+    }
+
     @Test
     void healthAndReflectionAreServed() throws Exception {
         try (EmbeddedCluster cluster = EmbeddedCluster.start(1, Transport.NETTY, c -> c.kernel().physicalMemoryBytes(8 << 20).swapBytes(0))) {

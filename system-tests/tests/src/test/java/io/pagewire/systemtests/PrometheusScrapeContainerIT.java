@@ -71,7 +71,7 @@ class PrometheusScrapeContainerIT {
             assertThat(up).as("scrape targets up").containsExactly("node-1:9464", "node-2:9464", "node-3:9464");
             assertThat(reporting).as("nodes whose meters Prometheus has").containsExactly("node-1", "node-2", "node-3");
             // What the node's log says matches what Prometheus just reached: every interface, not loopback.
-            assertThat(cluster.node(1).logs()).contains("listening on 0.0.0.0:7100 (all interfaces); metrics at http://0.0.0.0:9464/metrics (all interfaces)");
+            assertThat(cluster.node(1).logs()).contains("listening on 0.0.0.0:7100 (all interfaces); metrics at http://0.0.0.0:9464/metrics (all interfaces, no token");
         }
     }
 
