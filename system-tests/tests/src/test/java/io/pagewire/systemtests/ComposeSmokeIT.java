@@ -62,7 +62,10 @@ class ComposeSmokeIT {
                 }
                 Thread.sleep(1000);
             }
-            assertThat(answer).as("Prometheus sees three nodes up").contains("\"3\"");
+            assertThat(answer).as("Prometheus sees three nodes up (it sends the testbed's metrics token)").contains("\"3\"");
+            HttpResponse<String> stranger = http.send(HttpRequest.newBuilder(URI.create("http://localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1_METRICS")
+                    + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(stranger.statusCode()).as("node-1's /metrics to a scraper without the token: " + stranger.body()).isEqualTo(401);
         } finally {
             Result logs = compose(env, project, 60, "logs", "--tail", "20");
             Result down = compose(env, project, 120, "down", "-v", "--remove-orphans");
