@@ -215,7 +215,7 @@ final class Demo {
     }
 
     private static double gauge(Pagewire node, String name) {
-        return node.statList().stream().filter(s -> s.name().equals(name)).mapToDouble(Pagewire.Stat::value).sum();
+        return io.pagewire.node.experiment.NodeStats.read(node).sum(name);
     }
 
     private static double quantile(List<Pagewire.Stat> stats, RegistrationMode mode, String q) {

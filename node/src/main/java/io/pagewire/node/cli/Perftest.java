@@ -123,11 +123,19 @@ public final class Perftest implements AutoCloseable {
     /** As {@link #buffer(Endpoint, int)}, registered in {@code in}. */
     private MemoryRegion buffer(Endpoint endpoint, int size, RegistrationMode in) {
         long address = endpoint.allocate(size);
-        byte[] fill = new byte[Math.min(size, 1 << 20)];
-        for (long at = 0; at < size; at += fill.length) {
-            endpoint.store(address + at, at + fill.length <= size ? fill : java.util.Arrays.copyOf(fill, (int) (size - at)));
-        }
+        touch(endpoint, address, size);
         return endpoint.register(address, size, in, Access.all());
+    }
+
+    /**
+     * Writes zeros over [address, +length) of {@code endpoint}'s memory, a megabyte per call (a call's
+     * message stays far below gRPC's limit), so that its pages exist before the NIC sees them.
+     */
+    public static void touch(Endpoint endpoint, long address, long length) {
+        byte[] zeros = new byte[(int) Math.min(length, 1 << 20)];
+        for (long at = 0; at < length; at += zeros.length) {
+            endpoint.store(address + at, at + zeros.length <= length ? zeros : new byte[(int) (length - at)]);
+        }
     }
 
     /**

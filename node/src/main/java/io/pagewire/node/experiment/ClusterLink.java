@@ -8,6 +8,7 @@ import io.pagewire.client.Pagewire;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
+import io.pagewire.node.cli.Perftest;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,7 +54,7 @@ final class ClusterLink implements AutoCloseable {
             qp.connect(receiverQp.address());
             receiverQp.connect(qp.address());
             long address = sender.allocate(sourceBytes);
-            touch(sender, address, sourceBytes);
+            Perftest.touch(sender, address, sourceBytes);
             return new ClusterLink(sender, receiver, qp, receiverQp, sender.register(address, sourceBytes, RegistrationMode.PINNED, Access.all()));
         } catch (RuntimeException e) {
             sender.close();
@@ -61,17 +62,6 @@ final class ClusterLink implements AutoCloseable {
                 receiver.close();
             }
             throw e;
-        }
-    }
-
-    /**
-     * Writes zeros over [address, +length) of {@code endpoint}'s memory, a megabyte per call (a
-     * call's message stays far below gRPC's limit), so that its pages exist before the NIC sees them.
-     */
-    static void touch(Endpoint endpoint, long address, long length) {
-        byte[] zeros = new byte[(int) Math.min(length, 1 << 20)];
-        for (long at = 0; at < length; at += zeros.length) {
-            endpoint.store(address + at, at + zeros.length <= length ? zeros : new byte[(int) (length - at)]);
         }
     }
 

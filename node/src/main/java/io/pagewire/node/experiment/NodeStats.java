@@ -9,17 +9,18 @@ import java.util.Map;
  * that runs against a running cluster reads what it measures ({@code pagewire stat}'s figures), and,
  * as the difference of two readings, what its own workload did.
  */
-record NodeStats(List<Pagewire.Stat> stats) {
+public record NodeStats(List<Pagewire.Stat> stats) {
     /** Reads the node's meters now. */
-    static NodeStats read(Pagewire node) {
+    public static NodeStats read(Pagewire node) {
         return new NodeStats(node.statList());
     }
 
     /**
-     * The sum of the meters named {@code name} (Prometheus' name, without a counter's "_total") whose
-     * tags include every one of {@code tags}, given as "key=value".
+     * The sum of the meters named {@code name} (as Prometheus names them: a counter's ends in
+     * "_total", a gauge's in its unit) whose tags include every one of {@code tags}, given as
+     * "key=value".
      */
-    double sum(String name, String... tags) {
+    public double sum(String name, String... tags) {
         double total = 0;
         for (Pagewire.Stat stat : stats) {
             if (stat.name().equals(name) && matches(stat.tags(), tags)) {
@@ -30,7 +31,7 @@ record NodeStats(List<Pagewire.Stat> stats) {
     }
 
     /** What {@link #sum} grew by since {@code before}. */
-    double since(NodeStats before, String name, String... tags) {
+    public double since(NodeStats before, String name, String... tags) {
         return sum(name, tags) - before.sum(name, tags);
     }
 

@@ -176,7 +176,7 @@ public final class OvercommitExperiment implements Experiment {
             for (int i = 0; i < shape.applications(); i++) {
                 applications.add(new ClusterApplication(i, pair, shape));
             }
-            return runJob(shape, mode, new ArrayList<>(applications));
+            return runJob(shape, mode, applications);
         } finally {
             for (ClusterApplication app : applications) {
                 app.close();
@@ -188,7 +188,7 @@ public final class OvercommitExperiment implements Experiment {
      * The job: registers every waiting application's region that the node accepts, runs those
      * together, deregisters them, and so on until every application has run.
      */
-    private static JobRun runJob(Shape shape, RegistrationMode mode, List<Application> applications) throws Exception {
+    private static JobRun runJob(Shape shape, RegistrationMode mode, List<? extends Application> applications) throws Exception {
         List<Application> waiting = new ArrayList<>(applications);
         List<Integer> batches = new ArrayList<>();
         String refusal = null;

@@ -163,7 +163,7 @@ public final class PinCacheExperiment implements Experiment {
         try (ClusterLink link = ClusterLink.open(pair.requester(), pair.responder(), "pin-cache", PAGE)) {
             io.pagewire.client.Endpoint owner = link.receiver();
             long dst = owner.allocate((long) pool * PAGE);
-            ClusterLink.touch(owner, dst, (long) pool * PAGE); // the application's buffers exist before it receives
+            io.pagewire.node.cli.Perftest.touch(owner, dst, (long) pool * PAGE); // the application's buffers exist before it receives
             io.pagewire.client.MemoryRegion buffers = owner.register(dst, (long) pool * PAGE, io.pagewire.client.RegistrationMode.valueOf(mode.name()),
                     io.pagewire.client.Access.all());
             io.pagewire.client.MemoryRegion source = link.source();

@@ -91,7 +91,7 @@ public final class ReceiveFaultsExperiment implements Experiment {
             if (region <= memory) {
                 progress.printf(Locale.ROOT, "receive-faults: the region fits the node's memory (too little swap): its pages fault only when first touched%n");
             }
-            return runAll(shape, progress, (op, mode) -> runOnCluster(pair, shape, op, mode));
+            return runAll(shape, progress, (op, mode) -> runOneOnCluster(pair, shape, op, mode));
         }
     }
 
@@ -119,7 +119,7 @@ public final class ReceiveFaultsExperiment implements Experiment {
      * from the two nodes' meters (what they grew by during the run), the system buffer's peak from
      * the receiving node's (its peak since it started).
      */
-    private static Run runOnCluster(ApplicationPair pair, Shape shape, Operation op, RegistrationMode mode) throws Exception {
+    private static Run runOneOnCluster(ApplicationPair pair, Shape shape, Operation op, RegistrationMode mode) throws Exception {
         try (ClusterLink link = ClusterLink.open(pair.requester(), pair.responder(), "receive-faults", MESSAGE)) {
             io.pagewire.client.Endpoint owner = link.receiver();
             long dst = owner.allocate(shape.regionBytes());

@@ -113,22 +113,8 @@ public final class TestbedCertificates {
         byte[] secret = new byte[32];
         RANDOM.nextBytes(secret);
         try {
-            Path temporary = Files.createTempFile(directory, ".metrics.token", ".tmp");
-            try {
-                Files.writeString(temporary, java.util.HexFormat.of().formatHex(secret) + "\n", StandardCharsets.US_ASCII,
-                        StandardOpenOption.TRUNCATE_EXISTING);
-                try {
-                    Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString("rw-r--r--"));
-                } catch (UnsupportedOperationException e) {
-                    // Not a POSIX file system: its default permissions stand.
-                }
-                Files.move(temporary, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            } finally {
-                Files.deleteIfExists(temporary);
-            }
+            writeAtomically(file, java.util.HexFormat.of().formatHex(secret) + "\n", false);
             return file;
-        } catch (java.nio.file.FileAlreadyExistsException e) {
-            return file; // another `certs` made it meanwhile
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the metrics token in " + directory + ": " + e.getMessage(), e);
         }
@@ -257,14 +243,21 @@ public final class TestbedCertificates {
     }
 
     private static void writePem(Path file, String type, byte[] der, boolean secret) throws IOException {
-        String pem = "-----BEGIN " + type + "-----\n" + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der) + "\n-----END " + type
-                + "-----\n";
+        writeAtomically(file, "-----BEGIN " + type + "-----\n" + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der) + "\n-----END "
+                + type + "-----\n", secret);
+    }
+
+    /**
+     * Writes {@code content} to {@code file} through a temporary file moved into place, readable by its
+     * owner only when {@code secret}, by everyone otherwise.
+     */
+    private static void writeAtomically(Path file, String content, boolean secret) throws IOException {
         Path temporary = Files.createTempFile(file.getParent(), "." + file.getFileName(), ".tmp");
         try {
             if (secret) {
                 restrictToOwner(temporary);
             }
-            Files.writeString(temporary, pem, StandardCharsets.US_ASCII, StandardOpenOption.TRUNCATE_EXISTING);
+            Files.writeString(temporary, content, StandardCharsets.US_ASCII, StandardOpenOption.TRUNCATE_EXISTING);
             if (!secret) {
                 Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString("rw-r--r--"));
             }
