@@ -77,6 +77,10 @@ public final class NodeSettings {
         knob(NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, (c, v) -> c.nic().workRequestsPerNode(integer(NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME, v)));
         knob(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().regionsPerSession(integer(NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, v)));
         knob(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, (c, v) -> c.nic().registeredBytesPerSession(bytes(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.SEND_BYTES_PER_SECOND_PER_SESSION_PROP_NAME,
+                (c, v) -> c.nic().sendBytesPerSecondPerSession(bytes(NicConfiguration.SEND_BYTES_PER_SECOND_PER_SESSION_PROP_NAME, v)));
+        knob(NicConfiguration.SEND_BURST_BYTES_PER_SESSION_PROP_NAME,
+                (c, v) -> c.nic().sendBurstBytesPerSession(bytes(NicConfiguration.SEND_BURST_BYTES_PER_SESSION_PROP_NAME, v)));
         knob(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, (c, v) -> c.nic().countersPerSession(integer(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, v)));
 
         knob(SecurityContext.TRANSPORT_PROP_NAME, (c, v) -> c.security().transport(SecurityContext.TransportSecurity.parse(SecurityContext.TRANSPORT_PROP_NAME, v)));

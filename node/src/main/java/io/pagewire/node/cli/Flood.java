@@ -38,23 +38,36 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class Flood {
     /** One phase's figures. */
-    record Phase(String name, double p50Us, double p99Us, double heapMiB, long floodOperations) {
+    /** One phase's figures; {@code floodSeconds} is how long the flood ran (its warm-up included), 0 alone. */
+    record Phase(String name, double p50Us, double p99Us, double heapMiB, long floodOperations, double floodSeconds) {
+        double floodOperationsPerSecond() {
+            return floodSeconds == 0 ? 0 : floodOperations / floodSeconds;
+        }
     }
 
     private final int pings;
     private final int rounds;
     private final double controlOpsPerSecond;
+    private final long sendBytesPerSecondPerSession;
 
-    Flood(int pings, int rounds, double controlOpsPerSecond) {
+    /**
+     * @param controlOpsPerSecond the nodes' pagewire.quota.controlOpsPerSecond (0: no pacing)
+     * @param sendBytesPerSecondPerSession the nodes' pagewire.quota.sendBytesPerSecondPerSession (0: no send allowance)
+     */
+    Flood(int pings, int rounds, double controlOpsPerSecond, long sendBytesPerSecondPerSession) {
         this.pings = pings;
         this.rounds = rounds;
         this.controlOpsPerSecond = controlOpsPerSecond;
+        this.sendBytesPerSecondPerSession = sendBytesPerSecondPerSession;
     }
 
     List<Phase> run() throws Exception {
         List<Phase> phases = new ArrayList<>();
         try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY,
-                c -> c.controlOpsPerSecond(controlOpsPerSecond).kernel().physicalMemoryBytes(64L << 20).swapBytes(0));
+                c -> {
+                    c.controlOpsPerSecond(controlOpsPerSecond).nic().sendBytesPerSecondPerSession(sendBytesPerSecondPerSession);
+                    c.kernel().physicalMemoryBytes(64L << 20).swapBytes(0);
+                });
                 Pagewire a = Pagewire.connect(cluster.node(1).target(), cluster.connectOptions());
                 Pagewire b = Pagewire.connect(cluster.node(2).target(), cluster.connectOptions())) {
             Endpoint sender = a.openEndpoint("victim");
@@ -84,10 +97,11 @@ final class Flood {
         }
         long[] us = ping(qp, from, src, dst, rkey, pings);
         long operations = flood == null ? 0 : flood.stop();
+        double seconds = flood == null ? 0 : flood.ranSeconds();
         System.gc();
         double heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() / 1048576.0;
         Arrays.sort(us);
-        return new Phase(name, us[us.length / 2] / 1000.0, us[(int) (us.length * 0.99)] / 1000.0, heap, operations);
+        return new Phase(name, us[us.length / 2] / 1000.0, us[(int) (us.length * 0.99)] / 1000.0, heap, operations, seconds);
     }
 
     /** Round trips of one 64-byte write each, one in flight, in ns. */
@@ -121,7 +135,11 @@ final class Flood {
             threads.add(t);
         }
 
+        private long startedNs;
+        private long stoppedNs;
+
         void start() {
+            startedNs = System.nanoTime();
             threads.forEach(Thread::start);
         }
 
@@ -130,11 +148,16 @@ final class Flood {
             for (Thread t : threads) {
                 t.join(30_000);
             }
+            stoppedNs = System.nanoTime();
             cleanUp();
             return operations.get();
         }
 
         void cleanUp() {
+        }
+
+        double ranSeconds() {
+            return (stoppedNs - startedNs) / 1e9;
         }
     }
 
@@ -277,9 +300,11 @@ final class Flood {
 
     /** The medians over rounds of each kind of phase, and the ratios to the victim alone. */
     static String report(List<Phase> phases) {
-        StringBuilder out = new StringBuilder(String.format("%-30s %10s %10s %12s %16s%n", "phase", "p50 us", "p99 us", "heap MiB", "flood ops"));
+        StringBuilder out = new StringBuilder(String.format("%-30s %10s %10s %12s %16s %14s%n", "phase", "p50 us", "p99 us", "heap MiB",
+                "flood ops", "flood ops/s"));
         for (Phase p : phases) {
-            out.append(String.format("%-30s %10.1f %10.1f %12.1f %,16d%n", p.name(), p.p50Us(), p.p99Us(), p.heapMiB(), p.floodOperations()));
+            out.append(String.format("%-30s %10.1f %10.1f %12.1f %,16d %,14.0f%n", p.name(), p.p50Us(), p.p99Us(), p.heapMiB(),
+                    p.floodOperations(), p.floodOperationsPerSecond()));
         }
         double alone = median(phases, "alone", Phase::p50Us);
         double aloneHeap = median(phases, "alone", Phase::heapMiB);

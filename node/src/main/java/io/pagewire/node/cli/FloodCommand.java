@@ -27,14 +27,25 @@ final class FloodCommand implements Callable<Integer> {
                     + " pacing (default ${DEFAULT-VALUE}, the node's).")
     double controlRate;
 
+    @Option(names = "--send-rate", defaultValue = "0",
+            description = "The nodes' pagewire.quota.sendBytesPerSecondPerSession: what one session's queue pairs may send per second"
+                    + " together, as a size (100MiB), 0 for no allowance (default ${DEFAULT-VALUE}, the node's).")
+    String sendRate;
+
     @Override
     public Integer call() throws Exception {
         if (pings < 10 || rounds < 1 || controlRate < 0) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--pings must be at least 10, --rounds at least 1 and --control-rate at least 0");
         }
+        long sendBytesPerSecond;
+        try {
+            sendBytesPerSecond = io.pagewire.node.NodeSettings.bytes("--send-rate", sendRate);
+        } catch (IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
         PrintWriter out = spec.commandLine().getOut();
-        out.print(Flood.report(new Flood(pings, rounds, controlRate).run()));
+        out.print(Flood.report(new Flood(pings, rounds, controlRate, sendBytesPerSecond).run()));
         out.flush();
         return 0;
     }

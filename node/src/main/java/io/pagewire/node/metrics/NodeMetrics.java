@@ -117,6 +117,7 @@ public final class NodeMetrics {
         counter(Metric.DROPPED_PACKETS, c, x -> x.get(NicCounter.DROPPED_PACKETS), Tags.empty());
         counter(Metric.CREDIT_WAITS, c, x -> x.get(NicCounter.CREDIT_WAITS), Tags.empty());
         counter(Metric.LINK_WAITS, c, x -> x.get(NicCounter.LINK_WAITS), Tags.empty());
+        counter(Metric.RATE_LIMIT_WAITS, c, x -> x.get(NicCounter.RATE_LIMIT_WAITS), Tags.empty());
         counter(Metric.NOTIFICATIONS, c, x -> x.get(NicCounter.NOTIFICATIONS_DELIVERED), Tags.empty());
         for (CompletionStatus status : CompletionStatus.values()) {
             counter(Metric.COMPLETIONS, c, x -> x.completions(status), Tags.of("status", status.name()));

@@ -35,12 +35,17 @@ public final class Endpoint implements AutoCloseable {
     private final MemoryListener listener = new Listener();
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
     private final java.util.concurrent.atomic.LongAdder workRequestsOutstanding = new java.util.concurrent.atomic.LongAdder();
+    /** What this session's queue pairs may send together, or null when the node paces nothing. */
+    private final SendAllowance sendAllowance;
     private volatile boolean closed;
 
     Endpoint(Nic nic, AddressSpace space, String name) {
         this.nic = nic;
         this.space = space;
         this.name = name;
+        NicContext ctx = nic.context();
+        this.sendAllowance = ctx.sendBytesPerSecondPerSession() == 0 ? null
+                : new SendAllowance(ctx.sendBytesPerSecondPerSession(), ctx.sendBurstBytesPerSession(), nic.clock().nanoTime());
         space.addListener(listener);
     }
 
@@ -356,6 +361,11 @@ public final class Endpoint implements AutoCloseable {
 
     void attach(QueuePair qp) {
         queuePairs.add(qp);
+    }
+
+    /** The pacer this session's requesters consult before each packet, or null when it sends unpaced. */
+    SendAllowance sendAllowance() {
+        return sendAllowance;
     }
 
     void detach(QueuePair qp) {

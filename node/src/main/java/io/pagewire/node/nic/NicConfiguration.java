@@ -64,7 +64,6 @@ public final class NicConfiguration {
     public static final String CREDITS_PER_QP_PROP_NAME = "pagewire.nic.creditsPerQp";
     public static final int CREDITS_PER_QP_DEFAULT = 32;
 
-    /** Completions a completion queue holds before the queue pairs feeding it fail. */
     /** Queue pairs one session (endpoint) may hold at once. */
     public static final String QUEUE_PAIRS_PER_SESSION_PROP_NAME = "pagewire.quota.queuePairsPerSession";
     public static final int QUEUE_PAIRS_PER_SESSION_DEFAULT = 256;
@@ -83,6 +82,16 @@ public final class NicConfiguration {
     /** Event counters one session may hold at once. */
     public static final String COUNTERS_PER_SESSION_PROP_NAME = "pagewire.quota.countersPerSession";
     public static final int COUNTERS_PER_SESSION_DEFAULT = 4096;
+    /**
+     * Bytes per second one session's queue pairs may send together (payload, requested READ bytes and
+     * 64 bytes of headers per packet); 0, the default, paces nothing, as a NIC without a rate limit.
+     */
+    public static final String SEND_BYTES_PER_SECOND_PER_SESSION_PROP_NAME = "pagewire.quota.sendBytesPerSecondPerSession";
+    public static final long SEND_BYTES_PER_SECOND_PER_SESSION_DEFAULT = 0;
+    /** What a paced session may send back to back after a pause, before its rate applies. */
+    public static final String SEND_BURST_BYTES_PER_SESSION_PROP_NAME = "pagewire.quota.sendBurstBytesPerSession";
+    public static final long SEND_BURST_BYTES_PER_SESSION_DEFAULT = 256L << 10;
+    /** Completions a completion queue holds before the queue pairs feeding it fail. */
     public static final String CQ_CAPACITY_PROP_NAME = "pagewire.nic.cqCapacity";
     public static final int CQ_CAPACITY_DEFAULT = 65536;
 

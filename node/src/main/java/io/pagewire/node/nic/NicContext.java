@@ -35,6 +35,10 @@ public final class NicContext {
     private long registeredBytesPerSession = longProperty(NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME,
             NicConfiguration.REGISTERED_BYTES_PER_SESSION_DEFAULT);
     private int countersPerSession = intProperty(NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, NicConfiguration.COUNTERS_PER_SESSION_DEFAULT);
+    private long sendBytesPerSecondPerSession = longProperty(NicConfiguration.SEND_BYTES_PER_SECOND_PER_SESSION_PROP_NAME,
+            NicConfiguration.SEND_BYTES_PER_SECOND_PER_SESSION_DEFAULT);
+    private long sendBurstBytesPerSession = longProperty(NicConfiguration.SEND_BURST_BYTES_PER_SESSION_PROP_NAME,
+            NicConfiguration.SEND_BURST_BYTES_PER_SESSION_DEFAULT);
     private int maxMessageBytes = intProperty(NicConfiguration.MAX_MESSAGE_PROP_NAME, NicConfiguration.MAX_MESSAGE_DEFAULT);
     private NanoClock clock = NanoClock.SYSTEM;
     private long randomSeed = longProperty(NicConfiguration.RANDOM_SEED_PROP_NAME, System.nanoTime());
@@ -147,6 +151,26 @@ public final class NicContext {
     public NicContext countersPerSession(int value) {
         countersPerSession = value;
         return this;
+    }
+
+    /** Bytes per second one endpoint's queue pairs may send together; 0 paces nothing. */
+    public NicContext sendBytesPerSecondPerSession(long value) {
+        sendBytesPerSecondPerSession = value;
+        return this;
+    }
+
+    /** What a paced endpoint may send back to back before its rate applies. */
+    public NicContext sendBurstBytesPerSession(long value) {
+        sendBurstBytesPerSession = value;
+        return this;
+    }
+
+    public long sendBytesPerSecondPerSession() {
+        return sendBytesPerSecondPerSession;
+    }
+
+    public long sendBurstBytesPerSession() {
+        return sendBurstBytesPerSession;
     }
 
     public int queuePairsPerSession() {
@@ -295,6 +319,9 @@ public final class NicContext {
         require(regionsPerSession >= 1, NicConfiguration.REGIONS_PER_SESSION_PROP_NAME, "at least 1", regionsPerSession);
         require(registeredBytesPerSession >= 1, NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME, "at least 1", registeredBytesPerSession);
         require(countersPerSession >= 1, NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME, "at least 1", countersPerSession);
+        require(sendBytesPerSecondPerSession >= 0, NicConfiguration.SEND_BYTES_PER_SECOND_PER_SESSION_PROP_NAME, "0 (no pacing) or a positive rate",
+                sendBytesPerSecondPerSession);
+        require(sendBurstBytesPerSession >= 1, NicConfiguration.SEND_BURST_BYTES_PER_SESSION_PROP_NAME, "positive", sendBurstBytesPerSession);
         require(maxMessageBytes >= 1, NicConfiguration.MAX_MESSAGE_PROP_NAME, "positive", maxMessageBytes);
         require(clock != null, "clock", "set", null);
         concluded = true;

@@ -55,7 +55,8 @@ public enum NicCounter {
     TLB_DESTINATION_FIRST_HITS(50, "TLB hits on pages written by received data (RDMA-write, atomic and READ-response targets, receive buffers), first transmissions"),
     TLB_DESTINATION_FIRST_MISSES(51, "TLB misses on pages written by received data, first transmissions"),
     TLB_DESTINATION_AGAIN_HITS(52, "TLB hits on pages written by received data, retransmissions"),
-    TLB_DESTINATION_AGAIN_MISSES(53, "TLB misses on pages written by received data, retransmissions");
+    TLB_DESTINATION_AGAIN_MISSES(53, "TLB misses on pages written by received data, retransmissions"),
+    RATE_LIMIT_WAITS(54, "times a queue pair waited because its session had used its send allowance (pagewire.quota.sendBytesPerSecondPerSession)");
 
     private static final NicCounter[] TLB_LOOKUPS = {
         TLB_SOURCE_FIRST_HITS, TLB_SOURCE_FIRST_MISSES, TLB_SOURCE_AGAIN_HITS, TLB_SOURCE_AGAIN_MISSES,

@@ -317,6 +317,17 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /** The session's send allowance has room again for the packets this pair was holding. */
+    void onPacingTimerExpired() {
+        lock.lock();
+        try {
+            requester.pacingTimerExpired();
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
     void onLocalFaultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
         lock.lock();
         try {

@@ -57,6 +57,11 @@ final class Requester {
     private long rnrSinceNs;
     /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
     private boolean linkWaiting;
+    /** The session's send allowance, or null when it is not paced. */
+    private final SendAllowance allowance;
+    /** Waiting on the NIC's timers for the session's allowance to have room; since when (clock nanoseconds). */
+    private boolean pacingWaiting;
+    private long pacingSinceNs;
 
     Requester(QueuePair qp) {
         this.qp = qp;
@@ -65,6 +70,7 @@ final class Requester {
         this.counters = nic.counters();
         this.dma = nic.dma();
         this.mtu = ctx.mtuBytes();
+        this.allowance = qp.endpoint().sendAllowance();
     }
 
     void connect(QpAddress remote) {
@@ -117,7 +123,7 @@ final class Requester {
 
     /** Sends what the window, the credits, the link and faults allow. */
     void pump(Outbox out) {
-        if (rnrWaiting || !faultsPending.isEmpty()) {
+        if (rnrWaiting || pacingWaiting || !faultsPending.isEmpty()) {
             return;
         }
         if (!refetching.isEmpty()) {
@@ -144,6 +150,9 @@ final class Requester {
                 break;
             }
             linkWaiting = false;
+            if (allowance != null && !allowanceHasRoom()) {
+                break;
+            }
             SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
             boolean sent = switch (wqe.wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> sendDataSegment(wqe, out);
@@ -157,6 +166,38 @@ final class Requester {
             if (out.size() >= ctx.batchPackets()) {
                 out.flush();
             }
+        }
+    }
+
+    /**
+     * Whether the session's send allowance lets the next packet go; if not, the pair sleeps on the NIC's
+     * timers until it has room for half a burst (nothing in flight meanwhile keeps the acknowledgement
+     * timer from running, as for a credit wait).
+     */
+    private boolean allowanceHasRoom() {
+        long now = nic.clock().nanoTime();
+        long delay = allowance.delayNs(now);
+        if (delay == 0) {
+            return true;
+        }
+        pacingWaiting = true;
+        pacingSinceNs = now;
+        counters.increment(NicCounter.RATE_LIMIT_WAITS);
+        nic.timers().schedule(delay, qp::onPacingTimerExpired);
+        return false;
+    }
+
+    void pacingTimerExpired() {
+        if (pacingWaiting) {
+            pacingWaiting = false;
+            nic.waited(WaitCause.RATE_LIMIT, nic.clock().nanoTime() - pacingSinceNs);
+        }
+    }
+
+    /** Counts a packet just queued against the session's send allowance, if it has one. */
+    private void spendAllowance(int payloadBytes) {
+        if (allowance != null) {
+            allowance.spend(payloadBytes, nic.clock().nanoTime());
         }
     }
 
@@ -207,6 +248,7 @@ final class Requester {
             }
         }
         out.add(packet);
+        spendAllowance(length);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;
@@ -262,6 +304,7 @@ final class Requester {
         // A request for responses asked before (a resend, or a refetch of dropped ones) is a retransmission.
         out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
                 .setRkey(wqe.wr.rkey()).setLength(length).setRetransmitted(psn <= highestSent));
+        spendAllowance(length); // the responses it asks for cross the link on this session's behalf
         noteSent(psn, psn + count - 1);
     }
 
@@ -296,6 +339,7 @@ final class Requester {
             packet.setCounterId(wr.counterId());
         }
         out.add(packet);
+        spendAllowance(Long.BYTES);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;

@@ -11,9 +11,11 @@ public enum WaitCause {
     /** NIC on-demand paging (ON_DEMAND): a requester's back-off after an RNR NAK, from the NAK to the resend. */
     RNR,
     /** A requester had data to send and no receive credits left for it. */
-    CREDITS;
+    CREDITS,
+    /** A requester had data to send and its session had used its send allowance (pagewire.quota.sendBytesPerSecondPerSession). */
+    RATE_LIMIT;
 
-    /** The metrics tag: {@code receive_stall}, {@code system_buffer}, {@code rnr}, {@code credits}. */
+    /** The metrics tag: {@code receive_stall}, {@code system_buffer}, {@code rnr}, {@code credits}, {@code rate_limit}. */
     public String tag() {
         return name().toLowerCase(Locale.ROOT);
     }

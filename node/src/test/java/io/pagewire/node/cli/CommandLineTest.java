@@ -179,10 +179,23 @@ class CommandLineTest {
 
     @Test
     void floodPrintsTheVictimsRatiosAndSoakRefusesBadOptions() {
-        Run flood = run(Map.of(), "flood", "-n", "50", "--rounds", "1");
+        long allowance = 20L << 20;
+        Run flood = run(Map.of(), "flood", "-n", "50", "--rounds", "1", "--send-rate", "20MiB");
         assertThat(flood.exitCode()).as(flood.err()).isZero();
         assertThat(flood.out()).contains("alone", "control-plane flood", "bulk writes on the same link")
                 .containsPattern("# victim under control-plane flood / alone: p50 [\\d.]+x, p99 [\\d.]+x; heap after GC \\d+ MiB vs \\d+ MiB alone");
+        // The bulk writer's session is held to the nodes' allowance: what it completed fits in its time at the
+        // rate plus one burst (an upper bound, which a slow machine only makes looser).
+        java.util.regex.Matcher bulk = java.util.regex.Pattern.compile("bulk writes on the same link +[\\d.]+ +[\\d.]+ +[\\d.]+ +([\\d,]+) +([\\d,]+)")
+                .matcher(flood.out());
+        assertThat(bulk.find()).as(flood.out()).isTrue();
+        long writes = Long.parseLong(bulk.group(1).replace(",", ""));
+        double seconds = writes / Double.parseDouble(bulk.group(2).replace(",", ""));
+        assertThat(writes * (64L << 10)).as("bytes the bulk writer completed in %.2f s at 20 MiB/s%n%s", seconds, flood.out())
+                .isLessThanOrEqualTo((long) (allowance * seconds * 1.05) + io.pagewire.node.nic.NicConfiguration.SEND_BURST_BYTES_PER_SESSION_DEFAULT);
+        Run badRate = run(Map.of(), "flood", "--send-rate", "fast");
+        assertThat(badRate.exitCode()).isEqualTo(2);
+        assertThat(badRate.err()).contains("--send-rate must be a size such as 4096, 64KiB or 256MiB, was 'fast'").doesNotContain("\tat ");
         Run soak = run(Map.of(), "soak", "--duration", "5x");
         assertThat(soak.exitCode()).isEqualTo(2);
         assertThat(soak.err()).contains("--duration must be a duration such as 200ms, 50us, 2s or 30m").doesNotContain("\tat ");

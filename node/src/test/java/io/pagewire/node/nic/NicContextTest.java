@@ -24,7 +24,9 @@ class NicContextTest {
                 Arguments.of("pagewire.nic.rnrRetryCount", (Consumer<NicContext>) c -> c.rnrRetryCount(8)),
                 Arguments.of("pagewire.nic.rnrDelayNs", (Consumer<NicContext>) c -> c.rnrDelayNs(0)),
                 Arguments.of("pagewire.nic.creditsPerQp", (Consumer<NicContext>) c -> c.creditsPerQp(0)),
-                Arguments.of("pagewire.nic.cqCapacity", (Consumer<NicContext>) c -> c.cqCapacity(1)));
+                Arguments.of("pagewire.nic.cqCapacity", (Consumer<NicContext>) c -> c.cqCapacity(1)),
+                Arguments.of("pagewire.quota.sendBytesPerSecondPerSession", (Consumer<NicContext>) c -> c.sendBytesPerSecondPerSession(-1)),
+                Arguments.of("pagewire.quota.sendBurstBytesPerSession", (Consumer<NicContext>) c -> c.sendBurstBytesPerSession(0)));
     }
 
     @ParameterizedTest(name = "{0}")
