@@ -74,6 +74,17 @@ public interface QueuePair extends AutoCloseable {
      */
     Completion await(CompletableFuture<Completion> completion);
 
+    /**
+     * Paces what this queue pair sends, as ibverbs' {@code ibv_modify_qp_rate_limit}: at most
+     * {@code bytesPerSecond} (payload, requested READ bytes and 64 bytes of headers per packet), with
+     * {@code burstBytes} back to back after a pause (0: the node's per-session burst). A rate of 0
+     * removes the limit. Requests stay posted and complete later; the node's per-session allowance,
+     * where it sets one, applies as well.
+     *
+     * @throws PagewireException.InvalidRequestException for a negative rate or a burst beyond 1 GiB
+     */
+    void rateLimit(long bytesPerSecond, long burstBytes);
+
     /** Closes the queue pair; what is still posted fails as flushed. */
     @Override
     void close();

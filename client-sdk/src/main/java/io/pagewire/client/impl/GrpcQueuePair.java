@@ -45,6 +45,13 @@ final class GrpcQueuePair implements QueuePair {
     }
 
     @Override
+    public void rateLimit(long bytesPerSecond, long burstBytes) {
+        endpoint.join(Calls.<io.pagewire.proto.verbs.SetQueuePairRateLimitResponse>unary(o -> endpoint.connection().stub().setQueuePairRateLimit(
+                io.pagewire.proto.verbs.SetQueuePairRateLimitRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn())
+                        .setBytesPerSecond(bytesPerSecond).setBurstBytes(burstBytes).build(), o)));
+    }
+
+    @Override
     public CompletableFuture<Completion> write(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey) {
         return post(List.of(WorkRequest.write(local, localAddress, length, remoteAddress, rkey))).get(0);
     }

@@ -125,6 +125,34 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
+     * Paces what this queue pair sends, as ibverbs' {@code ibv_modify_qp_rate_limit} does: at most
+     * {@code bytesPerSecond} (payload, requested READ bytes and 64 bytes of headers per packet), with
+     * {@code burstBytes} back to back after a pause (0: the node's per-session burst). A rate of 0
+     * removes the pair's own limit. The session's allowance, where the node sets one, applies as well:
+     * a packet waits for whichever of the two is later.
+     *
+     * @throws NicException for a negative rate or a burst outside 0 to 1 GiB
+     */
+    public void rateLimit(long bytesPerSecond, long burstBytes) {
+        if (bytesPerSecond < 0 || burstBytes < 0 || burstBytes > MAX_RATE_LIMIT_BURST_BYTES) {
+            throw new NicException("queue pair " + qpn + ": a rate limit is 0 (none) or a positive number of bytes per second, with a burst of 0"
+                    + " (the node's) to " + MAX_RATE_LIMIT_BURST_BYTES + " bytes; was " + Long.toUnsignedString(bytesPerSecond) + " B/s and "
+                    + Long.toUnsignedString(burstBytes) + " B");
+        }
+        lock.lock();
+        try {
+            requester.rateLimit(bytesPerSecond == 0 ? null : new SendAllowance(bytesPerSecond,
+                    burstBytes == 0 ? nic.context().sendBurstBytesPerSession() : burstBytes, nic.clock().nanoTime()));
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /** The largest burst a queue pair's own rate limit may allow. */
+    static final long MAX_RATE_LIMIT_BURST_BYTES = 1L << 30;
+
+    /**
      * Posts a work request. Errors in the request itself (unknown lkey, range outside the region,
      * length) are thrown at once; everything that happens later is reported as a completion.
      */

@@ -58,7 +58,9 @@ final class Requester {
     /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
     private boolean linkWaiting;
     /** The session's send allowance, or null when it is not paced. */
-    private final SendAllowance allowance;
+    private final SendAllowance sessionAllowance;
+    /** This pair's own rate limit (set by its application), or null. */
+    private SendAllowance ownLimit;
     /** Waiting on the NIC's timers for the session's allowance to have room; since when (clock nanoseconds). */
     private boolean pacingWaiting;
     private long pacingSinceNs;
@@ -70,7 +72,7 @@ final class Requester {
         this.counters = nic.counters();
         this.dma = nic.dma();
         this.mtu = ctx.mtuBytes();
-        this.allowance = qp.endpoint().sendAllowance();
+        this.sessionAllowance = qp.endpoint().sendAllowance();
     }
 
     void connect(QpAddress remote) {
@@ -150,7 +152,7 @@ final class Requester {
                 break;
             }
             linkWaiting = false;
-            if (allowance != null && !allowanceHasRoom()) {
+            if ((sessionAllowance != null || ownLimit != null) && !allowanceHasRoom()) {
                 break;
             }
             SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
@@ -176,16 +178,21 @@ final class Requester {
      */
     private boolean allowanceHasRoom() {
         long now = nic.clock().nanoTime();
-        long delay = allowance.delayNs(now);
+        long delay = Math.max(sessionAllowance == null ? 0 : sessionAllowance.delayNs(now), ownLimit == null ? 0 : ownLimit.delayNs(now));
         if (delay == 0) {
             return true;
         }
         pacingWaiting = true;
         pacingSinceNs = now;
         counters.increment(NicCounter.RATE_LIMIT_WAITS);
-        nic.timers().schedule(delay, qp::onPacingTimerExpired);
+        // A very slow limit sleeps in steps: a pair closed meanwhile leaves no timer (and no reference to
+        // itself) behind for longer than one step, whatever rate its application chose.
+        nic.timers().schedule(Math.min(delay, MAX_PACING_SLEEP_NS), qp::onPacingTimerExpired);
         return false;
     }
+
+    /** The longest a paced pair sleeps before it looks at its allowance again. */
+    static final long MAX_PACING_SLEEP_NS = 100_000_000L;
 
     void pacingTimerExpired() {
         if (pacingWaiting) {
@@ -194,10 +201,21 @@ final class Requester {
         }
     }
 
-    /** Counts a packet just queued against the session's send allowance, if it has one. */
+    /** Sets or (null) removes this pair's own rate limit. */
+    void rateLimit(SendAllowance limit) {
+        ownLimit = limit;
+    }
+
+    /** Counts a packet just queued against the session's send allowance and the pair's own limit, where they are set. */
     private void spendAllowance(int payloadBytes) {
-        if (allowance != null) {
-            allowance.spend(payloadBytes, nic.clock().nanoTime());
+        if (sessionAllowance != null || ownLimit != null) {
+            long now = nic.clock().nanoTime();
+            if (sessionAllowance != null) {
+                sessionAllowance.spend(payloadBytes, now);
+            }
+            if (ownLimit != null) {
+                ownLimit.spend(payloadBytes, now);
+            }
         }
     }
 

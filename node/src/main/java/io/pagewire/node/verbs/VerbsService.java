@@ -515,6 +515,15 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         });
     }
 
+    @Override
+    public void setQueuePairRateLimit(io.pagewire.proto.verbs.SetQueuePairRateLimitRequest request,
+            StreamObserver<io.pagewire.proto.verbs.SetQueuePairRateLimitResponse> response) {
+        paced(response, () -> {
+            queuePair(session(request.getEndpoint()), request.getQpn()).rateLimit(request.getBytesPerSecond(), request.getBurstBytes());
+            return io.pagewire.proto.verbs.SetQueuePairRateLimitResponse.getDefaultInstance();
+        });
+    }
+
     // ---- shared receive queues ----------------------------------------------------------------------
 
     @Override
