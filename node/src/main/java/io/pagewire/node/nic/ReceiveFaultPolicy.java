@@ -60,10 +60,12 @@ abstract class ReceiveFaultPolicy {
     /**
      * A part of a receive found its page missing.
      *
+     * @param operationEnd where what the operation will still write ends (exclusive): the rest of an RDMA
+     *        WRITE's message, or of the receive buffer a SEND lands in
      * @throws KernelException when the page can never come in (the request is refused)
      * @throws io.pagewire.kernel.SystemBufferFullException when there is nowhere to park it (RNR NAK)
      */
-    abstract Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking);
+    abstract Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking);
 
     /** PINNED and PIN_ON_MISS: every page is translated (pinned if need be, stalling) before it is written. */
     private static final class NeverFaults extends ReceiveFaultPolicy {
@@ -74,7 +76,7 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking) {
             throw new IllegalStateException(mode + " translates every page it receives into; page 0x" + Long.toHexString(address)
                     + " of " + region + " came back missing");
         }
@@ -106,7 +108,7 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking) {
             parking.park(region.endpoint().space(), address, part);
             nic.counters().increment(NicCounter.PARKED_PARTS, RegistrationMode.SHADOW);
             if (side == Side.RECEIVE_BUFFER) {
@@ -116,8 +118,17 @@ abstract class ReceiveFaultPolicy {
         }
     }
 
-    /** ON_DEMAND (NIC on-demand paging): a NIC page fault, and RNR NAK until the page is in. */
+    /**
+     * ON_DEMAND (NIC on-demand paging): a NIC page fault, and RNR NAK until the page is in. As mlx5's
+     * responder fault handler does, the fault covers the rest of the operation, not the one page: the
+     * pages the message (or the receive buffer) will still write that are not resident are faulted in
+     * too, up to {@link #MAX_FAULT_AHEAD_BYTES}, so that the requester's resend finds them in instead
+     * of meeting one RNR NAK, and one go-back-N resend, per page.
+     */
     private static final class RnrWhileFaulting extends ReceiveFaultPolicy {
+        /** How far past the missing page one fault reaches (mlx5's MAX_PREFETCH_LEN). */
+        static final long MAX_FAULT_AHEAD_BYTES = 4L << 20;
+
         private final Nic nic;
 
         RnrWhileFaulting(Nic nic) {
@@ -125,12 +136,20 @@ abstract class ReceiveFaultPolicy {
         }
 
         @Override
-        Verdict missing(MemoryRegion region, long vpn, long address, ByteBuffer part, Side side, Parking parking) {
+        Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking) {
             String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
             if (failed != null) {
                 throw new KernelException("a page fault on the destination failed: " + failed);
             }
             nic.responderFaults().raise(region, vpn, true, side);
+            AddressSpace space = region.endpoint().space();
+            int shift = space.pageShift();
+            long end = Math.min(Math.min(operationEnd, region.address() + region.length()), (vpn << shift) + MAX_FAULT_AHEAD_BYTES);
+            for (long ahead = vpn + 1; ahead << shift < end; ahead++) {
+                if (!space.isResident(ahead)) {
+                    nic.responderFaults().raise(region, ahead, true, side);
+                }
+            }
             return Verdict.NOT_READY;
         }
     }

@@ -257,6 +257,9 @@ final class Requester {
         Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload).setRetransmitted(resending());
         if (!send) {
             packet.setRemoteAddress(remote).setRkey(wqe.wr.rkey());
+            if (index == 0) {
+                packet.setLength(wqe.wr.length()); // the message's length, as InfiniBand's RETH carries it on a first packet
+            }
         }
         if (last) {
             switch (wqe.wr.opcode()) {

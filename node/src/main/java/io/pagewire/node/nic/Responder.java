@@ -54,6 +54,9 @@ final class Responder {
     private long receivingFirstPsn;
     /** Bytes of the WRITE in progress so far (a WRITE_WITH_IMM's receive completion reports its length). */
     private long writeMessageBytes;
+    /** The address range [from, end) of the WRITE message being received, as its first packet gave it. */
+    private long writeMessageFrom;
+    private long writeMessageEnd;
     /** A READ or atomic that must wait for parked writes before it. */
     private Packet deferred;
     /** Set by an execution that stopped the queue (RNR, deferral, refusal). */
@@ -160,7 +163,8 @@ final class Responder {
         ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
         int direct;
         try {
-            direct = place(region, policy, packet.getRemoteAddress(), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
+            direct = place(region, policy, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE,
+                    packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
         } catch (RegionInvalidException | BadAddressException e) {
@@ -191,6 +195,23 @@ final class Responder {
                     packet.getImmediate()));
         }
         return 1;
+    }
+
+    /**
+     * Where the WRITE message this packet belongs to ends: its first packet carries the message's length
+     * (as InfiniBand's RETH carries the DMA length), which the responder keeps for the packets after it.
+     * A packet outside what was kept (or a sender that sent no length) counts as its own end.
+     */
+    private long writeOperationEnd(Packet packet) {
+        Opcode opcode = packet.getOpcode();
+        long from = packet.getRemoteAddress();
+        long packetEnd = from + packet.getPayload().size();
+        if (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
+                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE) {
+            writeMessageFrom = from;
+            writeMessageEnd = Math.max(packetEnd, from + Integer.toUnsignedLong(packet.getLength()));
+        }
+        return from >= writeMessageFrom && packetEnd <= writeMessageEnd ? writeMessageEnd : packetEnd;
     }
 
     // ---- SEND ---------------------------------------------------------------------------------------
@@ -236,7 +257,8 @@ final class Responder {
         ReceiveFaultPolicy policy = nic.receivePolicy(region.mode());
         int direct;
         try {
-            direct = place(region, policy, buffer.address() + offset, payload, psn, Side.RECEIVE_BUFFER, packet.getRetransmitted(), out);
+            direct = place(region, policy, buffer.address() + offset, buffer.address() + buffer.length(), payload, psn, Side.RECEIVE_BUFFER,
+                    packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             return receiverNotReady(psn, out);
         } catch (RegionInvalidException | BadAddressException e) {
@@ -291,8 +313,8 @@ final class Responder {
      * @return how many parts were written directly (the rest were parked), or -1 when the policy says
      *         the receiver is not ready (nothing after the missing page was written)
      */
-    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, ByteString payload, long psn, Side side, boolean again,
-            Outbox out) {
+    private int place(MemoryRegion region, ReceiveFaultPolicy policy, long va, long operationEnd, ByteString payload, long psn, Side side,
+            boolean again, Outbox out) {
         AddressSpace space = region.endpoint().space();
         ByteBuffer src = payload.asReadOnlyByteBuffer();
         int pageSize = dma.pageSize();
@@ -319,7 +341,7 @@ final class Responder {
                     if (parking == null) {
                         parking = (s, address, part) -> park(s, address, part, psn);
                     }
-                    if (policy.missing(region, vpn, at, src, side, parking) == ReceiveFaultPolicy.Verdict.NOT_READY) {
+                    if (policy.missing(region, vpn, at, operationEnd, src, side, parking) == ReceiveFaultPolicy.Verdict.NOT_READY) {
                         return -1;
                     }
                 }
