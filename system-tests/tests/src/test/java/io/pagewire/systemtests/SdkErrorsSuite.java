@@ -135,8 +135,8 @@ abstract class SdkErrorsSuite {
         // Never touched: the first packet is answered RNR NAK, and the requester waits 5 s before it sends
         // again. The fault brings the whole megabyte in at once, so that one back-off is all the time the
         // test has to free the source (300 ms was too little in CI once a write no longer took a NAK per
-        // page), and the acknowledgement timeout must not resend first: on a fresh container cluster the
-        // NAK took 300-500 ms to come back, past the default 200 ms.
+        // page), and the acknowledgement timeout must not resend first: on a fresh container cluster it
+        // fired twice, at the default 200 ms, before the NAK took hold, and the write was done before the free.
         long dst = b.allocate(1 << 20);
         MemoryRegion dstRegion = b.register(dst, 1 << 20, RegistrationMode.ON_DEMAND, Access.all());
         CompletableFuture<io.pagewire.client.Completion> write = qp.write(src, src.address(), 1 << 20, dst, dstRegion.rkey());
