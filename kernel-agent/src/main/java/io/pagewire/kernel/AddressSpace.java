@@ -458,6 +458,27 @@ public final class AddressSpace implements AutoCloseable {
         }
     }
 
+    /**
+     * The pages of [firstVpn, firstVpn + count) that have no frame, in order, read under one hold of
+     * the kernel lock (for a NIC that faults a range in: one lock, not one per page).
+     */
+    public long[] nonResidentPages(long firstVpn, int count) {
+        long[] missing = new long[Math.max(0, count)];
+        int found = 0;
+        kernel.lock();
+        try {
+            for (int i = 0; i < count; i++) {
+                PageTableEntry entry = pageTable.get(firstVpn + i);
+                if (entry == null || !entry.present()) {
+                    missing[found++] = firstVpn + i;
+                }
+            }
+        } finally {
+            kernel.unlock();
+        }
+        return found == missing.length ? missing : java.util.Arrays.copyOf(missing, found);
+    }
+
     public void addListener(MemoryListener listener) {
         listeners.add(listener);
     }

@@ -31,6 +31,17 @@ class AddressSpaceTest {
     }
 
     @Test
+    void nonResidentPagesListsThePagesOfARangeWithoutAFrame() {
+        long base = space.allocate(6 * PAGE);
+        space.touch(base + PAGE, true);
+        space.touch(base + 4 * PAGE, false);
+        long first = base / PAGE;
+        assertThat(space.nonResidentPages(first, 6)).containsExactly(first, first + 2, first + 3, first + 5);
+        assertThat(space.nonResidentPages(first + 1, 1)).isEmpty();
+        assertThat(space.nonResidentPages(first, 0)).isEmpty();
+    }
+
+    @Test
     void overcommitIsAllowed() {
         long big = space.allocate(1L << 40);
         space.store(big + (1L << 39), new byte[] {7}, 0, 1);

@@ -145,8 +145,9 @@ abstract class ReceiveFaultPolicy {
             AddressSpace space = region.endpoint().space();
             int shift = space.pageShift();
             long end = Math.min(Math.min(operationEnd, region.address() + region.length()), (vpn << shift) + MAX_FAULT_AHEAD_BYTES);
-            for (long ahead = vpn + 1; ahead << shift < end; ahead++) {
-                if (!space.isResident(ahead)) {
+            long aheadPages = ((end - 1) >> shift) - vpn; // pages after this one that the operation still writes
+            if (aheadPages > 0) {
+                for (long ahead : space.nonResidentPages(vpn + 1, (int) aheadPages)) {
                     nic.responderFaults().raise(region, ahead, true, side);
                 }
             }

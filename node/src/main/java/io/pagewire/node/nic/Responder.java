@@ -179,9 +179,7 @@ final class Responder {
         if (policy.spendsCredits()) {
             creditLimit += direct + qp.borrowCredits(); // parked parts are credited when they are placed
         }
-        Opcode opcode = packet.getOpcode();
-        writeMessageBytes = (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
-                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE ? 0 : writeMessageBytes) + payload.size();
+        writeMessageBytes = (startsWriteMessage(packet.getOpcode()) ? 0 : writeMessageBytes) + payload.size();
         if (notify) {
             if (visibleNow(psn)) {
                 deliver(counter); // the common case: nothing parked before it, nothing allocated
@@ -203,15 +201,19 @@ final class Responder {
      * A packet outside what was kept (or a sender that sent no length) counts as its own end.
      */
     private long writeOperationEnd(Packet packet) {
-        Opcode opcode = packet.getOpcode();
         long from = packet.getRemoteAddress();
         long packetEnd = from + packet.getPayload().size();
-        if (opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
-                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE) {
+        if (startsWriteMessage(packet.getOpcode())) {
             writeMessageFrom = from;
             writeMessageEnd = Math.max(packetEnd, from + Integer.toUnsignedLong(packet.getLength()));
         }
         return from >= writeMessageFrom && packetEnd <= writeMessageEnd ? writeMessageEnd : packetEnd;
+    }
+
+    /** Whether a WRITE packet is its message's first (FIRST, or an ONLY of any flavour). */
+    private static boolean startsWriteMessage(Opcode opcode) {
+        return opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
+                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE;
     }
 
     // ---- SEND ---------------------------------------------------------------------------------------
