@@ -24,10 +24,15 @@ public final class PagewireCommand {
     static final String NETTY_LEAK_DETECTION_PROPERTY = "io.grpc.netty.shaded.io.netty.leakDetection.level";
 
     public static void main(String[] args) {
+        leaveNettyLeakDetectionOff();
+        System.exit(run(System.getenv(), args));
+    }
+
+    /** Turns Netty's leak detector off unless a level was given (call before the first Netty class loads). */
+    static void leaveNettyLeakDetectionOff() {
         if (System.getProperty(NETTY_LEAK_DETECTION_PROPERTY) == null) {
             System.setProperty(NETTY_LEAK_DETECTION_PROPERTY, "disabled");
         }
-        System.exit(run(System.getenv(), args));
     }
 
     /** Runs the command line with a given environment; returns the exit code. */

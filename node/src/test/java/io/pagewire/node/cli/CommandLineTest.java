@@ -298,4 +298,24 @@ class CommandLineTest {
             assertThat(run.out()).containsPattern("(?m)^" + mode + "\\s+\\d+\\.\\d");
         }
     }
+
+    @Test
+    void theCommandTurnsNettysLeakDetectorOffUnlessALevelWasGiven() {
+        String property = PagewireCommand.NETTY_LEAK_DETECTION_PROPERTY;
+        String before = System.getProperty(property);
+        try {
+            System.clearProperty(property);
+            PagewireCommand.leaveNettyLeakDetectionOff();
+            assertThat(System.getProperty(property)).isEqualTo("disabled");
+            System.setProperty(property, "paranoid");
+            PagewireCommand.leaveNettyLeakDetectionOff();
+            assertThat(System.getProperty(property)).as("a level given to the JVM stays").isEqualTo("paranoid");
+        } finally {
+            if (before == null) {
+                System.clearProperty(property);
+            } else {
+                System.setProperty(property, before);
+            }
+        }
+    }
 }
