@@ -141,7 +141,12 @@ abstract class ReceiveFaultPolicy {
             if (failed != null) {
                 throw new KernelException("a page fault on the destination failed: " + failed);
             }
-            nic.responderFaults().raise(region, vpn, true, side);
+            if (!nic.responderFaults().raise(region, vpn, true, side)) {
+                // Its fault is in flight: raised with the rest of this operation (up to the reach below)
+                // when the first packet met a missing page, so a resend that meets it again, once per
+                // RNR NAK until the pages are in, looks at nothing more.
+                return Verdict.NOT_READY;
+            }
             AddressSpace space = region.endpoint().space();
             int shift = space.pageShift();
             long end = Math.min(Math.min(operationEnd, region.address() + region.length()), (vpn << shift) + MAX_FAULT_AHEAD_BYTES);

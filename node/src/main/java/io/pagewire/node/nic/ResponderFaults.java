@@ -20,12 +20,16 @@ final class ResponderFaults {
         this.nic = nic;
     }
 
-    /** Faults a page in for a later retry of the request that found it missing; once in, its mode may cache it. */
-    void raise(MemoryRegion region, long vpn, boolean write, Side side) {
+    /**
+     * Faults a page in for a later retry of the request that found it missing; once in, its mode may cache it.
+     *
+     * @return true if this raised the fault, false if one on the page was in flight already
+     */
+    boolean raise(MemoryRegion region, long vpn, boolean write, Side side) {
         AddressSpace space = region.endpoint().space();
         long key = Tlb.key(space.id(), vpn);
         if (!inFlight.add(key)) {
-            return; // retransmissions find it served
+            return false; // retransmissions find it served
         }
         nic.kernel().faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
             inFlight.remove(key);
@@ -39,6 +43,7 @@ final class ResponderFaults {
                 nic.dma().translator(region.mode()).faultServed(region, vpn, fault.translation());
             }
         });
+        return true;
     }
 
     /** Why the last fault on a page failed, if it did, forgetting it. */
