@@ -54,6 +54,8 @@ final class Soak {
 
     static final int MESSAGE = 4096;
     private static final long OPERATION_TIMEOUT_S = 60;
+    /** No restart this close to the end: time for the streams through the node to begin again before they are checked. */
+    static final long LAST_RESTART_BEFORE_END_NS = TimeUnit.SECONDS.toNanos(20);
 
     private final Settings settings;
     private final PrintWriter log;
@@ -145,6 +147,9 @@ final class Soak {
                     }
                 }
                 for (Stream stream : streams) {
+                    if (!stream.open) {
+                        continue; // its renewal reported why
+                    }
                     try {
                         stream.verifyAtEnd();
                     } catch (RuntimeException e) {
@@ -228,12 +233,17 @@ final class Soak {
 
     /**
      * Restarts a node every 15 to 25 s, as a crash and a supervisor would: its memory, endpoints and
-     * queue pairs end; its peers see the new incarnation and fail their pairs to it at once.
+     * queue pairs end; its peers see the new incarnation and fail their pairs to it at once. None in the
+     * run's last {@link #LAST_RESTART_BEFORE_END_NS}: every stream through the node has that long to begin again.
      */
     private void restartNodes(EmbeddedCluster cluster, long deadline) {
         SplittableRandom random = new SplittableRandom(settings.seed() ^ 0x4e57a47L);
-        while (!stopping && System.nanoTime() < deadline - TimeUnit.SECONDS.toNanos(25)) {
-            sleep(15_000 + random.nextInt(10_000));
+        while (!stopping) {
+            long pauseMs = 15_000 + random.nextInt(10_000);
+            if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMs) > deadline - LAST_RESTART_BEFORE_END_NS) {
+                return; // the streams through a node restarted later could not begin again and be checked
+            }
+            sleep(pauseMs);
             if (stopping) {
                 return;
             }
@@ -319,6 +329,8 @@ final class Soak {
         private long lastSendReceived = -1;
         private QueuePair out;
         private volatile QueuePair in;
+        /** Whether an incarnation is open: false from a restart's renewal until it opened again (then there is nothing to check). */
+        private volatile boolean open;
         /** Receive buffers whose message arrived, to check and post again (on the stream's own thread). */
         private final LinkedBlockingQueue<Integer> received = new LinkedBlockingQueue<>();
         private static final int RECEIVES = 8;
@@ -355,6 +367,7 @@ final class Soak {
             counter = receiver.createEventCounter(Access.all());
             counter.onChange(notified::add);
             connect();
+            open = true;
         }
 
         /**
@@ -363,15 +376,21 @@ final class Soak {
          */
         private void renew(long deadline) {
             close();
+            open = false;
+            RuntimeException lastRefusal = null;
             while (!stopping && System.nanoTime() < deadline) {
                 try {
                     open();
                     renewed.incrementAndGet();
                     return;
                 } catch (RuntimeException notYet) {
+                    lastRefusal = notYet;
                     close();
                     sleep(200);
                 }
+            }
+            if (!stopping) {
+                violation("stream " + id + " (" + mode + ") could not begin again after a node restart before the end: " + lastRefusal);
             }
         }
         private void connect() {

@@ -42,7 +42,7 @@ final class SoakCommand implements Callable<Integer> {
     @Option(names = "--no-link-cuts", description = "Do not cut links.")
     boolean noLinkCuts;
 
-    @Option(names = "--no-restarts", description = "Do not restart nodes (one every 15 to 25 s otherwise).")
+    @Option(names = "--no-restarts", description = "Do not restart nodes (one every 15 to 25 s otherwise, none in the last 20 s).")
     boolean noRestarts;
 
     @Option(names = "--max-operations", defaultValue = "100000000", description = "Stop after this many operations (default ${DEFAULT-VALUE}).")
