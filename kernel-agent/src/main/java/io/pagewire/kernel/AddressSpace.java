@@ -451,11 +451,16 @@ public final class AddressSpace implements AutoCloseable {
     public boolean isResident(long vpn) {
         kernel.lock();
         try {
-            PageTableEntry entry = pageTable.get(vpn);
-            return entry != null && entry.present();
+            return hasFrame(vpn);
         } finally {
             kernel.unlock();
         }
+    }
+
+    /** Whether a page has a frame (kernel lock held). */
+    private boolean hasFrame(long vpn) {
+        PageTableEntry entry = pageTable.get(vpn);
+        return entry != null && entry.present();
     }
 
     /**
@@ -468,8 +473,7 @@ public final class AddressSpace implements AutoCloseable {
         kernel.lock();
         try {
             for (int i = 0; i < count; i++) {
-                PageTableEntry entry = pageTable.get(firstVpn + i);
-                if (entry == null || !entry.present()) {
+                if (!hasFrame(firstVpn + i)) {
                     missing[found++] = firstVpn + i;
                 }
             }

@@ -55,7 +55,7 @@ final class Soak {
     static final int MESSAGE = 4096;
     private static final long OPERATION_TIMEOUT_S = 60;
     /** No restart this close to the end: time for the streams through the node to begin again before they are checked. */
-    static final long LAST_RESTART_BEFORE_END_NS = TimeUnit.SECONDS.toNanos(20);
+    private static final long LAST_RESTART_BEFORE_END_NS = TimeUnit.SECONDS.toNanos(20);
 
     private final Settings settings;
     private final PrintWriter log;
