@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 final class NodeProcesses implements AutoCloseable {
     private final List<Process> processes = new ArrayList<>();
     private final List<String> targets = new ArrayList<>();
+    /** Stops the processes if this JVM ends before {@link #close} (a bench ended with Ctrl-C): none is left running. */
+    private final Thread stopAtExit = new Thread(this::stop, "pagewire-node-processes-stop");
 
     /**
      * @param settings extra node settings ({@code --set name=value}) for both nodes
@@ -24,6 +26,7 @@ final class NodeProcesses implements AutoCloseable {
      */
     NodeProcesses(String label, Map<String, String> settings, Path logDirectory) {
         int[] ports = {freePort(), freePort()};
+        Runtime.getRuntime().addShutdownHook(stopAtExit);
         try {
             for (int i = 0; i < 2; i++) {
                 int peer = 1 - i;
@@ -97,9 +100,23 @@ final class NodeProcesses implements AutoCloseable {
         }
     }
 
+    /** The processes' PIDs, node-1's first. */
+    List<Long> pids() {
+        return processes.stream().map(Process::pid).toList();
+    }
+
     /** Stops both processes (SIGTERM, then SIGKILL after 10 s). */
     @Override
     public void close() {
+        stop();
+        try {
+            Runtime.getRuntime().removeShutdownHook(stopAtExit);
+        } catch (IllegalStateException e) {
+            // The JVM is ending: the hook runs (and finds them stopped).
+        }
+    }
+
+    private void stop() {
         for (Process p : processes) {
             p.destroy();
         }
