@@ -223,6 +223,19 @@ final class GrpcEndpoint implements Endpoint {
         return r == null ? 0 : r.poll();
     }
 
+    /**
+     * Blocks until {@code future} is done (its outcome is for the caller to read) or the deadline
+     * ({@link RingClient#NO_DEADLINE} for none) passes; returns at once when the session has no rings
+     * (the caller then joins the future). On shared-memory rings the waiting thread handles the session's events itself and
+     * sleeps on the session's bell ({@link RingClient#await}); otherwise it waits on the future.
+     */
+    void awaitEvents(CompletableFuture<?> future, long deadlineNs) {
+        RingClient r = rings;
+        if (r != null && !future.isDone()) {
+            r.await(future, deadlineNs);
+        }
+    }
+
     /** Fails the futures of receives the node dropped (their shared receive queue was destroyed). */
     void dropped(List<Long> wrIds, String reason) {
         for (long wrId : wrIds) {

@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 
 /**
@@ -137,9 +138,54 @@ final class GrpcEventCounter implements EventCounter {
                 .destroyEventCounter(DestroyEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o)));
     }
 
+    /**
+     * As {@link #awaitAsync}, with the deadline kept by the waiting thread itself (no timer is set
+     * per wait). On shared-memory rings, unless busy-polling, the thread handles the session's events
+     * and sleeps on its bell until the change that settles the wait: no thread is woken to wake it.
+     */
     @Override
     public long await(long target, Duration timeout) {
-        return endpoint.join(awaitAsync(target, timeout));
+        CompletableFuture<Long> reached = startWait(target);
+        long timeoutNs = saturatedNanos(timeout);
+        long deadlineNs = timeoutNs == Long.MAX_VALUE ? RingClient.NO_DEADLINE : System.nanoTime() + timeoutNs;
+        if (!endpoint.connection().options().busyPoll()) {
+            endpoint.awaitEvents(reached, deadlineNs);
+        }
+        if (!reached.isDone()) {
+            // Settled by another thread (the ring's agent, the session stream's), or not before the deadline.
+            Thread self = Thread.currentThread();
+            reached.whenComplete((value, error) -> LockSupport.unpark(self));
+            boolean interrupted = false;
+            while (!reached.isDone() && (deadlineNs == RingClient.NO_DEADLINE || deadlineNs - System.nanoTime() > 0)) {
+                // A set interrupt status ends every park at once: keep it aside (a wait is not ended by it, as a join is not).
+                interrupted |= Thread.interrupted();
+                if (deadlineNs == RingClient.NO_DEADLINE) {
+                    LockSupport.park(this);
+                } else {
+                    LockSupport.parkNanos(this, deadlineNs - System.nanoTime());
+                }
+            }
+            if (interrupted) {
+                self.interrupt();
+            }
+        }
+        if (!reached.isDone()) {
+            removeWait(reached);
+            if (reached.cancel(false)) {
+                // The timeout: not an error, the value then, as the node has it.
+                return endpoint.join(valueAsync().exceptionallyCompose(error -> CompletableFuture.failedFuture(waitFailure(error))));
+            }
+        }
+        return endpoint.join(reached);
+    }
+
+    /** A timeout in nanoseconds, Long.MAX_VALUE for one too long to count (none, in effect). */
+    private static long saturatedNanos(Duration timeout) {
+        try {
+            return Math.max(0, timeout.toNanos());
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
+        }
     }
 
     /**
@@ -149,6 +195,33 @@ final class GrpcEventCounter implements EventCounter {
      */
     @Override
     public CompletableFuture<Long> awaitAsync(long target, Duration timeout) {
+        CompletableFuture<Long> reached = startWait(target);
+        CompletableFuture<Long> result = new CompletableFuture<>();
+        reached.orTimeout(Math.max(0, timeout.toMillis()), TimeUnit.MILLISECONDS).whenComplete((value, error) -> {
+            removeWait(reached);
+            if (error == null) {
+                result.complete(value);
+            } else if (error instanceof TimeoutException) {
+                // A wait that times out is not an error: it returns the value then, as the node has it.
+                valueAsync().whenComplete((now, readError) -> {
+                    if (readError == null) {
+                        result.complete(now);
+                    } else {
+                        result.completeExceptionally(waitFailure(readError));
+                    }
+                });
+            } else {
+                result.completeExceptionally(error);
+            }
+        });
+        return result;
+    }
+
+    /**
+     * Begins a wait for the first delivered value at or past {@code target}: subscribes, registers it
+     * with the endpoint (whose end fails it), and settles it at once if the value is there already.
+     */
+    private CompletableFuture<Long> startWait(long target) {
         synchronized (this) {
             if (closed) {
                 return CompletableFuture.failedFuture(new PagewireException.InvalidRequestException(this + " is closed"));
@@ -169,25 +242,12 @@ final class GrpcEventCounter implements EventCounter {
                 wait.reached().completeExceptionally(waitFailure(error));
             }
         });
-        CompletableFuture<Long> result = new CompletableFuture<>();
-        wait.reached().orTimeout(Math.max(0, timeout.toMillis()), TimeUnit.MILLISECONDS).whenComplete((value, error) -> {
-            waits.remove(wait);
-            if (error == null) {
-                result.complete(value);
-            } else if (error instanceof TimeoutException) {
-                // A wait that times out is not an error: it returns the value then, as the node has it.
-                valueAsync().whenComplete((now, readError) -> {
-                    if (readError == null) {
-                        result.complete(now);
-                    } else {
-                        result.completeExceptionally(waitFailure(readError));
-                    }
-                });
-            } else {
-                result.completeExceptionally(error);
-            }
-        });
-        return result;
+        return wait.reached();
+    }
+
+    /** Forgets the wait whose future this is (settled, failed or given up). */
+    private void removeWait(CompletableFuture<Long> reached) {
+        waits.removeIf(w -> w.reached() == reached);
     }
 
     /**

@@ -94,6 +94,9 @@ final class GrpcQueuePair implements QueuePair {
                 endpoint.poll();
                 RingIdler.backOff(spinUntil);
             }
+        } else {
+            // Blocking: this thread handles the ring's events and sleeps on its bell (no agent wakes it).
+            endpoint.awaitEvents(completion, RingClient.NO_DEADLINE);
         }
         return Errors.join(completion, busyPoll, endpoint.connection().target());
     }

@@ -6,6 +6,12 @@ import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.agrona.DirectBuffer;
@@ -16,7 +22,10 @@ import org.agrona.concurrent.ringbuffer.RingBuffer;
  * event ring, handing each completion, refusal and counter change to the endpoint. A background agent
  * drains it, and sleeps when it stays empty until the node rings its doorbell; a thread that
  * busy-polls for a completion drains it itself, so in latency mode no thread hand-off stands between
- * the node and the waiting thread; while an application thread polls, the agent steps aside.
+ * the node and the waiting thread; while an application thread polls, the agent steps aside. A thread
+ * that blocks for an event does the agent's work meanwhile ({@link #await}): it drains the ring and
+ * sleeps on the bell itself, as an ibverbs application blocks on its completion channel, so the
+ * node's doorbell wakes the thread that waits instead of an agent that would then wake it.
  */
 final class RingClient implements AutoCloseable {
     /** What the events on the ring become. */
@@ -37,6 +46,20 @@ final class RingClient implements AutoCloseable {
     /** Where the agent sleeps when it has a bell; null without one (it parks). */
     private final Selector selector;
     private final ReentrantLock draining = new ReentrantLock();
+    /**
+     * Held by the one thread that sleeps on the bell (the agent, or a thread in {@link #await}), from
+     * marking the application asleep in the ring headers until it is awake again: the selector is
+     * used by one thread at a time, and only that thread says whether the node must ring.
+     */
+    private final ReentrantLock bellSleeper = new ReentrantLock();
+    /** The thread blocked in {@link #await} that drains the ring and sleeps on the bell; null when none. */
+    private final AtomicReference<Thread> waiter = new AtomicReference<>();
+    /** Threads blocked in {@link #await} on their futures while another thread is the {@link #waiter}. */
+    private final AtomicInteger followers = new AtomicInteger();
+    /** When the last {@link #waiter} left; 0 before the first. */
+    private volatile long waitEndedNs;
+    /** Whether the agent is in the selector now (a waiter that arrives wakes it, and it steps aside). */
+    private volatile boolean agentSelecting;
     private final Thread agent;
     private final long spinNs;
     private volatile boolean closed;
@@ -81,6 +104,10 @@ final class RingClient implements AutoCloseable {
     /** The node rang on the stream (or the client closes): look at the event ring now. */
     void wake() {
         LockSupport.unpark(agent);
+        Thread w = waiter.get();
+        if (w != null) {
+            LockSupport.unpark(w);
+        }
         if (selector != null) {
             selector.wakeup();
         }
@@ -91,25 +118,27 @@ final class RingClient implements AutoCloseable {
     private void run() {
         // With a bell a wake is cheap, so the agent sleeps soon instead of napping for milliseconds.
         RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
-        RingIdler.Agent self = new RingIdler.Agent() {
-            @Override
-            public void asleep(boolean value) {
-                rings.appAsleep(value);
-            }
-
-            @Override
-            public int poll() {
-                return drain();
-            }
-
+        RingIdler.Agent self = new BellSleeper() {
             @Override
             public void sleep(long maxNs) {
-                sleepOnBell(maxNs);
+                if (!holdsBell || waiter.get() != null) {
+                    // A waiting thread has the bell (or is about to): it drains the ring meanwhile.
+                    LockSupport.parkNanos(this, Math.min(maxNs, APPLICATION_POLLS_NS));
+                    return;
+                }
+                agentSelecting = true;
+                try {
+                    if (waiter.get() == null) {
+                        sleepOnBell(maxNs);
+                    }
+                } finally {
+                    agentSelecting = false;
+                }
             }
         };
         try {
             while (!closed) {
-                if (applicationPolls()) {
+                if (applicationPolls() || applicationWaits()) {
                     // Awake (the node rings no bell) but off the cores: the application's thread
                     // handles the events; the agent looks again when it stops.
                     LockSupport.parkNanos(this, APPLICATION_POLLS_NS);
@@ -123,6 +152,170 @@ final class RingClient implements AutoCloseable {
         } finally {
             closeQuietly(selector);
         }
+    }
+
+    /**
+     * A thread that drains the event ring and sleeps on the bell when it stays empty (the agent, or a
+     * thread in {@link #await}). Only the holder of {@link #bellSleeper} marks the application asleep,
+     * so {@link #asleep} takes the bell (true) or gives it back (false), and says so in {@link #holdsBell}.
+     */
+    private abstract class BellSleeper implements RingIdler.Agent {
+        /** Whether this thread has the bell now: it marked the application asleep and may sleep on it. */
+        boolean holdsBell;
+
+        @Override
+        public void asleep(boolean value) {
+            if (value) {
+                holdsBell = bellSleeper.tryLock();
+                if (holdsBell) {
+                    rings.appAsleep(true);
+                }
+            } else if (holdsBell) {
+                holdsBell = false;
+                rings.appAsleep(false);
+                bellSleeper.unlock();
+            }
+        }
+
+        @Override
+        public int poll() {
+            return drain();
+        }
+    }
+
+    /**
+     * Blocks the calling thread until {@code future} is done, the deadline passes ({@link #NO_DEADLINE}
+     * for none) or the rings close,
+     * doing the agent's work meanwhile: it drains the event ring (the events' handlers run on this
+     * thread, as {@link #poll}'s do) and, when the ring stays empty, sleeps on the bell itself, as an
+     * ibverbs application blocks in {@code ibv_get_cq_event} on its completion channel. The doorbell
+     * then wakes the thread that waits, where it would wake the agent that wakes the waiter: one
+     * thread hand-off fewer between the node and the application. The agent steps aside while a
+     * thread waits so, and shortly after (a thread that waits again soon finds the bell free). One
+     * thread at a time waits so; another, or a wait inside a handler (this thread drains already),
+     * waits on its future, which whoever drains completes.
+     */
+    void await(CompletableFuture<?> future, long deadlineNs) {
+        if (draining.isHeldByCurrentThread() || !waiter.compareAndSet(null, Thread.currentThread())) {
+            followers.incrementAndGet();
+            if (waiter.get() == null) {
+                LockSupport.unpark(agent); // the waiter left meanwhile: the agent drains for this one
+            }
+            try {
+                waitOnFuture(future, deadlineNs);
+            } finally {
+                followers.decrementAndGet();
+            }
+            return;
+        }
+        try {
+            if (agentSelecting) {
+                // It steps aside and gives the bell back.
+                if (selector != null) {
+                    selector.wakeup();
+                }
+                LockSupport.unpark(agent);
+            }
+            RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
+            WaitingAgent waiting = new WaitingAgent(future, deadlineNs);
+            while (!future.isDone() && !closed && remainingNs(deadlineNs) > 0) {
+                if (drain() > 0) {
+                    idler.reset();
+                } else if (!future.isDone()) {
+                    idler.idle(waiting);
+                }
+            }
+            if (waiting.interrupted) {
+                Thread.currentThread().interrupt(); // as CompletableFuture.join leaves it: kept, not thrown
+            }
+        } finally {
+            waitEndedNs = System.nanoTime();
+            waiter.set(null);
+            if (followers.get() > 0) {
+                LockSupport.unpark(agent); // the followers' futures need a drainer again
+            }
+        }
+    }
+
+    /** What {@link #await}'s idler needs: the bell is taken in turn with the agent, and the future's completion ends a sleep. */
+    private final class WaitingAgent extends BellSleeper {
+        private final CompletableFuture<?> future;
+        private final long deadlineNs;
+        private boolean wakeOnDone;
+        /** The waiter was interrupted: a wait is not ended by that (as a join is not), but the status is given back. */
+        private boolean interrupted;
+
+        WaitingAgent(CompletableFuture<?> future, long deadlineNs) {
+            this.future = future;
+            this.deadlineNs = deadlineNs;
+        }
+
+        @Override
+        public void sleep(long maxNs) {
+            long remainingNs = remainingNs(deadlineNs);
+            if (future.isDone() || remainingNs <= 0) {
+                return;
+            }
+            if (!holdsBell) {
+                // The agent still has the bell for a moment (it was woken to give it back).
+                Thread.yield();
+                return;
+            }
+            if (!wakeOnDone) {
+                // Another thread may drain the event that settles the future (the agent, in the
+                // moment before it stepped aside): its completion must end this sleep.
+                wakeOnDone = true;
+                future.whenComplete((value, error) -> wakeWaiter());
+            }
+            if (future.isDone()) {
+                return;
+            }
+            // A set interrupt status would end every select and park at once: the wait would spin.
+            interrupted |= Thread.interrupted();
+            sleepOnBell(Math.min(maxNs, remainingNs));
+        }
+    }
+
+    /** Ends the sleep of the thread in {@link #await}, if it sleeps. */
+    private void wakeWaiter() {
+        Thread w = waiter.get();
+        if (w != null && w != Thread.currentThread()) {
+            if (selector != null) {
+                selector.wakeup();
+            }
+            LockSupport.unpark(w);
+        }
+    }
+
+    /** {@link #await}'s deadline when there is none. */
+    static final long NO_DEADLINE = Long.MAX_VALUE;
+
+    private static long remainingNs(long deadlineNs) {
+        return deadlineNs == NO_DEADLINE ? Long.MAX_VALUE : deadlineNs - System.nanoTime();
+    }
+
+    /** A follower's wait: until the future is done, however, or the deadline (the caller reads the outcome from the future). */
+    private static void waitOnFuture(CompletableFuture<?> future, long deadlineNs) {
+        try {
+            if (deadlineNs == NO_DEADLINE) {
+                future.handle((value, error) -> null).join();
+            } else {
+                future.handle((value, error) -> null).get(Math.max(0, remainingNs(deadlineNs)), TimeUnit.NANOSECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The deadline passed (the handled future itself never fails).
+        }
+    }
+
+    /** Whether a thread waits in {@link #await}, or did a moment ago with none left waiting on their futures. */
+    private boolean applicationWaits() {
+        if (waiter.get() != null) {
+            return true;
+        }
+        long at = waitEndedNs;
+        return at != 0 && followers.get() == 0 && System.nanoTime() - at < APPLICATION_POLLS_NS;
     }
 
     /**

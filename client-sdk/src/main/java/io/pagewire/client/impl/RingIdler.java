@@ -112,10 +112,13 @@ public final class RingIdler {
             return;
         }
         agent.asleep(true);
-        if (agent.poll() == 0) {
-            agent.sleep(sleepLimitNs);
+        try {
+            if (agent.poll() == 0) {
+                agent.sleep(sleepLimitNs);
+            }
+        } finally {
+            agent.asleep(false);
         }
-        agent.asleep(false);
         reset();
     }
 }

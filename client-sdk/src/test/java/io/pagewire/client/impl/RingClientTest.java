@@ -8,52 +8,79 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The application's ring agent when its node closes the bell: it keeps sleeping (no spin) and the stream wakes it. */
+/**
+ * The application's half of the rings against a node played by the test: the agent when its node
+ * closes the bell (it keeps sleeping, no spin, and the stream wakes it), and threads that block for
+ * an event (they handle the events and sleep on the bell themselves, one at a time).
+ */
 @Timeout(30)
 class RingClientTest {
     @TempDir
     Path directory;
+    private String sleepLimit;
+
+    /** Only a doorbell may wake a sleeper in these tests (the safety timeout is an hour): a lost one hangs the test until its timeout. */
+    @BeforeEach
+    void onlyDoorbellsWake() {
+        sleepLimit = System.getProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
+        System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
+    }
+
+    @AfterEach
+    void restoreSleepLimit() {
+        if (sleepLimit == null) {
+            System.clearProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
+        } else {
+            System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, sleepLimit);
+        }
+    }
+
+    /** Events of which only counter changes matter, handed to {@code changed}. */
+    private static RingClient.Events counterEvents(java.util.function.LongConsumer changed) {
+        return new RingClient.Events() {
+            @Override
+            public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
+                    int immediate) {
+            }
+
+            @Override
+            public void refused(int qpn, long wrId, String error) {
+            }
+
+            @Override
+            public void counterChanged(int counterId, long value) {
+                changed.accept(value);
+            }
+        };
+    }
 
     @Test
     void anAgentWhoseBellTheNodeClosedSleepsAndIsWokenOnTheStream() throws Exception {
-        String previous = System.getProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
-        // Only a doorbell may wake the agent here: a lost one would hang the test until its timeout.
-        System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
         Path path = directory.resolve("node-1-3.rings");
         SessionRings rings = SessionRings.create(path, 4096, 1);
         ConcurrentLinkedQueue<Long> counterValues = new ConcurrentLinkedQueue<>();
         AtomicInteger streamDoorbells = new AtomicInteger();
         String name = "pagewire-sdk-ring-test-" + System.nanoTime();
-        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            server.bind(UnixDomainSocketAddress.of(RingBell.pathFor(path)));
-            RingBell bell = RingBell.connect(path);
-            assertThat(bell).isNotNull();
-            SocketChannel nodeEnd = server.accept();
-            RingClient client = new RingClient(rings, new RingClient.Events() {
-                @Override
-                public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
-                        int immediate) {
-                }
-
-                @Override
-                public void refused(int qpn, long wrId, String error) {
-                }
-
-                @Override
-                public void counterChanged(int counterId, long value) {
-                    counterValues.add(value);
-                }
-            }, streamDoorbells::incrementAndGet, false, name, bell);
+        try (NodeBell nodeBell = NodeBell.of(path)) {
+            RingBell bell = nodeBell.bell();
+            SocketChannel nodeEnd = nodeBell.nodeEnd();
+            RingClient client = new RingClient(rings, counterEvents(counterValues::add), streamDoorbells::incrementAndGet, false, name, bell);
             try {
                 Thread agent = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name)).findFirst().orElseThrow();
                 nodeEnd.close();
@@ -83,12 +110,150 @@ class RingClientTest {
             } finally {
                 client.close();
             }
-        } finally {
-            if (previous == null) {
-                System.clearProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
-            } else {
-                System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, previous);
+        }
+    }
+
+    /**
+     * A thread blocked for an event is the one the node's doorbell wakes, and it handles the event
+     * itself (as an ibverbs application blocked on its completion channel): no agent wakes it. A
+     * second thread that blocks meanwhile waits on its future, which the first completes; once both
+     * are gone the agent handles events again. Only doorbells wake a sleeper here (the safety
+     * timeout is an hour), so a lost one fails the test at its timeout.
+     */
+    @Test
+    void aBlockedThreadSleepsOnTheBellAndHandlesItsEventsItself() throws Exception {
+        Path path = directory.resolve("node-1-4.rings");
+        SessionRings rings = SessionRings.create(path, 4096, 1);
+        Map<Long, CompletableFuture<Thread>> handledOn = new ConcurrentHashMap<>();
+        for (long value = 1; value <= 3; value++) {
+            handledOn.put(value, new CompletableFuture<>());
+        }
+        String name = "pagewire-sdk-ring-test-" + System.nanoTime();
+        try (NodeBell nodeBell = NodeBell.of(path)) {
+            RingBell bell = nodeBell.bell();
+            SocketChannel nodeEnd = nodeBell.nodeEnd();
+            RingClient client = new RingClient(rings, counterEvents(value -> handledOn.get(value).complete(Thread.currentThread())), () -> {
+            }, false, name, bell);
+            try {
+                CompletableFuture<Thread> first = handledOn.get(1L);
+                CompletableFuture<Thread> second = handledOn.get(2L);
+                Thread leader = new Thread(() -> client.await(first, RingClient.NO_DEADLINE), "waiter-1");
+                leader.start();
+                awaitSleepingOnTheBell(leader);
+                Thread follower = new Thread(() -> client.await(second, RingClient.NO_DEADLINE), "waiter-2");
+                follower.start();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (follower.getState() != Thread.State.WAITING && System.nanoTime() < deadline) {
+                    Thread.sleep(1);
+                }
+                assertThat(follower.getState()).as("the second waiter waits on its future").isEqualTo(Thread.State.WAITING);
+
+                writeCounter(rings, nodeEnd, 2);
+                follower.join(10_000);
+                assertThat(follower.isAlive()).as("the second waiter returned").isFalse();
+                assertThat(second.get()).as("the thread that handled the event the second waiter wanted").isSameAs(leader);
+                assertThat(leader.isAlive()).as("the first waiter still waits for its own event").isTrue();
+
+                awaitSleepingOnTheBell(leader);
+                writeCounter(rings, nodeEnd, 1);
+                leader.join(10_000);
+                assertThat(leader.isAlive()).as("the first waiter returned").isFalse();
+                assertThat(first.get()).as("the thread that the doorbell woke").isSameAs(leader);
+
+                // Nobody waits: the agent takes the bell again and handles what comes.
+                Thread agent = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name)).findFirst().orElseThrow();
+                awaitSleepingOnTheBell(agent);
+                writeCounter(rings, nodeEnd, 3);
+                assertThat(handledOn.get(3L).get(10, TimeUnit.SECONDS)).as("the thread that handled an event with no waiter").isSameAs(agent);
+            } finally {
+                client.close();
             }
         }
+    }
+
+    /**
+     * A waiter whose future is never completed returns at its deadline; one whose interrupt status is
+     * set waits as long (a join is not ended by an interrupt either), sleeping, not spinning, and
+     * keeps the status.
+     */
+    @Test
+    void aBlockedThreadReturnsAtItsDeadlineAndAnInterruptNeitherEndsNorSpinsIt() throws Exception {
+        Path path = directory.resolve("node-1-5.rings");
+        SessionRings rings = SessionRings.create(path, 4096, 1);
+        RingClient client = new RingClient(rings, counterEvents(value -> {
+        }), () -> {
+        }, false, "pagewire-sdk-ring-test-" + System.nanoTime(), null);
+        try {
+            for (boolean interrupt : new boolean[] {false, true}) {
+                CompletableFuture<Void> never = new CompletableFuture<>();
+                long[] tookMs = new long[1];
+                boolean[] stillInterrupted = new boolean[1];
+                Thread waiter = new Thread(() -> {
+                    if (interrupt) {
+                        Thread.currentThread().interrupt();
+                    }
+                    long start = System.nanoTime();
+                    client.await(never, start + TimeUnit.MILLISECONDS.toNanos(300));
+                    tookMs[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                    stillInterrupted[0] = Thread.currentThread().isInterrupted();
+                });
+                ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+                waiter.start();
+                Thread.sleep(100);
+                long cpuBefore = threads.getThreadCpuTime(waiter.getId());
+                Thread.sleep(100);
+                long cpuNs = threads.getThreadCpuTime(waiter.getId()) - cpuBefore;
+                waiter.join(10_000);
+                assertThat(never).isNotDone();
+                assertThat(tookMs[0]).as("ms until the waiter returned (interrupted: %s)", interrupt).isBetween(290L, 5_000L);
+                assertThat(stillInterrupted[0]).as("interrupt status after the wait").isEqualTo(interrupt);
+                // A spinning waiter takes most of the 100 ms (whatever its status); a sleeping one next to nothing.
+                assertThat(cpuNs).as("waiter CPU in 100 ms of its wait, ns (interrupted: %s)", interrupt).isLessThan(50_000_000L);
+            }
+        } finally {
+            client.close();
+        }
+    }
+
+    /** The node's side of the bell of a ring file: its listening socket, and its end of the application's connection. */
+    private record NodeBell(ServerSocketChannel server, SocketChannel nodeEnd, RingBell bell) implements AutoCloseable {
+        static NodeBell of(Path rings) throws Exception {
+            ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            server.bind(UnixDomainSocketAddress.of(RingBell.pathFor(rings)));
+            RingBell bell = RingBell.connect(rings);
+            assertThat(bell).isNotNull();
+            return new NodeBell(server, server.accept(), bell);
+        }
+
+        @Override
+        public void close() throws Exception {
+            nodeEnd.close();
+            server.close();
+        }
+    }
+
+    /** What the node does when it has an event: writes it on the event ring, and rings if the application sleeps. */
+    private static void writeCounter(SessionRings rings, SocketChannel nodeEnd, long value) throws Exception {
+        UnsafeBuffer record = new UnsafeBuffer(new byte[SessionRings.COUNTER_BYTES]);
+        record.putInt(0, 7);
+        record.putLong(8, value);
+        assertThat(rings.events().write(SessionRings.COUNTER, record, 0, SessionRings.COUNTER_BYTES)).isTrue();
+        if (rings.takeAppAsleep()) {
+            nodeEnd.write(ByteBuffer.wrap(new byte[] {1}));
+        }
+    }
+
+    /** Waits until {@code thread} sleeps in the bell's selector. */
+    private static void awaitSleepingOnTheBell(Thread thread) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < deadline) {
+            for (StackTraceElement frame : thread.getStackTrace()) {
+                if (frame.getMethodName().equals("sleepOnBell")) {
+                    return;
+                }
+            }
+            Thread.sleep(1);
+        }
+        throw new AssertionError(thread.getName() + " did not go to sleep on the bell within 10 s: " + List.of(thread.getStackTrace()));
     }
 }

@@ -574,7 +574,6 @@ public final class Perftest implements AutoCloseable {
         back.connect(forth.address());
         forth.connect(back.address());
         PingPongCounts counts = new PingPongCounts();
-        Thread waiter = Thread.currentThread();
         // A handler first sees the counter's value when it is installed: only a rise is a ping.
         held.add(arrivedThere.onChange(value -> {
             if (counts.ping(value)) {
@@ -582,12 +581,7 @@ public final class Perftest implements AutoCloseable {
                 back.writeWithNotify(t.theirs(), t.theirs().address(), size, t.mine().address(), t.mine().rkey(), arrivedHere.id());
             }
         }));
-        held.add(arrivedHere.onChange(value -> {
-            counts.pong(value);
-            if (!busyPoll) {
-                java.util.concurrent.locks.LockSupport.unpark(waiter);
-            }
-        }));
+        held.add(arrivedHere.onChange(counts::pong));
         long pings = (iterations + warmup) * n;
         for (long i = 1; i <= pings; i++) {
             PingTarget t = targets.get((int) ((i - 1) % n));
@@ -607,8 +601,10 @@ public final class Perftest implements AutoCloseable {
                         io.pagewire.client.impl.RingIdler.backOff(spinUntil);
                     }
                 } else {
-                    // Blocking: the pong's handler unparks this thread (a park with no timeout but the deadline).
-                    java.util.concurrent.locks.LockSupport.parkNanos(this, 10_000_000L);
+                    // Blocking, as the SDK waits for a counter: this thread sleeps until the node
+                    // rings (on shared-memory rings it handles the events itself, the pong's handler
+                    // among them), up to the deadline.
+                    arrivedHere.await(i, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
                 }
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("no answer to ping " + i + " within 30 s (" + counts + ")");

@@ -9,15 +9,18 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * notification at its reduced size: every notification is noticed by each method, and blocking (a
- * wait that the thread delivering the change must wake) is the dearest. Whether polling beats a handler is the
- * machine's to say (on two cores a polling thread competes with the threads that deliver); the
- * claim is judged and printed, not asserted.
+ * notification at its reduced size: every notification is noticed by each method, and both claims
+ * are judged and printed, not asserted. Which method is cheapest or dearest is the machine's to say
+ * here: on two cores a polling thread competes with the threads that deliver, and a blocked thread
+ * sleeps on the session's doorbell and is woken by the node as a handler's agent is (one sleep in
+ * the kernel each, since blocking waits stopped being woken through the agent), so their medians
+ * fall within a few microseconds of each other, on either side. That a blocked thread is woken by
+ * the doorbell itself is {@code SharedMemoryRingsTest}'s to show.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class NotificationExperimentTest {
     @Test
-    void everyNotificationIsNoticedAndBlockingCostsMost() throws Exception {
+    void everyMethodNoticesEveryNotificationAndTheClaimsAreJudged() throws Exception {
         ExperimentResult result = new NotificationExperiment().run(new ExperimentSettings(1, true), new PrintWriter(new StringWriter()));
         String table = ExperimentReport.table(result);
         System.out.println(table);
@@ -27,7 +30,10 @@ class NotificationExperimentTest {
         for (var row : result.rows()) {
             assertThat((long) row.get(1)).as(row.get(0) + " notifications timed").isEqualTo(1_000);
         }
-        assertThat(result.claims()).hasSize(2);
-        assertThat(result.claims().get(1).reproduced()).as(result.claims().get(1).line() + "\n" + table).isTrue();
+        assertThat(result.claims()).extracting(Claim::statement)
+                .containsExactly("polling the counter is the cheapest way to notice a notification", "blocking is the dearest");
+        for (var row : result.rows()) {
+            assertThat((double) row.get(3)).as(row.get(0) + ": p50 from the counter's change to detection, us, timed\n" + table).isPositive();
+        }
     }
 }

@@ -198,44 +198,88 @@ class SharedMemoryRingsTest extends SdkFixture {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"bells", "stream doorbells"})
     void sleepingAgentsAreWokenByTheirDoorbellsAlone(String doorbells) throws Exception {
-        // With the safety timeout an hour long, only a doorbell can wake a sleeping agent: if one were
-        // lost, this test would hang until its timeout.
-        String previous = System.getProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
-        System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
-        boolean bells = doorbells.equals("bells");
-        Path directory = bells ? rings : Files.createDirectories(rings.resolve("a-directory-whose-name-is-long-enough-that-a-socket-path-in-it-cannot-be-made"));
-        try {
-            start(2, c -> c.ringDirectory(directory.toString()));
-            OnePagePair pair = onePagePair();
-            // A bell's socket file goes once its application connected; without bells none was made.
-            awaitTrue(() -> {
-                try {
-                    return bellFiles(directory).isEmpty();
-                } catch (IOException e) {
-                    return false;
-                }
-            }, 10_000, "every application connected to its bell");
+        withDoorbellsAlone(() -> {
+            OnePagePair pair = startWith(doorbells);
             Endpoint a = pair.a();
             Endpoint b = pair.b();
-            long src = pair.src();
-            long dst = pair.dst();
-            MemoryRegion remote = pair.remote();
-            MemoryRegion local = pair.local();
             EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
             List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
             AutoCloseable watch = arrived.onChange(seen::add);
             QueuePair qp = a.connect(b);
             for (int i = 1; i <= 5; i++) {
                 Thread.sleep(20); // long enough for every ring agent to go to sleep (it naps for at most 2 ms first)
-                a.store(src, new byte[] {(byte) i});
+                a.store(pair.src(), new byte[] {(byte) i});
                 // A bounded wait: a lost doorbell must fail the test, not hang it.
-                qp.writeWithNotify(local, src, 1, dst, remote.rkey(), arrived.id()).get(20, TimeUnit.SECONDS);
+                qp.writeWithNotify(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey(), arrived.id()).get(20, TimeUnit.SECONDS);
                 long value = i;
                 awaitTrue(() -> seen.contains(value), 20_000, "counter change " + value + " reached the sleeping handler agent");
-                assertThat(b.load(dst, 1)).containsExactly((byte) i);
+                assertThat(b.load(pair.dst(), 1)).containsExactly((byte) i);
             }
             watch.close();
             qp.close();
+        });
+    }
+
+    /**
+     * A thread blocked in a counter's {@code await} or a queue pair's {@code await} sleeps on the
+     * doorbell itself and handles the events it is woken for (an ibverbs application blocked on its
+     * completion channel): the counter's handler runs on the waiting thread, not on an agent that
+     * would then have to wake it. Only doorbells wake sleepers here, so a lost one hangs the wait
+     * until the test's timeout.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"bells", "stream doorbells"})
+    void aBlockedThreadIsWokenByTheDoorbellAndHandlesItsEventsItself(String doorbells) throws Exception {
+        withDoorbellsAlone(() -> {
+            OnePagePair pair = startWith(doorbells);
+            Endpoint a = pair.a();
+            Endpoint b = pair.b();
+            EventCounter arrived = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+            java.util.Map<Long, Thread> handledOn = new java.util.concurrent.ConcurrentHashMap<>();
+            AutoCloseable watch = arrived.onChange(value -> handledOn.put(value, Thread.currentThread()));
+            QueuePair qp = a.connect(b);
+            for (int i = 1; i <= 3; i++) {
+                long target = i;
+                CompletableFuture<Long> reached = new CompletableFuture<>();
+                Thread waiter = new Thread(() -> {
+                    try {
+                        reached.complete(arrived.await(target, Duration.ofSeconds(60)));
+                    } catch (RuntimeException e) {
+                        reached.completeExceptionally(e);
+                    }
+                }, "counter-waiter-" + i);
+                waiter.start();
+                awaitTrue(() -> Stream.of(waiter.getStackTrace()).anyMatch(f -> f.getMethodName().equals("sleepOnBell")), 20_000,
+                        "the waiter sleeps on its endpoint's doorbell");
+                a.store(pair.src(), new byte[] {(byte) i});
+                Completion written = qp.await(qp.writeWithNotify(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey(), arrived.id()));
+                assertThat(written.bytes()).as("write %d: %s", i, written).isEqualTo(1);
+                assertThat(reached.get(20, TimeUnit.SECONDS)).as("the counter's value when the wait ended").isEqualTo(i);
+                assertThat(handledOn.get(target)).as("the thread that handled change %d", i).isSameAs(waiter);
+                waiter.join(10_000);
+                assertThat(b.load(pair.dst(), 1)).containsExactly((byte) i);
+                Thread.sleep(20); // every sleeper asleep again before the next round
+            }
+            assertThat(arrived.await(4, Duration.ofMillis(200))).as("a wait that times out returns the value then").isEqualTo(3);
+            watch.close();
+            qp.close();
+        });
+    }
+
+    /** What a doorbell test's body does. */
+    private interface DoorbellTest {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code test} with the sleepers' safety timeout an hour long: only a doorbell can wake a
+     * sleeping agent or waiter, so a lost one hangs the test until its timeout.
+     */
+    private static void withDoorbellsAlone(DoorbellTest test) throws Exception {
+        String previous = System.getProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
+        System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
+        try {
+            test.run();
         } finally {
             if (previous == null) {
                 System.clearProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME);
@@ -243,6 +287,23 @@ class SharedMemoryRingsTest extends SdkFixture {
                 System.setProperty(io.pagewire.client.impl.RingIdler.SLEEP_LIMIT_PROP_NAME, previous);
             }
         }
+    }
+
+    /** Two nodes whose sessions ring over bells ("bells") or over their streams (a ring directory too long for a socket path). */
+    private OnePagePair startWith(String doorbells) throws Exception {
+        boolean bells = doorbells.equals("bells");
+        Path directory = bells ? rings : Files.createDirectories(rings.resolve("a-directory-whose-name-is-long-enough-that-a-socket-path-in-it-cannot-be-made"));
+        start(2, c -> c.ringDirectory(directory.toString()));
+        OnePagePair pair = onePagePair();
+        // A bell's socket file goes once its application connected; without bells none was made.
+        awaitTrue(() -> {
+            try {
+                return bellFiles(directory).isEmpty();
+            } catch (IOException e) {
+                return false;
+            }
+        }, 10_000, "every application connected to its bell");
+        return pair;
     }
 
     @Test
