@@ -49,7 +49,8 @@ final class BenchCommand implements Callable<Integer> {
         String header = String.format("## pagewire bench, %s%n%nMachine: %s. %d round(s), interleaved; %s. %s",
                 ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z")), machine(), rounds,
                 quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
-                        + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000)",
+                        + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
+                        + " process's JIT compilers are quiet, at most 20)",
                 ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).");
         Bench bench = new Bench(quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx);
         bench.run(rounds);
