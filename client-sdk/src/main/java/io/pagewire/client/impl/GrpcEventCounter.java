@@ -10,7 +10,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 
 /**
@@ -151,24 +150,8 @@ final class GrpcEventCounter implements EventCounter {
         if (!endpoint.connection().options().busyPoll()) {
             endpoint.awaitEvents(reached, deadlineNs);
         }
-        if (!reached.isDone()) {
-            // Settled by another thread (the ring's agent, the session stream's), or not before the deadline.
-            Thread self = Thread.currentThread();
-            reached.whenComplete((value, error) -> LockSupport.unpark(self));
-            boolean interrupted = false;
-            while (!reached.isDone() && (deadlineNs == RingClient.NO_DEADLINE || deadlineNs - System.nanoTime() > 0)) {
-                // A set interrupt status ends every park at once: keep it aside (a wait is not ended by it, as a join is not).
-                interrupted |= Thread.interrupted();
-                if (deadlineNs == RingClient.NO_DEADLINE) {
-                    LockSupport.park(this);
-                } else {
-                    LockSupport.parkNanos(this, deadlineNs - System.nanoTime());
-                }
-            }
-            if (interrupted) {
-                self.interrupt();
-            }
-        }
+        // Settled by another thread (the ring's agent, the session stream's), or not before the deadline.
+        RingClient.waitOnFuture(reached, deadlineNs);
         if (!reached.isDone()) {
             removeWait(reached);
             if (reached.cancel(false)) {

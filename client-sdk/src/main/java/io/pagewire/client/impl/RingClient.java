@@ -7,9 +7,6 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -56,8 +53,6 @@ final class RingClient implements AutoCloseable {
     private final AtomicReference<Thread> waiter = new AtomicReference<>();
     /** Threads blocked in {@link #await} on their futures while another thread is the {@link #waiter}. */
     private final AtomicInteger followers = new AtomicInteger();
-    /** When the last {@link #waiter} left; 0 before the first. */
-    private volatile long waitEndedNs;
     /** Whether the agent is in the selector now (a waiter that arrives wakes it, and it steps aside). */
     private volatile boolean agentSelecting;
     private final Thread agent;
@@ -138,7 +133,7 @@ final class RingClient implements AutoCloseable {
         };
         try {
             while (!closed) {
-                if (applicationPolls() || applicationWaits()) {
+                if (applicationDrains()) {
                     // Awake (the node rings no bell) but off the cores: the application's thread
                     // handles the events; the agent looks again when it stops.
                     LockSupport.parkNanos(this, APPLICATION_POLLS_NS);
@@ -229,7 +224,7 @@ final class RingClient implements AutoCloseable {
                 Thread.currentThread().interrupt(); // as CompletableFuture.join leaves it: kept, not thrown
             }
         } finally {
-            waitEndedNs = System.nanoTime();
+            applicationPolledNs = System.nanoTime(); // it drained until now: the agent stays aside a moment more
             waiter.set(null);
             if (followers.get() > 0) {
                 LockSupport.unpark(agent); // the followers' futures need a drainer again
@@ -294,28 +289,30 @@ final class RingClient implements AutoCloseable {
         return deadlineNs == NO_DEADLINE ? Long.MAX_VALUE : deadlineNs - System.nanoTime();
     }
 
-    /** A follower's wait: until the future is done, however, or the deadline (the caller reads the outcome from the future). */
-    private static void waitOnFuture(CompletableFuture<?> future, long deadlineNs) {
-        try {
+    /**
+     * Waits until {@code future} is done, however, or the deadline ({@link #NO_DEADLINE} for none)
+     * passes; the caller reads the outcome from the future. An interrupt does not end the wait (as it
+     * does not end a join) but is kept for the caller.
+     */
+    static void waitOnFuture(CompletableFuture<?> future, long deadlineNs) {
+        if (future.isDone()) {
+            return;
+        }
+        Thread self = Thread.currentThread();
+        future.whenComplete((value, error) -> LockSupport.unpark(self));
+        boolean interrupted = false;
+        long remainingNs;
+        while (!future.isDone() && (remainingNs = remainingNs(deadlineNs)) > 0) {
+            interrupted |= Thread.interrupted(); // a set status would end every park at once
             if (deadlineNs == NO_DEADLINE) {
-                future.handle((value, error) -> null).join();
+                LockSupport.park(future);
             } else {
-                future.handle((value, error) -> null).get(Math.max(0, remainingNs(deadlineNs)), TimeUnit.NANOSECONDS);
+                LockSupport.parkNanos(future, remainingNs);
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | TimeoutException e) {
-            // The deadline passed (the handled future itself never fails).
         }
-    }
-
-    /** Whether a thread waits in {@link #await}, or did a moment ago with none left waiting on their futures. */
-    private boolean applicationWaits() {
-        if (waiter.get() != null) {
-            return true;
+        if (interrupted) {
+            self.interrupt();
         }
-        long at = waitEndedNs;
-        return at != 0 && followers.get() == 0 && System.nanoTime() - at < APPLICATION_POLLS_NS;
     }
 
     /**
@@ -360,7 +357,7 @@ final class RingClient implements AutoCloseable {
      * matter) until that thread has not polled for this long.
      */
     private static final long APPLICATION_POLLS_NS = 1_000_000L;
-    /** When an application thread last polled; 0 before the first. */
+    /** When an application thread last polled, or last left {@link #await}; 0 before the first. */
     private volatile long applicationPolledNs;
 
     /** An application thread's look at the event ring (a busy-polling waiter): as {@link #drain}, and the agent steps aside meanwhile. */
@@ -369,10 +366,16 @@ final class RingClient implements AutoCloseable {
         return drain();
     }
 
-    /** Whether an application thread polls the ring now. */
-    private boolean applicationPolls() {
+    /**
+     * Whether an application thread drains the ring now: one waits in {@link #await}, or one polled
+     * or left {@link #await} a moment ago and no thread waits on its future for a drainer.
+     */
+    private boolean applicationDrains() {
+        if (waiter.get() != null) {
+            return true;
+        }
         long at = applicationPolledNs;
-        return at != 0 && System.nanoTime() - at < APPLICATION_POLLS_NS;
+        return at != 0 && followers.get() == 0 && System.nanoTime() - at < APPLICATION_POLLS_NS;
     }
 
     /** Handles what is on the event ring now; returns how many events (0 when another thread is draining). */
