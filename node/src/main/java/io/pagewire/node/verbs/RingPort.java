@@ -256,15 +256,8 @@ final class RingPort implements AutoCloseable {
                 // After the wake, which must not wait for a look at the ring: an application woken by
                 // an event often answers it (a pong, the next request of a loop), so look at the ring
                 // until it posts or sleeps again; the answer then needs no doorbell and this loop no wake.
-                // The look is the reader's next turn, never a poll from here: the caller holds its
-                // session's lock, and a post takes a queue pair's, which a NIC thread holds while it
-                // flushes completions into the session (the two orders deadlocked).
                 watchUntilNs = System.nanoTime() + watchNs;
-                if (!scheduled && !released && session != null) {
-                    scheduled = true;
-                    rings.nodeAsleep(false);
-                    again();
-                }
+                kick();
             }
             return true;
         }
