@@ -247,17 +247,17 @@ final class RingPort implements AutoCloseable {
             if (ch == null || !ch.isActive()) {
                 return false;
             }
+            if (watchNs > 0 && loop.inEventLoop()) {
+                // An application woken by an event often answers it (a pong, the next request of a
+                // loop): look at the ring until it posts or sleeps again, so the answer needs no
+                // doorbell and this loop no wake.
+                watchUntilNs = System.nanoTime() + watchNs;
+                kick();
+            }
             // Bytes the application has not read yet wake it as well: an application that sets its
             // "asleep" flag and never reads its bell must not make the node queue bytes without end.
             if (ch.isWritable()) {
                 ch.writeAndFlush(WAKE.duplicate(), ch.voidPromise());
-            }
-            if (watchNs > 0 && loop.inEventLoop()) {
-                // After the wake, which must not wait for a look at the ring: an application woken by
-                // an event often answers it (a pong, the next request of a loop), so look at the ring
-                // until it posts or sleeps again; the answer then needs no doorbell and this loop no wake.
-                watchUntilNs = System.nanoTime() + watchNs;
-                kick();
             }
             return true;
         }
