@@ -22,7 +22,6 @@ public final class NodeContext {
     private long busyPollNs;
     private String ringDirectory = System.getProperty("pagewire.node.ringDirectory", defaultRingDirectory());
     private int ringBytes = 1 << 20;
-    private long ringWatchNs = 200_000;
     private int sessionsLimit = 1024;
     private long virtualBytesPerSession = 1L << 40;
     private double controlOpsPerSecond = CONTROL_OPS_PER_SECOND_DEFAULT;
@@ -94,16 +93,6 @@ public final class NodeContext {
      */
     public NodeContext ringDirectory(String value) {
         ringDirectory = value;
-        return this;
-    }
-
-    /**
-     * How long, at most, a session's ring reader keeps looking at the ring after the node woke its
-     * application, while the application is awake: an answer posted in that time needs no doorbell.
-     * 0 turns the watch off.
-     */
-    public NodeContext ringWatchNs(long value) {
-        ringWatchNs = value;
         return this;
     }
 
@@ -185,10 +174,6 @@ public final class NodeContext {
         return busyPollNs;
     }
 
-    public long ringWatchNs() {
-        return ringWatchNs;
-    }
-
     public int metricsPort() {
         return metricsPort;
     }
@@ -267,9 +252,6 @@ public final class NodeContext {
         }
         if (busyPollNs < 0 || busyPollNs > 1_000_000_000L) {
             throw new IllegalArgumentException("pagewire.node.busyPollNs must be from 0 to 1 s, was " + busyPollNs);
-        }
-        if (ringWatchNs < 0 || ringWatchNs > 1_000_000_000L) {
-            throw new IllegalArgumentException("pagewire.node.ringWatchNs must be from 0 to 1 s, was " + ringWatchNs);
         }
         if (ringBytes < 4096 || Integer.bitCount(ringBytes) != 1) {
             throw new IllegalArgumentException("pagewire.node.ringBytes must be a power of two of at least 4096, was " + ringBytes);

@@ -40,7 +40,6 @@ public final class NodeSettings {
     public static final String NODE_BUSY_POLL = "pagewire.node.busyPollNs";
     public static final String NODE_RING_DIRECTORY = "pagewire.node.ringDirectory";
     public static final String NODE_RING_BYTES = "pagewire.node.ringBytes";
-    public static final String NODE_RING_WATCH = "pagewire.node.ringWatchNs";
     public static final String NODE_ACCEPT_PEERS = "pagewire.node.acceptPeers";
     public static final String QUOTA_SESSIONS = "pagewire.quota.sessions";
     public static final String QUOTA_VIRTUAL_BYTES_PER_SESSION = "pagewire.quota.virtualBytesPerSession";
@@ -68,7 +67,6 @@ public final class NodeSettings {
         knob(NODE_BUSY_POLL, (c, v) -> c.busyPollNs(nanos(NODE_BUSY_POLL, v)));
         knob(NODE_RING_DIRECTORY, (c, v) -> c.ringDirectory(v.trim()));
         knob(NODE_RING_BYTES, (c, v) -> c.ringBytes((int) bytes(NODE_RING_BYTES, v)));
-        knob(NODE_RING_WATCH, (c, v) -> c.ringWatchNs(nanos(NODE_RING_WATCH, v)));
         knob(NODE_ACCEPT_PEERS, (c, v) -> FabricContext.parsePeers(v).forEach(c::acceptPeer));
         knob(QUOTA_SESSIONS, (c, v) -> c.sessionsLimit(integer(QUOTA_SESSIONS, v)));
         knob(QUOTA_VIRTUAL_BYTES_PER_SESSION, (c, v) -> c.virtualBytesPerSession(bytes(QUOTA_VIRTUAL_BYTES_PER_SESSION, v)));

@@ -105,7 +105,6 @@ public final class PagewireNode implements AutoCloseable {
         this.verbs = new VerbsService(this, scheduler, verbsExecutor);
         metrics.bindSessions(verbs::sessionCount);
         metrics.bindPacing(verbs);
-        metrics.bindRings(verbs);
         this.authentication = new CallerAuthentication(context.security(),
                 Set.of(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
         metrics.bindRefusals(authentication, fabric);

@@ -162,11 +162,6 @@ public final class SessionRings {
         header.putIntVolatile(APP_ASLEEP_OFFSET, asleep ? 1 : 0);
     }
 
-    /** Whether the application's agent says it sleeps (a look, nothing taken). */
-    public boolean appAsleepNow() {
-        return header.getIntVolatile(APP_ASLEEP_OFFSET) == 1;
-    }
-
     /** After writing a request: whether the node's agent sleeps and this writer must ring (clears the flag). */
     public boolean takeNodeAsleep() {
         java.lang.invoke.VarHandle.fullFence();

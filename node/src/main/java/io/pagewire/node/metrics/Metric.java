@@ -101,9 +101,6 @@ public enum Metric {
     CONTROL_PACED("pagewire.control.paced", null, Type.COUNTER,
             "Control-plane operations (session opens, allocations, registrations, queue pairs, counters) of callers over their rate"
                     + " (pagewire.quota.controlOpsPerSecond): started later, or refused for waiting too long", "outcome"),
-    RING_DOORBELLS("pagewire.ring.doorbells", null, Type.COUNTER,
-            "Doorbells on the shared-memory rings of co-located applications: to_node, an application woke its node's sleeping ring"
-                    + " reader; to_application, the node woke a sleeping application", "direction"),
     SECURITY_REFUSALS("pagewire.security.refusals", null, Type.COUNTER,
             "Calls and lanes refused for who sent them: no Pagewire identity in the certificate, a missing or wrong application token,"
                     + " a lane from a node that is not a peer or whose certificate names another", "reason");

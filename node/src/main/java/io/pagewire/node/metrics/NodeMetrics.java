@@ -219,12 +219,6 @@ public final class NodeMetrics {
         counter(Metric.CONTROL_PACED, verbs, io.pagewire.node.verbs.VerbsService::pacingRefusals, Tags.of("outcome", "refused"));
     }
 
-    /** Doorbells on the sessions' shared-memory rings, each way. */
-    public void bindRings(io.pagewire.node.verbs.VerbsService verbs) {
-        counter(Metric.RING_DOORBELLS, verbs, v -> v.ringDoorbells(true), Tags.of("direction", "to_node"));
-        counter(Metric.RING_DOORBELLS, verbs, v -> v.ringDoorbells(false), Tags.of("direction", "to_application"));
-    }
-
     /** The node's refusals of callers by reason, and batches that failed in the NIC (the meters hold their sources weakly: the node holds both). */
     public void bindRefusals(io.pagewire.node.security.CallerAuthentication authentication, Fabric fabric) {
         counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForIdentity,

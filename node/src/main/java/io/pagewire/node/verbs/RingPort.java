@@ -44,13 +44,6 @@ import java.util.function.BiConsumer;
  * same loop), and the loop wakes from that write alone; one that could not reach its bell rings on its
  * session stream instead ({@link #wake}). A sleeping reader also looks every
  * {@code pagewire.rings.sleepLimitNs}, so a lost doorbell costs no more than that.
- *
- * <p>When the node wakes a sleeping application (its bell, from this loop), the session's reader also
- * keeps looking at the ring while the application is awake, up to {@code pagewire.node.ringWatchNs}:
- * an application woken by a completion or a notification most often answers it at once, and its post
- * then needs neither a doorbell nor a wake of this loop (on the 2-core VM the project is measured on, a
- * wake costs the waker 5-10 us of system time and the sleeper as much again). The watch ends as soon as
- * the application marks itself asleep again, so one that does not answer costs only its time awake.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -71,12 +64,6 @@ final class RingPort implements AutoCloseable {
     private final Map<Path, SessionReader> readers = new ConcurrentHashMap<>();
     /** How long a reader keeps looking at an empty ring before it sleeps. */
     private final long spinNs;
-    /** How long, at most, a reader keeps looking at its ring while the application it just woke is awake. */
-    private final long watchNs;
-    /** Doorbells applications rang (bytes on bells, doorbells on streams). */
-    private final java.util.concurrent.atomic.LongAdder doorbellsToNode = new java.util.concurrent.atomic.LongAdder();
-    /** Wakes of sleeping applications (on bells or streams). */
-    private final java.util.concurrent.atomic.LongAdder applicationWakes = new java.util.concurrent.atomic.LongAdder();
     /** Looks at every sleeping reader's ring now and then: a lost doorbell costs no more than this period. */
     private final ScheduledFuture<?> safetyNet;
 
@@ -86,13 +73,11 @@ final class RingPort implements AutoCloseable {
 
     /**
      * @param directory where ring files are made; null turns user-level access off
-     * @param watchNs how long, at most, a reader looks at its ring while the application it woke is awake (0: not at all)
      * @param loops the node's event loops, where the rings are read and the bells served
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
      */
-    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, long watchNs, NodeEventLoops loops, BiConsumer<Session, Post> poster) {
+    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, NodeEventLoops loops, BiConsumer<Session, Post> poster) {
         this.nodeId = nodeId;
-        this.watchNs = watchNs;
         this.directory = directory;
         this.ringBytes = ringBytes;
         this.spinNs = spinNs;
@@ -132,7 +117,6 @@ final class RingPort implements AutoCloseable {
 
     /** A doorbell from an application on its session stream: its reader looks at the ring now. */
     void wake(Session session) {
-        doorbellsToNode.increment();
         SessionRings rings = session.rings();
         SessionReader reader = rings == null ? null : readers.get(rings.path());
         if (reader != null) {
@@ -151,21 +135,6 @@ final class RingPort implements AutoCloseable {
         }
         RingBell.deleteFile(rings.path());
         rings.deleteFile();
-    }
-
-    /** Doorbells applications rang to wake a sleeping reader, so far. */
-    long doorbellsToNode() {
-        return doorbellsToNode.sum();
-    }
-
-    /** Wakes of sleeping applications the node rang, so far. */
-    long wakesOfApplications() {
-        return applicationWakes.sum();
-    }
-
-    /** Counts one wake of a sleeping application (its session rang it, on its bell or its stream). */
-    void countApplicationWake() {
-        applicationWakes.increment();
     }
 
     @Override
@@ -200,8 +169,6 @@ final class RingPort implements AutoCloseable {
         /** Whether a turn is due on the loop (or running). */
         private boolean scheduled;
         private long idleSinceNs = -1;
-        /** Until when the reader looks at the ring while the application it woke is awake (loop only). */
-        private long watchUntilNs;
         private final Runnable kick = this::kick;
         /** The duty cycle of {@link #loop}, found on the loop's thread at the first turn. */
         private LoopDutyCycle cycle;
@@ -246,13 +213,6 @@ final class RingPort implements AutoCloseable {
             Channel ch = bell;
             if (ch == null || !ch.isActive()) {
                 return false;
-            }
-            if (watchNs > 0 && loop.inEventLoop()) {
-                // An application woken by an event often answers it (a pong, the next request of a
-                // loop): look at the ring until it posts or sleeps again, so the answer needs no
-                // doorbell and this loop no wake.
-                watchUntilNs = System.nanoTime() + watchNs;
-                kick();
             }
             // Bytes the application has not read yet wake it as well: an application that sets its
             // "asleep" flag and never reads its bell must not make the node queue bytes without end.
@@ -307,7 +267,7 @@ final class RingPort implements AutoCloseable {
             if (idleSinceNs < 0) {
                 idleSinceNs = now;
             }
-            if (now - idleSinceNs < spinNs || (now - watchUntilNs < 0 && !rings.appAsleepNow())) {
+            if (now - idleSinceNs < spinNs) {
                 Thread.yield(); // another poller may need this core more (2 cores, more pollers)
                 again();
                 return;
@@ -405,7 +365,6 @@ final class RingPort implements AutoCloseable {
 
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                doorbellsToNode.add(msg instanceof ByteBuf bytes ? bytes.readableBytes() : 1);
                 ReferenceCountUtil.release(msg);
                 kick();
             }

@@ -17,7 +17,6 @@ import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.WorkRequest;
-import io.pagewire.node.LoopDutyCycle;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -208,42 +207,9 @@ final class Session {
 
     private static final SessionEvent DOORBELL = SessionEvent.newBuilder().setDoorbell(Doorbell.getDefaultInstance()).build();
 
-    /**
-     * After an event was written: wakes the application if its ring agent sleeps. On one of the node's
-     * loops the wake waits for the end of the loop's current pass (the next pass's first turn), so that
-     * the events of one receive pass (an acknowledgement's completion and the notification of the write
-     * that travelled with it, say) cost the application one wake, as a NIC moderates its interrupts;
-     * elsewhere (a fault handler, a timer) it rings at once. Guarded by this.
-     */
-    private void ringIfAsleep(SessionRings r) {
-        if (bellDue) {
-            return;
-        }
-        LoopDutyCycle cycle = LoopDutyCycle.onThisLoop();
-        if (cycle != null) {
-            bellDue = true;
-            cycle.again(ringDue);
-            return;
-        }
-        ringNow(r);
-    }
-
-    /** Whether a wake waits for the end of a loop's pass. Guarded by this. */
-    private boolean bellDue;
-    private final LoopDutyCycle.Poller ringDue = this::ringDue;
-
-    private synchronized void ringDue() {
-        bellDue = false;
-        SessionRings r = activeRings;
-        if (r != null) {
-            ringNow(r);
-        }
-    }
-
     /** The application's ring agent sleeps: wake it (once; it clears the flag when it wakes), on its bell if it has one. */
-    private void ringNow(SessionRings r) {
+    private void ringIfAsleep(SessionRings r) {
         if (r.takeAppAsleep()) {
-            ringPort.countApplicationWake();
             Bell b = bell;
             if (b == null || !b.ring()) {
                 send(DOORBELL);

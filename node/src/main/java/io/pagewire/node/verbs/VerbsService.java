@@ -101,7 +101,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
         this.pacer = new ControlPacer(node.context().controlOpsPerSecond(), node.context().controlBurst(), MAX_PACING_DELAY_NS);
         String directory = node.context().ringDirectory();
         this.rings = new RingPort(node.id(), directory == null || directory.isEmpty() ? null : java.nio.file.Path.of(directory),
-                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS, node.context().ringWatchNs(), node.eventLoops(),
+                node.context().ringBytes(), node.context().busyPollNs() > 0 ? node.context().busyPollNs() : RING_IDLE_SPIN_NS, node.eventLoops(),
                 (session, post) -> {
                     try {
                         if (post.receives() != null) {
@@ -715,14 +715,6 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase {
     private static io.pagewire.proto.verbs.QpAddress address(QpAddress address) {
         return io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(address.node()).setQpn(address.qpn())
                 .setInitialCredits(address.initialCredits()).setPageSize(address.pageSize()).build();
-    }
-
-    /**
-     * Doorbells on the sessions' rings so far: to the node (an application woke a sleeping ring
-     * reader) when {@code toNode}, else to applications (the node woke a sleeping one).
-     */
-    public long ringDoorbells(boolean toNode) {
-        return toNode ? rings.doorbellsToNode() : rings.wakesOfApplications();
     }
 
     /** Operations control calls started later than asked (their caller was over its rate). */

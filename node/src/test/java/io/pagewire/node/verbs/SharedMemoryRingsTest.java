@@ -266,61 +266,6 @@ class SharedMemoryRingsTest extends SdkFixture {
         });
     }
 
-    /**
-     * An application the node has just woken most often answers at once (a pong, its loop's next
-     * request): its session's reader keeps looking at the ring while the application is awake, so the
-     * answer needs no doorbell. Without the watch ({@code pagewire.node.ringWatchNs} 0) the reader
-     * sleeps 5 us after its last post, long before the answer, and nearly every answer rings. Here a
-     * blocked thread pings and a counter's handler answers, as {@code pagewire perf write_lat} does.
-     */
-    @ParameterizedTest(name = "watch {0} ns")
-    @ValueSource(longs = {0, 50_000_000})
-    void anAnswerPostedWhileTheNodeWatchesItsRingNeedsNoDoorbell(long watchNs) throws Exception {
-        start(2, c -> c.ringDirectory(rings.toString()).ringWatchNs(watchNs));
-        OnePagePair pair = onePagePair();
-        Endpoint a = pair.a();
-        Endpoint b = pair.b();
-        EventCounter arrivedThere = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
-        EventCounter arrivedHere = a.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
-        long back = a.allocate(4096);
-        MemoryRegion answers = a.register(back, 4096, RegistrationMode.PINNED, Access.all());
-        QueuePair forth = a.connect(b);
-        QueuePair answer = b.connect(a);
-        // The far side answers each ping from its counter's handler (the first call is the value at install).
-        AutoCloseable answering = arrivedThere.onChange(value -> {
-            if (value > 0) {
-                answer.writeWithNotify(pair.remote(), pair.dst(), 1, back, answers.rkey(), arrivedHere.id());
-            }
-        });
-        int pings = 200;
-        forth.await(forth.writeWithNotify(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey(), arrivedThere.id()));
-        assertThat(arrivedHere.await(1, Duration.ofSeconds(20))).as("the first pong").isEqualTo(1);
-        long before = doorbellsToNodes();
-        for (int i = 2; i <= pings; i++) {
-            forth.writeWithNotify(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey(), arrivedThere.id());
-            assertThat(arrivedHere.await(i, Duration.ofSeconds(20))).as("pong %d", i).isEqualTo(i);
-        }
-        long doorbells = doorbellsToNodes() - before;
-        int posts = 2 * (pings - 1);
-        if (watchNs == 0) {
-            assertThat(doorbells).as("doorbells for %d pings and pongs posted to sleeping readers", posts).isGreaterThan(posts / 2);
-        } else {
-            assertThat(doorbells).as("doorbells for %d pings and pongs posted while their readers watched", posts).isLessThan(posts / 4);
-        }
-        answering.close();
-        forth.close();
-        answer.close();
-    }
-
-    /** Doorbells the applications rang to the two nodes' ring readers so far. */
-    private long doorbellsToNodes() {
-        long sum = 0;
-        for (int n = 1; n <= 2; n++) {
-            sum += (long) cluster.node(n).registry().get("pagewire.ring.doorbells").tag("direction", "to_node").functionCounter().count();
-        }
-        return sum;
-    }
-
     /** What a doorbell test's body does. */
     private interface DoorbellTest {
         void run() throws Exception;
