@@ -92,6 +92,15 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print the results as JSON instead of a table.")
     boolean json;
 
+    @Option(names = "--samples", paramLabel = "FILE", description = {"Latency: also write every measured round trip (not the baseline's) to FILE as CSV",
+        "(bytes,start_ns,elapsed_ns) in the order taken, as perftest's --report-unsorted prints them. start_ns is",
+        "CLOCK_MONOTONIC, the clock of 'perf sched record -k CLOCK_MONOTONIC': a slow round trip can be matched with",
+        "what the machine ran at that moment."})
+    java.nio.file.Path samplesFile;
+
+    /** The round trips --samples asked for, or null. */
+    private LatencySamples samples;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -111,6 +120,9 @@ final class PerfCommand implements Callable<Integer> {
             if (warmupSeconds < 0) {
                 throw new IllegalArgumentException("--warmup must not be negative");
             }
+            if (samplesFile != null && which.bandwidth()) {
+                throw new IllegalArgumentException("--samples writes the round trips of a latency test; " + test + " measures bandwidth");
+            }
         } catch (IllegalArgumentException e) {
             err.println("pagewire perf: " + e.getMessage());
             err.flush();
@@ -127,6 +139,31 @@ final class PerfCommand implements Callable<Integer> {
             sizes.add(size != null ? size : which.bandwidth() ? 65536 : 2);
         }
         long n = iterations != null ? iterations : which.bandwidth() ? 5000 : 1000;
+        java.io.Writer samplesOut = null;
+        if (samplesFile != null) {
+            // Opened before anything is measured: a path that cannot be written fails the command at once.
+            try {
+                samplesOut = java.nio.file.Files.newBufferedWriter(samplesFile);
+            } catch (java.io.IOException e) {
+                err.println("pagewire perf: cannot write the --samples file " + samplesFile + ": " + e);
+                err.flush();
+                return 2;
+            }
+            samples = new LatencySamples();
+        }
+        int code = 1;
+        try {
+            code = measure(which, sizes, n, out, err);
+        } finally {
+            // The round trips measured so far are written whatever ended the run.
+            if (samplesOut != null && !writeSamples(samplesOut, err) && code == 0) {
+                code = 1;
+            }
+        }
+        return code;
+    }
+
+    private int measure(Perftest.Test which, List<Integer> sizes, long n, PrintWriter out, PrintWriter err) throws Exception {
         // Whatever ends the run, what was measured is printed, and its own error is the one reported.
         List<String> rows = new ArrayList<>();
         try (HeldResources held = new HeldResources()) {
@@ -139,6 +176,18 @@ final class PerfCommand implements Callable<Integer> {
             err.println("pagewire perf: " + (rows.isEmpty() ? "" : "stopped after " + rows.size() + " size(s): ") + describe(e));
             err.flush();
             return 1;
+        }
+    }
+
+    /** Writes the round trips measured so far and closes the file; false (said on {@code err}) when that failed. */
+    private boolean writeSamples(java.io.Writer to, PrintWriter err) {
+        try (java.io.Writer w = to) {
+            samples.writeCsv(w);
+            return true;
+        } catch (java.io.IOException e) {
+            err.println("pagewire perf: writing the --samples file " + samplesFile + " failed: " + e);
+            err.flush();
+            return false;
         }
     }
 
@@ -177,6 +226,7 @@ final class PerfCommand implements Callable<Integer> {
             java.util.function.LongSupplier cpu = () -> ProcessCpu.nanos()
                     + (embedded ? 0 : requesterProbe.cpuNs() + responderProbe.cpuNs());
             perftest.cpuClock(cpu);
+            perftest.recordSamples(samples);
             perftest.postList(postList);
             perftest.cqMod(cqMod);
             String responderId = responderProbe.describe().getNodeId();

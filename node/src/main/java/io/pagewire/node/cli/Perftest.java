@@ -86,6 +86,8 @@ public final class Perftest implements AutoCloseable {
     private java.util.function.LongSupplier cpuClock = io.pagewire.node.ProcessCpu::nanos;
     private int postList = POST_LIST;
     private int cqMod = CQ_MOD;
+    /** Every measured round trip of the latency tests, when asked for ({@code --samples}); else null. */
+    private LatencySamples samples;
 
     public Perftest(Pagewire localNode, Pagewire remoteNode, RegistrationMode mode, boolean busyPoll) {
         this.local = localNode.openEndpoint("perf-local");
@@ -108,6 +110,11 @@ public final class Perftest implements AutoCloseable {
             throw new IllegalArgumentException("--cq-mod must be at least 1, was " + value);
         }
         cqMod = value;
+    }
+
+    /** Where latency tests also record every measured round trip, or null. */
+    void recordSamples(LatencySamples value) {
+        samples = value;
     }
 
     /** Counts CPU time with this clock from now on (the sum over the processes involved). */
@@ -470,6 +477,9 @@ public final class Perftest implements AutoCloseable {
      */
     LatencyRow latency(Test test, int size, long iterations, int warmup, boolean freshPages, LongConsumer progress) throws Exception {
         Histogram histogram = new Histogram(3_600_000_000_000L, 3);
+        if (samples != null) {
+            samples.reserve(iterations);
+        }
         try (HeldResources held = new HeldResources()) {
             MemoryRegion mine = held.add(buffer(local, size));
             long pageSize = remote.pageSize();
@@ -488,7 +498,7 @@ public final class Perftest implements AutoCloseable {
                     qp.await(test == Test.ATOMIC_LAT ? qp.fetchAdd(theirs.address(), theirs.rkey(), 1)
                             : qp.read(mine, mine.address(), size, theirs.address(), theirs.rkey()));
                     if (i >= warmup) {
-                        histogram.recordValue(System.nanoTime() - start);
+                        record(histogram, size, start, System.nanoTime());
                         progress.accept(i - warmup + 1);
                     }
                 }
@@ -499,6 +509,14 @@ public final class Perftest implements AutoCloseable {
             }
         }
         return row(test, size, histogram);
+    }
+
+    /** One measured round trip, into the row's histogram and, when asked for, the samples. */
+    private void record(Histogram histogram, int size, long startNs, long endNs) {
+        histogram.recordValue(endNs - startNs);
+        if (samples != null) {
+            samples.add(size, startNs, endNs - startNs);
+        }
     }
 
     /** A latency row from round trips in nanoseconds (halved for a ping-pong, as perftest reports it). */
@@ -611,7 +629,7 @@ public final class Perftest implements AutoCloseable {
                 }
             }
             if (round >= warmup) {
-                t.histogram().recordValue(System.nanoTime() - start);
+                record(t.histogram(), size, start, System.nanoTime());
                 progress.accept((round - warmup) * n + (i - 1) % n + 1);
             }
         }
@@ -649,7 +667,7 @@ public final class Perftest implements AutoCloseable {
             forth.send(mine, mine.address(), size);
             forth.await(pong);
             if (i > warmup) {
-                histogram.recordValue(System.nanoTime() - start);
+                record(histogram, size, start, System.nanoTime());
                 progress.accept(i - warmup);
             }
         }

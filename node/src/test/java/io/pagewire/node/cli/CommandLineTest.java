@@ -135,6 +135,22 @@ class CommandLineTest {
     }
 
     @Test
+    void latencySamplesGoToTheirFileAndOnlyForLatencyTests(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = dir.resolve("rtt.csv");
+        Run lat = run(Map.of(), "perf", "write_lat", "-s", "64", "-n", "100", "--samples", file.toString());
+        assertThat(lat.exitCode()).as(lat.err()).isZero();
+        List<String> lines = java.nio.file.Files.readAllLines(file);
+        assertThat(lines).hasSize(101).first().isEqualTo("bytes,start_ns,elapsed_ns");
+        assertThat(lines.subList(1, lines.size())).allMatch(l -> l.matches("64,\\d+,\\d+"));
+        Run bw = run(Map.of(), "perf", "write_bw", "--samples", file.toString());
+        assertThat(bw.exitCode()).isEqualTo(2);
+        assertThat(bw.err()).contains("--samples writes the round trips of a latency test; write_bw measures bandwidth");
+        Run nowhere = run(Map.of(), "perf", "read_lat", "--samples", dir.resolve("no/such/dir/rtt.csv").toString());
+        assertThat(nowhere.exitCode()).isEqualTo(2);
+        assertThat(nowhere.err()).contains("cannot write the --samples file");
+    }
+
+    @Test
     void readTestsAndJsonWork() {
         Run bw = run(Map.of(), "perf", "read_bw", "-s", "65536", "-n", "200", "--json", "--mode", "ON_DEMAND", "--warmup", "0.2");
         assertThat(bw.exitCode()).as(bw.err()).isZero();

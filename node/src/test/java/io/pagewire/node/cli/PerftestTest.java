@@ -29,6 +29,45 @@ class PerftestTest {
     }
 
     /**
+     * --samples: every measured round trip, in order, with its start; the table's figures are those
+     * of the same round trips (a ping-pong's typical is half its median round trip, as perftest prints
+     * it, a READ's is the whole request).
+     */
+    @Test
+    @Timeout(120)
+    void latencySamplesAreTheRoundTripsTheTableSummarises() throws Exception {
+        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
+                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
+                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
+                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+            for (Perftest.Test test : new Perftest.Test[] {Perftest.Test.WRITE_LAT, Perftest.Test.READ_LAT}) {
+                LatencySamples samples = new LatencySamples();
+                perftest.recordSamples(samples);
+                Perftest.LatencyRow row = perftest.latency(test, 64, 201, 20, done -> { });
+                java.io.StringWriter csv = new java.io.StringWriter();
+                samples.writeCsv(csv);
+                java.util.List<String> lines = csv.toString().lines().toList();
+                assertThat(lines).as(test + " samples").hasSize(202).first().isEqualTo(LatencySamples.HEADER);
+                long previousStart = Long.MIN_VALUE;
+                long[] elapsed = new long[201];
+                for (int i = 0; i < 201; i++) {
+                    String[] fields = lines.get(i + 1).split(",");
+                    assertThat(fields[0]).isEqualTo("64");
+                    long start = Long.parseLong(fields[1]);
+                    elapsed[i] = Long.parseLong(fields[2]);
+                    assertThat(start).as("round trip %d starts after the one before ends", i).isGreaterThan(previousStart);
+                    assertThat(elapsed[i]).isPositive();
+                    previousStart = start + elapsed[i];
+                }
+                java.util.Arrays.sort(elapsed);
+                double medianUs = elapsed[100] / 1000.0 / (test.pingPong() ? 2 : 1);
+                assertThat(row.typical()).as(test + " typical against the samples' median").isCloseTo(medianUs, org.assertj.core.data.Percentage.withPercentage(1));
+                assertThat(row.max()).isCloseTo(elapsed[200] / 1000.0 / (test.pingPong() ? 2 : 1), org.assertj.core.data.Percentage.withPercentage(1));
+            }
+        }
+    }
+
+    /**
      * Bandwidth keeps its requests in flight from their completions: every request counted was done
      * by the NIC, whatever the list size, the signalling interval and the queue pairs, and a run that
      * ends by time ends on every queue pair (requests after a queue pair's last signalled one are
