@@ -56,6 +56,14 @@ final class Bench {
     final Map<String, List<Double>> figures = new LinkedHashMap<>();
     /** False while a pass only warms the nodes up. */
     private boolean recording = true;
+    /** The round being measured (0: the unrecorded warm-up round). */
+    private int round;
+    /** Every round trip behind the write round-trip figures, for {@link #writeRoundTrips}. */
+    private final List<RoundTrips> roundTrips = new ArrayList<>();
+
+    /** The round trips one figure took in one round. */
+    private record RoundTrips(String figure, int round, LatencySamples samples) {
+    }
 
     Bench(Budget budget, PrintWriter log, Path logDirectory, Ucx ucx) {
         this.budget = budget;
@@ -91,7 +99,7 @@ final class Bench {
             } finally {
                 recording = true;
             }
-            for (int round = 1; round <= rounds; round++) {
+            for (round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
                 log.flush();
                 double warmup = budget.warmupSeconds();
@@ -164,9 +172,13 @@ final class Bench {
             try (Pagewire a = Pagewire.connect(nodes.requester(), options); Pagewire b = Pagewire.connect(nodes.responder(), options);
                     NodeProbe probeA = new NodeProbe(nodes.requester(), ClientSecurity.plaintext());
                     NodeProbe probeB = new NodeProbe(nodes.responder(), ClientSecurity.plaintext())) {
-                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
+                LatencySamples samples = new LatencySamples();
+                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false, samples);
                 record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
                 record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
+                if (recording) {
+                    roundTrips.add(new RoundTrips("write RTT 64 B " + how, round, samples));
+                }
                 Perftest.LatencyRow link = probeA.linkPingPong(probeB.describe().getNodeId(), LATENCY_SIZE, budget.latencyIterations(),
                         budget.latencyWarmup(), false);
                 record("grpc ping-pong RTT 64 B " + how + " p50 us", link.typical());
@@ -226,6 +238,12 @@ final class Bench {
 
     private Perftest.LatencyRow latency(Pagewire a, Pagewire b, RegistrationMode mode, Perftest.Test test, boolean busy, boolean fresh)
             throws Exception {
+        return latency(a, b, mode, test, busy, fresh, null);
+    }
+
+    /** As above; the measured round trips (not the warm-up's) also go to {@code samples} unless it is null. */
+    private Perftest.LatencyRow latency(Pagewire a, Pagewire b, RegistrationMode mode, Perftest.Test test, boolean busy, boolean fresh,
+            LatencySamples samples) throws Exception {
         try (Perftest perftest = new Perftest(a, b, mode, busy)) {
             // Warm-up ping-pongs until this JVM's compilers are quiet: a round of a few thousand round
             // trips is over in well under a second, and a compiler thread still at work on the path
@@ -240,8 +258,23 @@ final class Bench {
                     break;
                 }
             }
+            perftest.recordSamples(samples);
             return perftest.latency(test, LATENCY_SIZE, budget.latencyIterations(), budget.latencyWarmup(), fresh, done -> { });
         }
+    }
+
+    /**
+     * Writes every round trip behind the write round-trip figures as CSV ({@code figure,round,} then
+     * {@link LatencySamples#HEADER}'s columns), so that a round whose p99 stands out can be taken apart
+     * afterwards: clustered slow round trips point at one event (a collection, a compiler), scattered
+     * ones at the scheduler.
+     */
+    void writeRoundTrips(java.io.Writer out) throws java.io.IOException {
+        out.write("figure,round," + LatencySamples.HEADER + "\n");
+        for (RoundTrips r : roundTrips) {
+            r.samples().writeRows(out, r.figure() + "," + r.round() + ",");
+        }
+        out.flush();
     }
 
     /** At most this many warm-up batches of a latency figure wait for the compilers to be quiet. */

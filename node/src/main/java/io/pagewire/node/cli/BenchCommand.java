@@ -17,7 +17,8 @@ import picocli.CommandLine.Spec;
         description = {"Measures Pagewire's data path beside the raw gRPC link under it (and UCX over TCP where",
             "ucx_perftest is installed: apt-get install ucx-utils), in interleaved rounds on two node processes it",
             "starts on loopback and an embedded pair. Writes bench.md (medians, ranges, ratios with their targets),",
-            "bench.csv (every round) and bench.png (each ratio against its target) to --out, and prints the table."})
+            "bench.csv (every round), bench.png (each ratio against its target) and bench-round-trips.csv (every write round trip",
+            "behind the round-trip figures, with its start time) to --out, and prints the table."})
 final class BenchCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -59,8 +60,12 @@ final class BenchCommand implements Callable<Integer> {
         Files.writeString(out.resolve("bench.md"), markdown, StandardCharsets.UTF_8);
         Files.writeString(out.resolve("bench.csv"), report.csv(), StandardCharsets.UTF_8);
         report.plot(out.resolve("bench.png"));
+        try (java.io.Writer w = Files.newBufferedWriter(out.resolve("bench-round-trips.csv"), StandardCharsets.UTF_8)) {
+            bench.writeRoundTrips(w);
+        }
         stdout.println(markdown);
-        stdout.println("wrote " + out.resolve("bench.md") + ", " + out.resolve("bench.csv") + ", " + out.resolve("bench.png"));
+        stdout.println("wrote " + out.resolve("bench.md") + ", " + out.resolve("bench.csv") + ", " + out.resolve("bench.png") + ", "
+                + out.resolve("bench-round-trips.csv"));
         stdout.flush();
         return 0;
     }

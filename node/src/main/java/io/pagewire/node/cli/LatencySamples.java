@@ -51,12 +51,18 @@ final class LatencySamples {
     void writeCsv(Writer out) throws IOException {
         out.write(HEADER);
         out.write('\n');
-        StringBuilder line = new StringBuilder(48);
+        writeRows(out, "");
+        out.flush();
+    }
+
+    /** Writes the samples as CSV rows under {@link #HEADER}, each after {@code prefix} (columns of the caller's, ending in a comma, or empty). */
+    void writeRows(Writer out, String prefix) throws IOException {
+        StringBuilder line = new StringBuilder(64);
         for (int i = 0; i < startsNs.size(); i++) {
             line.setLength(0);
-            line.append(bytes.getInt(i)).append(',').append(startsNs.getLong(i)).append(',').append(elapsedNs.getLong(i)).append('\n');
+            line.append(prefix).append(bytes.getInt(i)).append(',').append(startsNs.getLong(i)).append(',').append(elapsedNs.getLong(i))
+                    .append('\n');
             out.append(line);
         }
-        out.flush();
     }
 }

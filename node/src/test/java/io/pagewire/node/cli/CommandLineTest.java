@@ -130,6 +130,12 @@ class CommandLineTest {
                 "| write RTT 64 B default, remote application (gRPC verbs) p50 us |", "UCX: not measured");
         assertThat(out.resolve("bench.md")).exists();
         assertThat(java.nio.file.Files.readAllLines(out.resolve("bench.csv"))).first().isEqualTo("figure,round,value");
+        List<String> roundTrips = java.nio.file.Files.readAllLines(out.resolve("bench-round-trips.csv"));
+        assertThat(roundTrips).first().isEqualTo("figure,round,bytes,start_ns,elapsed_ns");
+        // The quick budget measures 200 round trips per figure; round 0 (JIT warm-up) is not written.
+        assertThat(roundTrips.stream().filter(l -> l.matches("write RTT 64 B default,1,64,\\d+,\\d+"))).hasSize(200);
+        assertThat(roundTrips.stream().filter(l -> l.matches("write RTT 64 B busy-poll,1,64,\\d+,\\d+"))).hasSize(200);
+        assertThat(roundTrips).hasSize(401);
         byte[] png = java.nio.file.Files.readAllBytes(out.resolve("bench.png"));
         assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
     }
