@@ -40,10 +40,6 @@ final class LatencySamples {
         elapsedNs.addLong(elapsed);
     }
 
-    int size() {
-        return startsNs.size();
-    }
-
     /**
      * Writes the samples as CSV under {@link #HEADER}: a ping-pong's elapsed time is its whole round
      * trip (the table halves it, as perftest does), a READ's or an atomic's is the request's.

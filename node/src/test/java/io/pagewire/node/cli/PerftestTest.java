@@ -5,20 +5,44 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.node.EmbeddedCluster;
+import io.pagewire.node.HeldResources;
 import io.pagewire.node.Transport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** What perftest's users rely on: a latency test has exactly one ping in flight. */
 class PerftestTest {
+    /** An embedded pair of nodes, an application connected to each, and a perftest between them; closed in reverse order. */
+    private record EmbeddedPerftest(EmbeddedCluster cluster, Perftest perftest, HeldResources held) implements AutoCloseable {
+        static EmbeddedPerftest start(RegistrationMode mode, boolean busyPoll) {
+            HeldResources held = new HeldResources();
+            try {
+                EmbeddedCluster cluster = held.add(EmbeddedCluster.start(2, Transport.NETTY, c -> { }));
+                Pagewire a = held.add(Pagewire.connect(cluster.node(1).target(), cluster.connectOptions()));
+                Pagewire b = held.add(Pagewire.connect(cluster.node(2).target(), cluster.connectOptions()));
+                return new EmbeddedPerftest(cluster, held.add(new Perftest(a, b, mode, busyPoll)), held);
+            } catch (RuntimeException e) {
+                held.close(); // what was opened before the failure
+                throw e;
+            }
+        }
+
+        io.pagewire.node.PagewireNode node(int n) {
+            return cluster.node(n);
+        }
+
+        @Override
+        public void close() {
+            held.close();
+        }
+    }
+
     @Test
     @Timeout(120)
     void writeLatencyHasOnePingInFlightAndOnePongPerPing() throws Exception {
         for (boolean busyPoll : new boolean[] {false, true}) {
-            try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                    Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
-                    Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
-                    Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, busyPoll)) {
+            try (EmbeddedPerftest pair = EmbeddedPerftest.start(RegistrationMode.PINNED, busyPoll)) {
+                Perftest perftest = pair.perftest();
                 Perftest.LatencyRow row = perftest.latency(Perftest.Test.WRITE_LAT, 64, 300, 30, done -> { });
                 assertThat(row.iterations()).isEqualTo(300);
                 // Installing a handler shows it the counter's current value; that is not a ping.
@@ -36,10 +60,8 @@ class PerftestTest {
     @Test
     @Timeout(120)
     void latencySamplesAreTheRoundTripsTheTableSummarises() throws Exception {
-        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
-                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
-                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+        try (EmbeddedPerftest pair = EmbeddedPerftest.start(RegistrationMode.PINNED, false)) {
+            Perftest perftest = pair.perftest();
             for (Perftest.Test test : new Perftest.Test[] {Perftest.Test.WRITE_LAT, Perftest.Test.READ_LAT}) {
                 LatencySamples samples = new LatencySamples();
                 perftest.recordSamples(samples);
@@ -76,10 +98,8 @@ class PerftestTest {
     @Test
     @Timeout(120)
     void bandwidthCountsWhatTheNicCompletedAndEndsOnEveryQueuePair() throws Exception {
-        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
-                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
-                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+        try (EmbeddedPerftest pair = EmbeddedPerftest.start(RegistrationMode.PINNED, false)) {
+            Perftest perftest = pair.perftest();
             perftest.postList(4);
             perftest.cqMod(7);
             Perftest.BandwidthRow counted = perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, 3001, 0, 0, 3, 10, done -> { });
@@ -105,10 +125,8 @@ class PerftestTest {
     @Test
     @Timeout(120)
     void interleavedWriteLatencyGivesEachVariantItsOwnPings() throws Exception {
-        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
-                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
-                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+        try (EmbeddedPerftest pair = EmbeddedPerftest.start(RegistrationMode.PINNED, false)) {
+            Perftest perftest = pair.perftest();
             java.util.List<Perftest.Variant> variants = java.util.List.of(new Perftest.Variant(RegistrationMode.PINNED, false),
                     new Perftest.Variant(RegistrationMode.ON_DEMAND, false), new Perftest.Variant(RegistrationMode.PIN_ON_MISS, true));
             long faultsBefore = pair.node(2).nic().counters().get(io.pagewire.node.nic.NicCounter.RECEIVE_FAULTS_MINOR);
@@ -124,10 +142,8 @@ class PerftestTest {
     @Test
     @Timeout(120)
     void sendAndAtomicTestsRunLikePerftests() throws Exception {
-        try (EmbeddedCluster pair = EmbeddedCluster.start(2, Transport.NETTY, c -> { });
-                Pagewire a = Pagewire.connect(pair.node(1).target(), pair.connectOptions());
-                Pagewire b = Pagewire.connect(pair.node(2).target(), pair.connectOptions());
-                Perftest perftest = new Perftest(a, b, RegistrationMode.ON_DEMAND, false)) {
+        try (EmbeddedPerftest pair = EmbeddedPerftest.start(RegistrationMode.ON_DEMAND, false)) {
+            Perftest perftest = pair.perftest();
             Perftest.LatencyRow sendLat = perftest.latency(Perftest.Test.SEND_LAT, 64, 200, 20, done -> { });
             assertThat(sendLat.iterations()).isEqualTo(200);
             assertThat(perftest.lastSendPings).as("the far side answered each ping once: one in flight at a time").isEqualTo(220);
