@@ -435,6 +435,9 @@ public final class QueuePair implements AutoCloseable {
     }
 
     void checkTimeout(long now) {
+        if (!requester.sweepWanted()) {
+            return; // nothing queued since the sweep last found this pair idle: its lock stays with the data path
+        }
         lock.lock();
         try {
             if (state == State.READY && requester.checkTimeout(now)) {

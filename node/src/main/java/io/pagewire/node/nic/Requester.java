@@ -23,6 +23,13 @@ final class Requester {
     private final DmaEngine dma;
     private final int mtu;
     private final WqeRing wqes = new WqeRing();
+    /**
+     * Whether the timeout sweep has work here: set (under the pair's lock) whenever a request is
+     * queued, cleared only by the sweep (under the lock) once it finds nothing outstanding, and read
+     * by the sweep without the lock, so an idle pair costs the sweep one read instead of its lock.
+     * Queued work thus always leaves it set.
+     */
+    private volatile boolean sweepWanted;
     private final long[] notResident = new long[1];
 
     /** The PSN the next posted request starts at. */
@@ -115,6 +122,14 @@ final class Requester {
         qp.endpoint().admitWorkRequest(wr.wrId());
         wqes.add(new SendWqe(wr, local, nextPsn, packets, nic.clock().nanoTime()));
         nextPsn += packets;
+        if (!sweepWanted) {
+            sweepWanted = true;
+        }
+    }
+
+    /** Whether the timeout sweep has anything to look at here (read without the pair's lock). */
+    boolean sweepWanted() {
+        return sweepWanted;
     }
 
     int outstanding() {
@@ -619,7 +634,11 @@ final class Requester {
 
     /** @return true when the acknowledgement timer expired and packets are to be sent again */
     boolean checkTimeout(long now) {
-        if (wqes.isEmpty() || rnrWaiting || !faultsPending.isEmpty()) {
+        if (wqes.isEmpty()) {
+            sweepWanted = false;
+            return false;
+        }
+        if (rnrWaiting || !faultsPending.isEmpty()) {
             return false;
         }
         long unacked = unackedPsn();

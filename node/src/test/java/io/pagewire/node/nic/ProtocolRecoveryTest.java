@@ -101,6 +101,17 @@ class ProtocolRecoveryTest {
     }
 
     @Test
+    void aLossAfterThePairWasIdleThroughSweepsIsStillRecoveredByTheTimeout() throws Exception {
+        // The sweep stops taking an idle pair's lock once it has found the pair idle; work queued
+        // after that must bring it back, or a lost last segment would wait forever.
+        writeAndReadBackIntact();
+        Thread.sleep(100); // the sweep runs every 5 ms here: twenty sweeps find the pair idle
+        dropOnce(p -> p.getOpcode() == Opcode.WRITE_LAST);
+        writeAndReadBackIntact();
+        assertThat(a.counters().get(NicCounter.ACK_TIMEOUTS)).isPositive();
+    }
+
+    @Test
     void aLostAcknowledgementIsRecoveredByTheResentDuplicate() throws Exception {
         dropOnce(p -> p.getOpcode() == Opcode.ACKNOWLEDGE && p.getAckPsn() == length / MTU - 1);
         writeAndReadBackIntact();
