@@ -54,9 +54,7 @@ final class Bench {
     private final Ucx ucx;
     /** Every figure's value, one per round, in the order they were first measured. */
     final Map<String, List<Double>> figures = new LinkedHashMap<>();
-    /** False while a pass only warms the nodes up. */
-    private boolean recording = true;
-    /** The round being measured (0: the unrecorded warm-up round). */
+    /** The round being measured; 0 while a pass only warms the nodes up, which records nothing. */
     private int round;
     /** Every round trip behind the write round-trip figures, for {@link #writeRoundTrips}. */
     private final List<RoundTrips> roundTrips = new ArrayList<>();
@@ -91,14 +89,9 @@ final class Bench {
             // taking one of the two cores (it made busy-polling's p99 milliseconds).
             log.printf("# round 0: every path once, not recorded (JIT warm-up)%n");
             log.flush();
-            recording = false;
-            try {
-                bandwidth(pair, budget.warmupSeconds());
-                latency(pair, spinning);
-                modes(pair);
-            } finally {
-                recording = true;
-            }
+            bandwidth(pair, budget.warmupSeconds());
+            latency(pair, spinning);
+            modes(pair);
             for (round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
                 log.flush();
@@ -108,7 +101,7 @@ final class Bench {
                 modes(pair);
                 embedded();
                 if (ucx.available()) {
-                    ucx(round);
+                    ucx();
                 }
             }
         }
@@ -176,7 +169,7 @@ final class Bench {
                 Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false, samples);
                 record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
                 record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
-                if (recording) {
+                if (recording()) {
                     roundTrips.add(new RoundTrips("write RTT 64 B " + how, round, samples));
                 }
                 Perftest.LatencyRow link = probeA.linkPingPong(probeB.describe().getNodeId(), LATENCY_SIZE, budget.latencyIterations(),
@@ -280,7 +273,7 @@ final class Bench {
     /** At most this many warm-up batches of a latency figure wait for the compilers to be quiet. */
     private static final int MAX_WARMUP_BATCHES = 20;
 
-    private void ucx(int round) {
+    private void ucx() {
         for (int size : BANDWIDTH_SIZES) {
             Double mb = ucx.putBandwidthMbPerSec(size, budget);
             if (mb != null) {
@@ -294,8 +287,13 @@ final class Bench {
         }
     }
 
+    /** Whether what is measured now counts (round 0 only warms up). */
+    private boolean recording() {
+        return round > 0;
+    }
+
     private void record(String name, double value) {
-        if (!recording) {
+        if (!recording()) {
             return;
         }
         figures.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
