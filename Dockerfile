@@ -18,9 +18,9 @@ FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 # Every module builds once with its pom alone, which fetches every plugin and library.
 COPY --from=poms /src /src
-RUN mvn -B -q -DskipTests -pl node -am package && rm -rf /src/*/target
+RUN mvn -B -q -DskipTests -pl tools -am package && rm -rf /src/*/target
 COPY . .
-RUN mvn -B -q -DskipTests -pl node -am package && cp node/target/pagewire.jar /pagewire.jar
+RUN mvn -B -q -DskipTests -pl tools -am package && cp tools/target/pagewire.jar /pagewire.jar
 
 FROM ${RUNTIME_IMAGE} AS node
 RUN groupadd --system --gid 7100 pagewire \
@@ -44,5 +44,5 @@ STOPSIGNAL SIGTERM
 # The probe is a short-lived JVM: client compiler only, small heap, and it must not inherit the node's flags.
 HEALTHCHECK --interval=10s --timeout=8s --start-period=60s --retries=3 \
   CMD ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx48m", "-Xss512k", "-XX:-UsePerfData", \
-       "-cp", "/opt/pagewire/pagewire.jar", "io.pagewire.node.cli.PagewireCommand", "health", "--quiet", "localhost:7100"]
+       "-cp", "/opt/pagewire/pagewire.jar", "io.pagewire.tools.cli.PagewireCommand", "health", "--quiet", "localhost:7100"]
 ENTRYPOINT ["java", "-XX:MaxRAMPercentage=75", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/pagewire/pagewire.jar", "node"]

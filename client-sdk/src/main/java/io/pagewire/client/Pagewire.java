@@ -1,9 +1,9 @@
 package io.pagewire.client;
 
 import io.grpc.Channel;
-import io.pagewire.client.impl.GrpcPagewire;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -13,17 +13,33 @@ import java.util.concurrent.CompletableFuture;
 public interface Pagewire extends AutoCloseable {
     /** Connects to a node at "host:port" with default options. */
     static Pagewire connect(String target) {
-        return GrpcPagewire.connect(target, ConnectOptions.defaults());
+        return connect(target, ConnectOptions.defaults());
     }
 
     /** Connects to a node at "host:port". */
     static Pagewire connect(String target, ConnectOptions options) {
-        return GrpcPagewire.connect(target, options);
+        return Provider.INSTALLED.connect(target, options);
     }
 
     /** Uses a channel the application manages (closing the connection leaves the channel open). */
     static Pagewire connect(Channel channel, ConnectOptions options) {
-        return GrpcPagewire.over(channel, options);
+        return Provider.INSTALLED.over(channel, options);
+    }
+
+    /**
+     * What makes connections: the SDK's implementation registers one with {@link ServiceLoader}, so that
+     * this interface, like the rest of the API, names no implementation (as gRPC finds its transports).
+     */
+    interface Provider {
+        /** A connection to a node at "host:port", over a channel the connection owns. */
+        Pagewire connect(String target, ConnectOptions options);
+
+        /** A connection over a channel the application owns. */
+        Pagewire over(Channel channel, ConnectOptions options);
+
+        /** The provider on the class path; the SDK's jar has one. */
+        Provider INSTALLED = ServiceLoader.load(Provider.class, Provider.class.getClassLoader()).findFirst()
+                .orElseThrow(() -> new IllegalStateException("no Pagewire connection provider on the class path: add the pagewire-client-sdk jar"));
     }
 
     NodeInfo node();

@@ -2,6 +2,7 @@ package io.pagewire.kernel;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -40,17 +41,24 @@ public final class AddressSpace implements AutoCloseable {
     private long allocatedBytes;
     private int residentPages;
     private int pinnedPages;
+    private final Account account;
     private int swappedPages;
     private boolean closed;
 
-    AddressSpace(KernelAgent kernel, int id) {
+    AddressSpace(KernelAgent kernel, int id, Account account) {
         this.kernel = kernel;
+        this.account = account;
         this.memory = kernel.memory();
         this.counters = kernel.counters();
         this.id = id;
         this.pageSize = memory.pageSize();
         this.pageShift = Integer.numberOfTrailingZeros(pageSize);
         this.pageTable = new PageTable(pageShift);
+    }
+
+    /** Whose share of the node's memory and pins this space's pages count against. */
+    public Account account() {
+        return account;
     }
 
     /** The endpoint id this address space belongs to. */
@@ -480,7 +488,7 @@ public final class AddressSpace implements AutoCloseable {
         } finally {
             kernel.unlock();
         }
-        return found == missing.length ? missing : java.util.Arrays.copyOf(missing, found);
+        return found == missing.length ? missing : Arrays.copyOf(missing, found);
     }
 
     public void addListener(MemoryListener listener) {
@@ -593,6 +601,9 @@ public final class AddressSpace implements AutoCloseable {
                 memory.markAccessed(entry.frame, write);
                 return null;
             }
+            if (entry.swapSlot < 0) {
+                kernel.checkPageShare(this, vpn); // a new page: within its application's share of the node
+            }
             int frame = kernel.obtainFrame(this, vpn);
             if (closed || pageTable.get(vpn) != entry || entry.inTransit || entry.present()) {
                 // Things moved while a victim was written back: start again with the frame returned.
@@ -615,6 +626,7 @@ public final class AddressSpace implements AutoCloseable {
                     serveWithLockReleased(entry, frame, false);
                 }
                 memory.zero(frame);
+                account.held(1);
                 kind = FaultKind.MINOR;
             }
             memory.assign(frame, write);
@@ -677,6 +689,7 @@ public final class AddressSpace implements AutoCloseable {
         } else {
             // A clean page that was never written: it will be zero-filled again at its next touch.
             pageTable.remove(vpn);
+            account.held(-1);
         }
         residentPages--;
     }
@@ -711,7 +724,7 @@ public final class AddressSpace implements AutoCloseable {
 
         void add(int frame) {
             if (count == frames.length) {
-                frames = java.util.Arrays.copyOf(frames, count * 2);
+                frames = Arrays.copyOf(frames, count * 2);
             }
             frames[count++] = frame;
         }
@@ -730,18 +743,25 @@ public final class AddressSpace implements AutoCloseable {
                 counters.add(KernelCounter.PINS_REVOKED, entry.pinCount);
                 entry.pinCount = 0;
                 pinnedPages--;
-                kernel.pinnedPagesChanged(-1);
+                kernel.pinnedPagesChanged(this, -1);
             }
-            if (entry.present()) {
+            boolean present = entry.present();
+            if (present || entry.swapSlot >= 0) {
+                account.held(-1);
+            }
+            if (present) {
                 kernel.takeFrameFromUnmappedPage(entry.frame);
                 taken.add(entry.frame);
                 entry.frame = -1;
                 residentPages--;
             }
             if (entry.swapSlot >= 0) {
+                // A resident page may keep the slot it was read from; it counts as resident only.
                 kernel.swap().release(entry.swapSlot);
                 entry.swapSlot = -1;
-                swappedPages--;
+                if (!present) {
+                    swappedPages--;
+                }
             }
             pageTable.remove(vpn);
         });
@@ -763,7 +783,7 @@ public final class AddressSpace implements AutoCloseable {
     private void addPin(PageTableEntry entry) {
         if (entry.pinCount++ == 0) {
             pinnedPages++;
-            kernel.pinnedPagesChanged(1);
+            kernel.pinnedPagesChanged(this, 1);
         }
         counters.increment(KernelCounter.PINS);
     }
@@ -775,7 +795,7 @@ public final class AddressSpace implements AutoCloseable {
         }
         if (--entry.pinCount == 0) {
             pinnedPages--;
-            kernel.pinnedPagesChanged(-1);
+            kernel.pinnedPagesChanged(this, -1);
         }
         counters.increment(KernelCounter.UNPINS);
     }

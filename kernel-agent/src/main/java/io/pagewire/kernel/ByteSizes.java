@@ -1,5 +1,7 @@
 package io.pagewire.kernel;
 
+import java.util.Locale;
+
 /** Formats byte counts the way people read them in error messages: {@code 64 MiB}, {@code 12 KiB}. */
 public final class ByteSizes {
     private static final long KIB = 1024;
@@ -34,6 +36,6 @@ public final class ByteSizes {
         if (bytes % unit == 0) {
             return (bytes / unit) + " " + name;
         }
-        return String.format(java.util.Locale.ROOT, "%.1f %s", (double) bytes / unit, name);
+        return String.format(Locale.ROOT, "%.1f %s", (double) bytes / unit, name);
     }
 }

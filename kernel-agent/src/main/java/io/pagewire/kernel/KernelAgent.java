@@ -1,6 +1,7 @@
 package io.pagewire.kernel;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -39,6 +40,8 @@ public final class KernelAgent implements AutoCloseable {
     private final PageReplacementPolicy replacement;
     private final KernelCounters counters = new KernelCounters();
     private final Map<Integer, AddressSpace> spaces = new ConcurrentHashMap<>();
+    /** Accounts of named owners with an open address space. Guarded by the kernel lock. */
+    private final Map<String, Account> accounts = new HashMap<>();
     private final AtomicInteger nextSpaceId = new AtomicInteger(1);
     private final SystemBuffer systemBuffer;
     private final FaultService faultService;
@@ -60,19 +63,51 @@ public final class KernelAgent implements AutoCloseable {
         return new KernelAgent(context.conclude());
     }
 
-    /** Creates the address space of a new endpoint. */
+    /** Creates the address space of a new endpoint, an account of its own bounded only by the node. */
     public AddressSpace createAddressSpace() {
+        return createAddressSpace(null);
+    }
+
+    /**
+     * Creates the address space of a new endpoint of {@code owner} (the caller the node authenticated),
+     * whose pages and pins count against that owner's share of the node; null: an account of its own,
+     * bounded only by the node.
+     */
+    public AddressSpace createAddressSpace(String owner) {
         lock();
         try {
             if (closed) {
                 throw new KernelException("kernel agent " + context.name() + " is closed");
             }
-            AddressSpace space = new AddressSpace(this, nextSpaceId.getAndIncrement());
+            int id = nextSpaceId.getAndIncrement();
+            Account account = owner == null ? new Account("endpoint " + id, false) : accounts.computeIfAbsent(owner, o -> new Account(o, true));
+            account.spaceOpened();
+            AddressSpace space = new AddressSpace(this, id, account);
             spaces.put(space.id(), space);
             return space;
         } finally {
             unlock();
         }
+    }
+
+    /** The account of an owner with an open address space, or null. */
+    public Account account(String owner) {
+        lock();
+        try {
+            return accounts.get(owner);
+        } finally {
+            unlock();
+        }
+    }
+
+    /** The most pages one account may hold, resident or in swap: its share of the frames and swap slots. */
+    public int accountPageLimit() {
+        return (int) (context.callerShare() * ((long) frames.frameCount() + swap.slotCount()));
+    }
+
+    /** The most pages one account may pin: its share of the node's pin limit. */
+    public long accountPinLimitPages() {
+        return (long) (context.callerShare() * (context.nodePinLimitBytes() / memory.pageSize()));
     }
 
     /** The open address space of an endpoint, or null. */
@@ -180,7 +215,7 @@ public final class KernelAgent implements AutoCloseable {
         long overhead = context.faultOverheadNs();
         long done = System.nanoTime() + overhead;
         for (long left = overhead; left > 0 && !Thread.currentThread().isInterrupted(); left = done - System.nanoTime()) {
-            java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+            LockSupport.parkNanos(this, left);
         }
     }
 
@@ -206,6 +241,25 @@ public final class KernelAgent implements AutoCloseable {
 
     void forget(AddressSpace space) {
         spaces.remove(space.id());
+        Account account = space.account();
+        if (account.spaceClosed()) {
+            accounts.remove(account.owner(), account);
+        }
+    }
+
+    /**
+     * Throws unless the account of {@code space} may hold one more page (a page about to be filled at
+     * its first touch): what keeps one application from taking every frame and swap slot.
+     */
+    void checkPageShare(AddressSpace space, long vpn) {
+        Account account = space.account();
+        if (account.shared() && account.heldPages() >= accountPageLimit()) {
+            counters.increment(KernelCounter.ACCOUNT_SHARE_REJECTIONS);
+            throw new MemoryExhaustedException(String.format("out of memory for %s: page 0x%x of %s would be its page %d, past its share"
+                    + " (%s = %.2f) of the node's %d frames and swap slots; free some first", account, vpn * memory.pageSize(), space,
+                    account.heldPages() + 1, KernelConfiguration.CALLER_SHARE.name(), context.callerShare(),
+                    frames.frameCount() + swap.slotCount()));
+        }
     }
 
     /**
@@ -371,10 +425,21 @@ public final class KernelAgent implements AutoCloseable {
                             ByteSizes.format(context.nodePinLimitBytes()), context.name(), ByteSizes.format(nodeWould),
                             ByteSizes.format(pinnedPages * pageSize), ByteSizes.format(additionalPages * pageSize), space));
         }
+        Account account = space.account();
+        long accountWould = account.pinnedPages() + additionalPages;
+        if (account.shared() && accountWould > accountPinLimitPages()) {
+            counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
+            throw new PinLimitExceededException(PinLimitExceededException.Limit.SHARE, accountPinLimitPages() * pageSize, accountWould * pageSize,
+                    String.format("pin share exceeded: %s would pin %s in all (%s pinned now, %s more requested by %s), past its share"
+                            + " (%s = %.2f) of the node pin limit %s", account, ByteSizes.format(accountWould * pageSize),
+                            ByteSizes.format(account.pinnedPages() * pageSize), ByteSizes.format(additionalPages * pageSize), space,
+                            KernelConfiguration.CALLER_SHARE.name(), context.callerShare(), ByteSizes.format(context.nodePinLimitBytes())));
+        }
     }
 
-    void pinnedPagesChanged(int delta) {
+    void pinnedPagesChanged(AddressSpace space, int delta) {
         pinnedPages += delta;
+        space.account().pinned(delta);
     }
 
     private String outOfMemoryMessage(AddressSpace requester, long vpn) {

@@ -1,80 +1,95 @@
 package io.pagewire.kernel;
 
+import static io.pagewire.kernel.KernelConfiguration.DMA_DRAIN_TIMEOUT;
+import static io.pagewire.kernel.KernelConfiguration.FAULT_HANDLERS;
+import static io.pagewire.kernel.KernelConfiguration.FAULT_OVERHEAD;
+import static io.pagewire.kernel.KernelConfiguration.CALLER_SHARE;
+import static io.pagewire.kernel.KernelConfiguration.MEMLOCK_LIMIT;
+import static io.pagewire.kernel.KernelConfiguration.NODE_PIN_LIMIT;
+import static io.pagewire.kernel.KernelConfiguration.PAGE_REPLACEMENT;
+import static io.pagewire.kernel.KernelConfiguration.PAGE_SIZE;
+import static io.pagewire.kernel.KernelConfiguration.PHYSICAL_MEMORY;
+import static io.pagewire.kernel.KernelConfiguration.PIN_COST;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_BANDWIDTH;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_DEVICE;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_FILE;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_QUEUE_DEPTH;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_READ_LATENCY;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_SIZE;
+import static io.pagewire.kernel.KernelConfiguration.SWAP_WRITE_LATENCY;
+import static io.pagewire.kernel.KernelConfiguration.SYSTEM_BUFFER_SIZE;
+
+import io.pagewire.config.SettingValues;
 import java.nio.file.Path;
 
 /**
- * The settings one kernel agent runs with: defaults from {@link KernelConfiguration}, fluent setters,
- * and one {@link #conclude()} that rejects a bad value with a message naming its knob.
+ * The settings one kernel agent runs with: the values of {@link KernelConfiguration}'s settings,
+ * fluent setters, and one {@link #conclude()} that rejects a bad value with a message naming its knob.
  */
 public final class KernelContext {
     /** The largest page a node may have: a 2 MiB huge page. */
     public static final int MAX_PAGE_SIZE = 2 << 20;
 
-    private int pageSizeBytes = KernelConfiguration.pageSizeBytes();
-    private long physicalMemoryBytes = KernelConfiguration.physicalMemoryBytes();
-    private long swapBytes = KernelConfiguration.swapBytes();
-    private Path swapFile = KernelConfiguration.swapFile().isEmpty() ? null : Path.of(KernelConfiguration.swapFile());
-    private long memlockLimitBytes = KernelConfiguration.memlockLimitBytes();
-    private long nodePinLimitBytes = KernelConfiguration.nodePinLimitBytes();
-    private long systemBufferBytes = KernelConfiguration.systemBufferBytes();
-    private PageReplacement pageReplacement = KernelConfiguration.pageReplacement();
-    private long dmaDrainTimeoutNs = KernelConfiguration.dmaDrainTimeoutNs();
-    private StorageModel swapDevice = KernelConfiguration.swapDevice();
-    private long swapReadLatencyNs = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME);
-    private long swapWriteLatencyNs = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME);
-    private long swapBytesPerSecond = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME);
-    private long swapQueueDepth = KernelConfiguration.swapFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME);
-    private long faultOverheadNs = KernelConfiguration.faultOverheadNs();
-    private int faultHandlers = KernelConfiguration.faultHandlers();
-    private long pinCostNs = KernelConfiguration.pinCostNs();
+    private final SettingValues settings = new SettingValues(KernelConfiguration.SETTINGS);
     private NanoClock clock = NanoClock.SYSTEM;
     private String name = "kernel";
     private boolean concluded;
 
+    /** The values of the kernel's settings, by descriptor (the node's settings registry writes them by name). */
+    public SettingValues settings() {
+        return settings;
+    }
+
     public KernelContext pageSizeBytes(int value) {
-        pageSizeBytes = value;
+        settings.set(PAGE_SIZE, value);
         return this;
     }
 
     public KernelContext physicalMemoryBytes(long value) {
-        physicalMemoryBytes = value;
+        settings.set(PHYSICAL_MEMORY, value);
         return this;
     }
 
     public KernelContext swapBytes(long value) {
-        swapBytes = value;
+        settings.set(SWAP_SIZE, value);
         return this;
     }
 
     /** The file backing swap; {@code null} for a temporary file removed at close. */
     public KernelContext swapFile(Path value) {
-        swapFile = value;
+        settings.set(SWAP_FILE, value);
         return this;
     }
 
     public KernelContext memlockLimitBytes(long value) {
-        memlockLimitBytes = value;
+        settings.set(MEMLOCK_LIMIT, value);
+        return this;
+    }
+
+    /** The most of each node-wide pool one application may hold (0 to 1]. */
+    public KernelContext callerShare(double value) {
+        settings.set(CALLER_SHARE, value);
         return this;
     }
 
     /** The node-wide pin limit; 0 for three quarters of physical memory. */
     public KernelContext nodePinLimitBytes(long value) {
-        nodePinLimitBytes = value;
+        settings.set(NODE_PIN_LIMIT, value);
         return this;
     }
 
     public KernelContext systemBufferBytes(long value) {
-        systemBufferBytes = value;
+        settings.set(SYSTEM_BUFFER_SIZE, value);
         return this;
     }
 
     public KernelContext pageReplacement(PageReplacement value) {
-        pageReplacement = value;
+        settings.set(PAGE_REPLACEMENT, value);
         return this;
     }
 
     public KernelContext dmaDrainTimeoutNs(long value) {
-        dmaDrainTimeoutNs = value;
+        settings.set(DMA_DRAIN_TIMEOUT, value);
         return this;
     }
 
@@ -83,49 +98,49 @@ public final class KernelContext {
      * figures set below override it, whichever is set first.
      */
     public KernelContext swapDevice(StorageModel value) {
-        swapDevice = value;
+        settings.set(SWAP_DEVICE, value);
         return this;
     }
 
-    /** The swap device's read latency instead of its model's; -1 keeps the model's. */
+    /** The swap device's read latency instead of its model's. */
     public KernelContext swapReadLatencyNs(long value) {
-        swapReadLatencyNs = value;
+        settings.set(SWAP_READ_LATENCY, value);
         return this;
     }
 
-    /** The swap device's write latency instead of its model's; -1 keeps the model's. */
+    /** The swap device's write latency instead of its model's. */
     public KernelContext swapWriteLatencyNs(long value) {
-        swapWriteLatencyNs = value;
+        settings.set(SWAP_WRITE_LATENCY, value);
         return this;
     }
 
-    /** The swap device's bandwidth instead of its model's (0: no limit); -1 keeps the model's. */
+    /** The swap device's bandwidth instead of its model's (0: no limit). */
     public KernelContext swapBytesPerSecond(long value) {
-        swapBytesPerSecond = value;
+        settings.set(SWAP_BANDWIDTH, value);
         return this;
     }
 
-    /** The swap device's queue depth instead of its model's (0: no limit); -1 keeps the model's. */
-    public KernelContext swapQueueDepth(long value) {
-        swapQueueDepth = value;
+    /** The swap device's queue depth instead of its model's (0: no limit). */
+    public KernelContext swapQueueDepth(int value) {
+        settings.set(SWAP_QUEUE_DEPTH, value);
         return this;
     }
 
     /** The fault handler's own time per fault, minor or major. */
     public KernelContext faultOverheadNs(long value) {
-        faultOverheadNs = value;
+        settings.set(FAULT_OVERHEAD, value);
         return this;
     }
 
     /** The CPU time a page's pin costs, and its unpin (0: only the page-table update). */
     public KernelContext pinCostNs(long value) {
-        pinCostNs = value;
+        settings.set(PIN_COST, value);
         return this;
     }
 
     /** How many NIC page faults are served at once (the fault service's threads). */
     public KernelContext faultHandlers(int value) {
-        faultHandlers = value;
+        settings.set(FAULT_HANDLERS, value);
         return this;
     }
 
@@ -141,71 +156,74 @@ public final class KernelContext {
     }
 
     public int pageSizeBytes() {
-        return pageSizeBytes;
+        return settings.get(PAGE_SIZE);
     }
 
     public int pageShift() {
-        return Integer.numberOfTrailingZeros(pageSizeBytes);
+        return Integer.numberOfTrailingZeros(pageSizeBytes());
     }
 
     public long physicalMemoryBytes() {
-        return physicalMemoryBytes;
+        return settings.get(PHYSICAL_MEMORY);
     }
 
     public int frameCount() {
-        return (int) (physicalMemoryBytes / pageSizeBytes);
+        return (int) (physicalMemoryBytes() / pageSizeBytes());
     }
 
     public long swapBytes() {
-        return swapBytes;
+        return settings.get(SWAP_SIZE);
     }
 
     public Path swapFile() {
-        return swapFile;
+        return settings.get(SWAP_FILE);
+    }
+
+    public double callerShare() {
+        return settings.get(CALLER_SHARE);
     }
 
     public long memlockLimitBytes() {
-        return memlockLimitBytes;
+        return settings.get(MEMLOCK_LIMIT);
     }
 
     public long nodePinLimitBytes() {
-        return nodePinLimitBytes;
+        return settings.get(NODE_PIN_LIMIT);
     }
 
     public long systemBufferBytes() {
-        return systemBufferBytes;
+        return settings.get(SYSTEM_BUFFER_SIZE);
     }
 
     public PageReplacement pageReplacement() {
-        return pageReplacement;
+        return settings.get(PAGE_REPLACEMENT);
     }
 
     public long dmaDrainTimeoutNs() {
-        return dmaDrainTimeoutNs;
+        return settings.get(DMA_DRAIN_TIMEOUT);
     }
 
     /** The swap device's model with the single figures set applied. */
     public StorageModel swapDevice() {
-        return new StorageModel(overridden(swapReadLatencyNs, swapDevice.readLatencyNs()),
-                overridden(swapWriteLatencyNs, swapDevice.writeLatencyNs()),
-                overridden(swapBytesPerSecond, swapDevice.bytesPerSecond()),
-                (int) overridden(swapQueueDepth, swapDevice.queueDepth()));
-    }
-
-    private static long overridden(long figure, long model) {
-        return figure == KernelConfiguration.SWAP_FIGURE_UNSET ? model : figure;
+        StorageModel preset = settings.get(SWAP_DEVICE);
+        Long read = settings.get(SWAP_READ_LATENCY);
+        Long write = settings.get(SWAP_WRITE_LATENCY);
+        Long bandwidth = settings.get(SWAP_BANDWIDTH);
+        Integer depth = settings.get(SWAP_QUEUE_DEPTH);
+        return new StorageModel(read == null ? preset.readLatencyNs() : read, write == null ? preset.writeLatencyNs() : write,
+                bandwidth == null ? preset.bytesPerSecond() : bandwidth, depth == null ? preset.queueDepth() : depth);
     }
 
     public long faultOverheadNs() {
-        return faultOverheadNs;
+        return settings.get(FAULT_OVERHEAD);
     }
 
     public int faultHandlers() {
-        return faultHandlers;
+        return settings.get(FAULT_HANDLERS);
     }
 
     public long pinCostNs() {
-        return pinCostNs;
+        return settings.get(PIN_COST);
     }
 
     public NanoClock clock() {
@@ -225,66 +243,34 @@ public final class KernelContext {
         if (concluded) {
             return this;
         }
-        if (pageSizeBytes < 512 || pageSizeBytes > MAX_PAGE_SIZE || Integer.bitCount(pageSizeBytes) != 1) {
-            throw invalid(KernelConfiguration.PAGE_SIZE_PROP_NAME, "a power of two from 512 to " + MAX_PAGE_SIZE + " (2 MiB, a huge page)",
-                    pageSizeBytes);
+        settings.check();
+        int pageSize = pageSizeBytes();
+        long physical = physicalMemoryBytes();
+        if (physical % pageSize != 0 || physical / pageSize < 16 || physical / pageSize > Integer.MAX_VALUE / 2) {
+            throw invalid(PHYSICAL_MEMORY.name(), "a multiple of the page size (" + pageSize + ") holding at least 16 frames", physical);
         }
-        if (physicalMemoryBytes % pageSizeBytes != 0 || physicalMemoryBytes / pageSizeBytes < 16
-                || physicalMemoryBytes / pageSizeBytes > Integer.MAX_VALUE / 2) {
-            throw invalid(KernelConfiguration.PHYSICAL_MEMORY_PROP_NAME,
-                    "a multiple of the page size (" + pageSizeBytes + ") holding at least 16 frames", physicalMemoryBytes);
+        long swap = swapBytes();
+        if (swap < 0 || swap % pageSize != 0 || swap / pageSize > Integer.MAX_VALUE / 2) {
+            throw invalid(SWAP_SIZE.name(), "a non-negative multiple of the page size (" + pageSize + ")", swap);
         }
-        if (swapBytes < 0 || swapBytes % pageSizeBytes != 0 || swapBytes / pageSizeBytes > Integer.MAX_VALUE / 2) {
-            throw invalid(KernelConfiguration.SWAP_SIZE_PROP_NAME, "a non-negative multiple of the page size (" + pageSizeBytes + ")", swapBytes);
+        if (nodePinLimitBytes() == 0) {
+            settings.set(NODE_PIN_LIMIT, physical / 4 * 3);
         }
-        if (memlockLimitBytes < 0) {
-            throw invalid(KernelConfiguration.MEMLOCK_LIMIT_PROP_NAME, "non-negative", memlockLimitBytes);
+        if (nodePinLimitBytes() < 0 || nodePinLimitBytes() > physical) {
+            throw invalid(NODE_PIN_LIMIT.name(), "between 1 and the physical memory (" + physical + "), or 0 for the default",
+                    nodePinLimitBytes());
         }
-        if (nodePinLimitBytes == 0) {
-            nodePinLimitBytes = physicalMemoryBytes / 4 * 3;
-        }
-        if (nodePinLimitBytes < 0 || nodePinLimitBytes > physicalMemoryBytes) {
-            throw invalid(KernelConfiguration.NODE_PIN_LIMIT_PROP_NAME,
-                    "between 1 and the physical memory (" + physicalMemoryBytes + "), or 0 for the default", nodePinLimitBytes);
-        }
-        int slot = SystemBuffer.slotBytes(pageSizeBytes);
-        if (systemBufferBytes < slot || systemBufferBytes % slot != 0 || systemBufferBytes > Integer.MAX_VALUE) {
-            throw invalid(KernelConfiguration.SYSTEM_BUFFER_SIZE_PROP_NAME, "a multiple of its slot size (" + slot
-                    + ": the page size, at most 64 KiB), at least one slot and under 2 GiB", systemBufferBytes);
-        }
-        if (pageReplacement == null) {
-            throw invalid(KernelConfiguration.PAGE_REPLACEMENT_PROP_NAME, "set", "null");
-        }
-        if (dmaDrainTimeoutNs <= 0) {
-            throw invalid(KernelConfiguration.DMA_DRAIN_TIMEOUT_PROP_NAME, "positive", dmaDrainTimeoutNs);
-        }
-        if (swapDevice == null) {
-            throw invalid(KernelConfiguration.SWAP_DEVICE_PROP_NAME, "set", "null");
-        }
-        requireFigure(KernelConfiguration.SWAP_READ_LATENCY_PROP_NAME, swapReadLatencyNs, Long.MAX_VALUE);
-        requireFigure(KernelConfiguration.SWAP_WRITE_LATENCY_PROP_NAME, swapWriteLatencyNs, Long.MAX_VALUE);
-        requireFigure(KernelConfiguration.SWAP_BANDWIDTH_PROP_NAME, swapBytesPerSecond, Long.MAX_VALUE);
-        requireFigure(KernelConfiguration.SWAP_QUEUE_DEPTH_PROP_NAME, swapQueueDepth, Integer.MAX_VALUE);
-        if (faultOverheadNs < 0) {
-            throw invalid(KernelConfiguration.FAULT_OVERHEAD_PROP_NAME, "zero or positive", faultOverheadNs);
-        }
-        if (pinCostNs < 0 || pinCostNs > 1_000_000_000L) {
-            throw invalid(KernelConfiguration.PIN_COST_PROP_NAME, "0 to 1 s", pinCostNs);
-        }
-        if (faultHandlers < 1 || faultHandlers > 256) {
-            throw invalid(KernelConfiguration.FAULT_HANDLERS_PROP_NAME, "1 to 256", faultHandlers);
+        int slot = SystemBuffer.slotBytes(pageSize);
+        long buffer = systemBufferBytes();
+        if (buffer < slot || buffer % slot != 0 || buffer > Integer.MAX_VALUE) {
+            throw invalid(SYSTEM_BUFFER_SIZE.name(), "a multiple of its slot size (" + slot
+                    + ": the page size, at most 64 KiB), at least one slot and under 2 GiB", buffer);
         }
         if (clock == null) {
             throw new IllegalArgumentException("clock must be set");
         }
         concluded = true;
         return this;
-    }
-
-    private static void requireFigure(String knob, long value, long max) {
-        if (value < KernelConfiguration.SWAP_FIGURE_UNSET || value > max) {
-            throw invalid(knob, "zero or positive (up to " + max + "), or -1 for the device preset's", value);
-        }
     }
 
     private static IllegalArgumentException invalid(String knob, String expected, Object actual) {

@@ -1,39 +1,61 @@
 package io.pagewire.kernel;
 
-/** The kernel agent's event counters, each with a stable id and a label a person can read. */
-public enum KernelCounter {
-    CPU_FAULTS_MINOR(0, "page faults from CPU access served without I/O"),
-    CPU_FAULTS_MAJOR(1, "page faults from CPU access served from swap"),
-    NIC_FAULTS_MINOR(2, "page faults from the NIC served without I/O"),
-    NIC_FAULTS_MAJOR(3, "page faults from the NIC served from swap"),
-    SWAP_INS(4, "pages read from swap"),
-    SWAP_OUTS(5, "dirty pages written to swap"),
-    EVICTIONS(6, "frames taken from their pages by page replacement"),
-    INVALIDATIONS(7, "pages whose translations listeners were told to drop"),
-    PINS(8, "pages pinned"),
-    UNPINS(9, "pages unpinned"),
-    PINS_REVOKED(10, "pins dropped because their pages were freed"),
-    PIN_LIMIT_REJECTIONS(11, "pin requests refused by the memlock or node pin limit"),
-    OUT_OF_MEMORY(12, "page faults that found no frame (memory and swap exhausted)"),
-    STALE_TRANSLATIONS(13, "DMA locks refused because the frame was reclaimed after translation"),
-    SYSTEM_BUFFER_PARKED(14, "page-sized parts of received data parked in the system buffer"),
-    SYSTEM_BUFFER_PARKED_BYTES(15, "bytes parked in the system buffer"),
-    SYSTEM_BUFFER_DELIVERED(16, "parked parts copied into their pages after page-in"),
-    SYSTEM_BUFFER_DISCARDED(17, "parked parts dropped because their pages were freed");
+import io.pagewire.config.CountedEvent;
+import io.pagewire.config.Meter;
+import java.util.List;
 
-    private final int id;
-    private final String label;
+/** The kernel agent's event counters, each declared once with the meter series that exports it. */
+public enum KernelCounter implements CountedEvent {
+    CPU_FAULTS_MINOR(Family.PAGE_FAULTS, "origin", "cpu", "kind", "minor"),
+    CPU_FAULTS_MAJOR(Family.PAGE_FAULTS, "origin", "cpu", "kind", "major"),
+    NIC_FAULTS_MINOR(Family.PAGE_FAULTS, "origin", "nic", "kind", "minor"),
+    NIC_FAULTS_MAJOR(Family.PAGE_FAULTS, "origin", "nic", "kind", "major"),
+    SWAP_INS(Meter.counter("pagewire.swap.ins", "pages", "Pages read from swap")),
+    SWAP_OUTS(Meter.counter("pagewire.swap.outs", "pages", "Dirty pages written to swap")),
+    EVICTIONS(Meter.counter("pagewire.evictions", "pages", "Frames taken from their pages by page replacement")),
+    INVALIDATIONS(Meter.counter("pagewire.kernel.invalidations", "pages", "Pages whose translations NICs were told to drop")),
+    PINS(Meter.counter("pagewire.pins", "Pin operations")),
+    UNPINS(Meter.counter("pagewire.unpins", "Unpin operations")),
+    PINS_REVOKED(Meter.counter("pagewire.pins.revoked", "Pins dropped because their pages were freed")),
+    PIN_LIMIT_REJECTIONS(Meter.counter("pagewire.pin.limit.rejections", "Pins refused by the memlock limit, an application's share or the node pin limit")),
+    ACCOUNT_SHARE_REJECTIONS(Meter.counter("pagewire.memory.share.rejections",
+            "New pages refused because their application held its share of the node's frames and swap (pagewire.quota.callerShare)")),
+    OUT_OF_MEMORY(Meter.counter("pagewire.out.of.memory", "Page faults that found no frame (memory and swap exhausted)")),
+    STALE_TRANSLATIONS(Meter.counter("pagewire.stale.translations", "DMA locks refused because a translation raced with reclaim")),
+    SYSTEM_BUFFER_PARKED(Family.SYSTEM_BUFFER_PARTS, "event", "parked"),
+    SYSTEM_BUFFER_PARKED_BYTES(Meter.counter("pagewire.system.buffer.parked", "bytes", "Bytes parked in the system buffer")),
+    SYSTEM_BUFFER_DELIVERED(Family.SYSTEM_BUFFER_PARTS, "event", "delivered"),
+    SYSTEM_BUFFER_DISCARDED(Family.SYSTEM_BUFFER_PARTS, "event", "discarded");
 
-    KernelCounter(int id, String label) {
-        this.id = id;
-        this.label = label;
+    /** Meters whose series several counters make up. */
+    private static final class Family {
+        static final Meter PAGE_FAULTS = Meter.counter("pagewire.kernel.page.faults",
+                "Page faults the kernel served, by origin (cpu, nic) and kind (minor: no I/O, major: read from swap)");
+        static final Meter SYSTEM_BUFFER_PARTS = Meter.counter("pagewire.system.buffer.parts",
+                "Page-sized parts of received data in the system buffer, by event: parked, delivered into their page once it was in,"
+                        + " discarded because their page was freed");
     }
 
-    public int id() {
-        return id;
+    private final Meter meter;
+    private final List<String> tags;
+
+    KernelCounter(Meter meter, String... tags) {
+        this.meter = meter;
+        this.tags = List.of(tags);
     }
 
-    public String label() {
-        return label;
+    /** Its index in {@link KernelCounters}. */
+    int id() {
+        return ordinal();
+    }
+
+    @Override
+    public Meter meter() {
+        return meter;
+    }
+
+    @Override
+    public List<String> tags() {
+        return tags;
     }
 }

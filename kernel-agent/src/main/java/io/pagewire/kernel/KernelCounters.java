@@ -1,6 +1,7 @@
 package io.pagewire.kernel;
 
 import java.util.EnumMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -27,7 +28,7 @@ public final class KernelCounters {
         for (KernelCounter counter : KernelCounter.values()) {
             long value = get(counter);
             if (value != 0) {
-                out.append(String.format("  %-26s %12d%n", counter.name().toLowerCase(java.util.Locale.ROOT), value));
+                out.append(String.format("  %-26s %12d%n", counter.name().toLowerCase(Locale.ROOT), value));
             }
         }
         return out.toString();

@@ -1,8 +1,12 @@
 package io.pagewire.kernel;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -28,7 +32,7 @@ public final class PhysicalMemory {
     private static final long DIRTY = 1L << 17;
     private static final long RECLAIM = 1L << 18;
     private static final int GENERATION_SHIFT = 32;
-    /** Chunks keep every direct buffer under 2 GiB; a frame never straddles two. */
+    /** Chunks keep every array under 2 GiB; a frame never straddles two. */
     private static final int CHUNK_BYTES = 1 << 30;
 
     private final int pageSize;
@@ -163,8 +167,8 @@ public final class PhysicalMemory {
         return (long) WORD.compareAndExchange(array(frame), atomicIndex(frame, offset), compare, swap);
     }
 
-    private static final java.lang.invoke.VarHandle WORD = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class,
-            java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle WORD = MethodHandles.byteArrayViewVarHandle(long[].class,
+            ByteOrder.LITTLE_ENDIAN);
 
     private int atomicIndex(int frame, int offset) {
         if ((offset & 7) != 0) {
@@ -197,7 +201,7 @@ public final class PhysicalMemory {
      * space closed (so every DMA drained and no frame can be locked again).
      */
     void free() {
-        java.util.Arrays.fill(chunks, null);
+        Arrays.fill(chunks, null);
     }
 
     void zero(int frame) {

@@ -1,6 +1,6 @@
 package io.pagewire.kernel;
 
-/** A pin that would take an address space past its memlock limit, or the node past its pin limit. */
+/** A pin that would take an address space past its memlock limit, its application past its share, or the node past its pin limit. */
 public final class PinLimitExceededException extends KernelException {
     private static final long serialVersionUID = 1L;
 
@@ -9,7 +9,9 @@ public final class PinLimitExceededException extends KernelException {
         /** The per-address-space limit, like {@code RLIMIT_MEMLOCK}. */
         MEMLOCK,
         /** The node-wide limit on pinned memory. */
-        NODE
+        NODE,
+        /** One application's share of the node-wide limit ({@code pagewire.quota.callerShare}). */
+        SHARE
     }
 
     private final Limit limit;

@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -36,7 +38,7 @@ class InvalidationTest {
             long base = space.allocate(17L * PAGE);
             long firstVpn = base / PAGE;
             List<String> order = new ArrayList<>();
-            java.util.Map<Long, Integer> frameOf = new java.util.HashMap<>();
+            Map<Long, Integer> frameOf = new HashMap<>();
             space.addListener(new MemoryListener() {
                 @Override
                 public void mapped(AddressSpace s, long vpn, Translation t) {

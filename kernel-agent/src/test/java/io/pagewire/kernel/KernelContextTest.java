@@ -3,6 +3,7 @@ package io.pagewire.kernel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.Random;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -63,7 +64,7 @@ class KernelContextTest {
             AddressSpace space = kernel.createAddressSpace();
             long at = space.allocate(6L << 20);
             byte[] data = new byte[3 << 20];
-            new java.util.Random(1).nextBytes(data);
+            new Random(1).nextBytes(data);
             space.store(at + 100, data, 0, data.length);
             byte[] back = new byte[data.length];
             space.load(at + 100, back, 0, back.length);
@@ -74,9 +75,9 @@ class KernelContextTest {
 
     @Test
     void anUnknownReplacementPolicyNamesTheChoices() {
-        assertThatThrownBy(() -> PageReplacement.parse("pagewire.kernel.pageReplacement", "lru"))
-                .hasMessage("pagewire.kernel.pageReplacement must be one of [CLOCK, FIFO], was 'lru'");
-        assertThat(PageReplacement.parse("x", " clock ")).isEqualTo(PageReplacement.CLOCK);
+        assertThatThrownBy(() -> KernelConfiguration.PAGE_REPLACEMENT.parse("lru"))
+                .hasMessage("pagewire.kernel.pageReplacement must be one of clock, fifo, was 'lru'");
+        assertThat(KernelConfiguration.PAGE_REPLACEMENT.parse(" clock ")).isEqualTo(PageReplacement.CLOCK);
     }
 
     @Test

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -80,7 +81,7 @@ class StorageModelTest {
         assertThat(timeMajorNicFaults(device, 1, 4)).as("4 major faults, one handler").isGreaterThanOrEqualTo(200_000_000L);
         assertThat(timeMajorNicFaults(device, 4, 4)).as("4 major faults, four handlers").isLessThan(200_000_000L);
         assertThatThrownBy(() -> TestKernels.context(16, 64).faultHandlers(0).conclude())
-                .hasMessageContaining("pagewire.kernel.faultHandlers must be 1 to 256");
+                .hasMessageContaining("pagewire.kernel.faultHandlers must be from 1 to 256");
     }
 
     /** Nanoseconds from submitting {@code pages} major NIC faults (pages swapped out first) to the last one's end. */
@@ -98,7 +99,7 @@ class StorageModelTest {
             for (int p = 0; p < pages; p++) {
                 assertThat(space.isResident(cold / PAGE + p)).as("page " + p + " went to swap").isFalse();
             }
-            List<java.util.concurrent.CompletableFuture<PageFault>> faults = new ArrayList<>();
+            List<CompletableFuture<PageFault>> faults = new ArrayList<>();
             long start = System.nanoTime();
             for (int p = 0; p < pages; p++) {
                 faults.add(kernel.faultService().submit(space, cold / PAGE + p, false));
@@ -129,7 +130,7 @@ class StorageModelTest {
         assertThat(StorageModel.preset("knob", "sata-ssd")).isEqualTo(StorageModel.SATA_SSD);
         assertThat(StorageModel.HDD.queueDepth()).isEqualTo(1);
         assertThat(StorageModel.RAM.transferNs(PAGE)).isZero();
-        assertThatThrownBy(() -> StorageModel.preset(KernelConfiguration.SWAP_DEVICE_PROP_NAME, "floppy"))
+        assertThatThrownBy(() -> StorageModel.preset(KernelConfiguration.SWAP_DEVICE.name(), "floppy"))
                 .hasMessage("pagewire.kernel.swapDevice must be one of nvme, sata-ssd, hdd, ram, was floppy");
 
         KernelContext figureFirst = TestKernels.context(16, 64).swapReadLatencyNs(5_000).swapDevice(StorageModel.HDD).conclude();

@@ -5,9 +5,9 @@ import io.grpc.ServerBuilder;
 import io.grpc.ServerCallExecutorSupplier;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import io.micrometer.prometheus.PrometheusConfig;
 import io.micrometer.prometheus.PrometheusMeterRegistry;
@@ -15,25 +15,30 @@ import io.pagewire.kernel.KernelAgent;
 import io.pagewire.node.fabric.ChannelFactory;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.fabric.LinkBaseline;
-import io.pagewire.proto.baseline.LinkBaselineGrpc;
+import io.pagewire.node.loop.NodeEventLoops;
+import io.pagewire.node.metrics.MetricsEndpoint;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicTimers;
 import io.pagewire.node.security.CallerAuthentication;
+import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
 import io.pagewire.node.verbs.VerbsService;
+import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.verbs.Stat;
-import java.util.List;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import io.pagewire.proto.verbs.VerbsGrpc;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -102,11 +107,12 @@ public final class PagewireNode implements AutoCloseable {
         });
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
-        this.verbs = new VerbsService(this, scheduler, verbsExecutor);
+        this.verbs = new VerbsService(context.nodeId(), context.verbs(), nic, fabric, eventLoops, context.busyPollNs(), metrics::snapshot,
+                scheduler, verbsExecutor);
         metrics.bindSessions(verbs::sessionCount);
-        metrics.bindPacing(verbs);
+        metrics.bindPacing(verbs::pacedOperations, verbs::pacingRefusals);
         this.authentication = new CallerAuthentication(context.security(),
-                Set.of(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
+                Set.of(VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
         metrics.bindRefusals(authentication, fabric);
         this.server = buildServer();
         try {
@@ -131,11 +137,11 @@ public final class PagewireNode implements AutoCloseable {
         this.metricsEndpoint = endpoint;
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
-                    + ": no TLS, and any caller that reaches the port is taken at its word (" + SecurityContext.TRANSPORT_PROP_NAME
+                    + ": no TLS, and any caller that reaches the port is taken at its word (" + SecurityConfiguration.TRANSPORT.name()
                     + "=plaintext, for local experiments only)");
         }
         health.setStatus("", ServingStatus.SERVING);
-        health.setStatus(io.pagewire.proto.verbs.VerbsGrpc.SERVICE_NAME, ServingStatus.SERVING);
+        health.setStatus(VerbsGrpc.SERVICE_NAME, ServingStatus.SERVING);
         health.setStatus(FabricGrpc.SERVICE_NAME, ServingStatus.SERVING);
     }
 
@@ -170,10 +176,10 @@ public final class PagewireNode implements AutoCloseable {
         // kernel (a store, a PINNED registration), run on their own pool so they never stall a lane.
         ServerCallExecutorSupplier executors = new ServerCallExecutorSupplier() {
             @Override
-            public <ReqT, RespT> java.util.concurrent.Executor getExecutor(io.grpc.ServerCall<ReqT, RespT> call, io.grpc.Metadata headers) {
+            public <ReqT, RespT> Executor getExecutor(io.grpc.ServerCall<ReqT, RespT> call, io.grpc.Metadata headers) {
                 String method = call.getMethodDescriptor().getFullMethodName();
                 boolean dataPath = FabricGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName())
-                        || io.pagewire.proto.verbs.VerbsGrpc.getSessionMethod().getFullMethodName().equals(method)
+                        || VerbsGrpc.getSessionMethod().getFullMethodName().equals(method)
                         || LinkBaselineGrpc.getSinkMethod().getFullMethodName().equals(method)
                         || LinkBaselineGrpc.getEchoMethod().getFullMethodName().equals(method);
                 return dataPath ? null : verbsExecutor;
@@ -320,7 +326,7 @@ public final class PagewireNode implements AutoCloseable {
             server.shutdownNow();
         }
         if (verbs != null) {
-            verbs.closeAll();
+            verbs.close();
         }
         nic.close();
         fabric.close();

@@ -3,7 +3,13 @@ package io.pagewire.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.pagewire.config.Setting;
+import io.pagewire.kernel.KernelConfiguration;
 import io.pagewire.kernel.StorageModel;
+import io.pagewire.node.fabric.FabricConfiguration;
+import io.pagewire.node.nic.NicConfiguration;
+import io.pagewire.node.security.SecurityConfiguration;
+import io.pagewire.node.verbs.VerbsConfiguration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -12,25 +18,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 class NodeSettingsTest {
     @Test
-    void sizesAndTimesTakeUnits() {
-        assertThat(NodeSettings.bytes("k", "4096")).isEqualTo(4096);
-        assertThat(NodeSettings.bytes("k", "64KiB")).isEqualTo(65536);
-        assertThat(NodeSettings.bytes("k", "256 MiB")).isEqualTo(256L << 20);
-        assertThat(NodeSettings.bytes("k", "2g")).isEqualTo(2L << 30);
-        assertThat(NodeSettings.nanos("k", "200ms")).isEqualTo(200_000_000L);
-        assertThat(NodeSettings.nanos("k", "50us")).isEqualTo(50_000L);
-        assertThat(NodeSettings.nanos("k", "7")).isEqualTo(7);
-        assertThat(NodeSettings.nanos("k", "30m")).isEqualTo(1_800_000_000_000L);
-        assertThat(NodeSettings.nanos("k", "1h")).isEqualTo(3_600_000_000_000L);
-        assertThatThrownBy(() -> NodeSettings.bytes("pagewire.kernel.swapBytes", "lots"))
-                .hasMessage("pagewire.kernel.swapBytes must be a size such as 4096, 64KiB or 256MiB, was 'lots'");
-    }
-
-    @Test
     void aPeerListThatNamesTheNodeItselfServesEveryReplica() {
         NodeContext context = new NodeContext().nodeId("pagewire-1");
         context.security().plaintext();
-        NodeSettings.apply(context, java.util.Map.of(NodeSettings.NODE_PEERS,
+        NodeSettings.apply(context, Map.of(NodeConfiguration.PEERS.name(),
                 "pagewire-0=pagewire-0.pagewire:7100,pagewire-1=pagewire-1.pagewire:7100,pagewire-2=pagewire-2.pagewire:7100"), "test");
         assertThat(context.conclude().peers()).containsOnlyKeys("pagewire-0", "pagewire-2");
     }
@@ -78,24 +69,45 @@ class NodeSettingsTest {
         assertThat(context.peers()).containsExactly(Map.entry("node-2", "h2:7100"), Map.entry("node-3", "h3:7100"));
         assertThatThrownBy(() -> NodeSettings.apply(new NodeContext(), Map.of("pagewire.kernel.nope", "1"), "--set"))
                 .hasMessageStartingWith("unknown setting pagewire.kernel.nope (from --set); known settings:");
-        assertThatThrownBy(() -> NodeSettings.parsePeers("node-2"))
+        assertThatThrownBy(() -> NodeConfiguration.PEERS.parse("node-2"))
                 .hasMessageStartingWith("pagewire.node.peers must be id=host:port");
     }
 
     @Test
-    void everyKnobOfEveryConfigurationCanBeSet() {
-        for (Class<?> configuration : new Class<?>[] {io.pagewire.kernel.KernelConfiguration.class,
-            io.pagewire.node.nic.NicConfiguration.class, io.pagewire.node.fabric.FabricConfiguration.class}) {
-            for (java.lang.reflect.Field field : configuration.getFields()) {
-                if (field.getName().endsWith("_PROP_NAME")) {
-                    try {
-                        assertThat(NodeSettings.names()).as(configuration.getSimpleName() + "." + field.getName())
-                                .contains((String) field.get(null));
-                    } catch (IllegalAccessException e) {
-                        throw new AssertionError(e);
-                    }
-                }
+    void everySettingOfEveryPartIsKnownByNameOnceAndItsDefaultPassesItsOwnCheck() {
+        for (Class<?> configuration : new Class<?>[] {NodeConfiguration.class, KernelConfiguration.class,
+            NicConfiguration.class, FabricConfiguration.class,
+            SecurityConfiguration.class, VerbsConfiguration.class}) {
+            for (Setting<?> setting : Setting.declaredIn(configuration)) {
+                assertThat(NodeSettings.setting(setting.name())).as(configuration.getSimpleName() + " " + setting).isSameAs(setting);
+                check(setting);
             }
         }
+        assertThat(NodeSettings.names()).contains("pagewire.rings.sleepLimitNs", "pagewire.quota.sessions", "pagewire.node.ringDirectory");
+    }
+
+    private static <T> void check(Setting<T> setting) {
+        if (setting.defaultValue() != null) {
+            setting.check(setting.defaultValue());
+            assertThat(setting.parse(setting.formattedDefault())).as(setting + " reads back its written default").isEqualTo(setting.defaultValue());
+        }
+    }
+
+    @Test
+    void theEnvironmentReachesEverySettingEvenTheRingSleepLimit() {
+        NodeContext context = new NodeContext();
+        NodeSettings.apply(context, NodeSettings.fromEnvironment(Map.of("PAGEWIRE_RINGS_SLEEP_LIMIT_NS", "5ms",
+                "PAGEWIRE_QUOTA_SESSIONS", "7")), "the environment");
+        assertThat(context.verbs().ringSleepLimitNs()).isEqualTo(5_000_000L);
+        assertThat(context.verbs().sessionsLimit()).isEqualTo(7);
+    }
+
+    @Test
+    void aBadValueNamesItsSettingWhereverItCameFrom() {
+        NodeContext context = new NodeContext();
+        NodeSettings.apply(context, Map.of("pagewire.nic.tlbWays", "0"), "test");
+        assertThatThrownBy(context::conclude).hasMessage("pagewire.nic.tlbWays must be at least 1, was 0");
+        assertThatThrownBy(() -> NodeSettings.apply(new NodeContext(), Map.of("pagewire.nic.mtuBytes", "4 KiB please"), "test"))
+                .hasMessageStartingWith("pagewire.nic.mtuBytes must be a size such as 4096");
     }
 }

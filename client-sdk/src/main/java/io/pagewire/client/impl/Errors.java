@@ -4,6 +4,9 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.pagewire.client.PagewireException;
 import io.pagewire.proto.verbs.CompletionEvent;
+import io.pagewire.ring.RingIdler;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 
@@ -76,7 +79,7 @@ final class Errors {
     static final long SPIN_NS = 20_000;
 
     /** Waits for a future and rethrows its failure as the SDK's exception. */
-    static <T> T join(java.util.concurrent.CompletableFuture<T> future, boolean spin, String target) {
+    static <T> T join(CompletableFuture<T> future, boolean spin, String target) {
         if (spin) {
             long spinUntil = System.nanoTime() + SPIN_NS;
             while (!future.isDone()) {
@@ -85,7 +88,7 @@ final class Errors {
         }
         try {
             return future.join();
-        } catch (CompletionException | java.util.concurrent.CancellationException e) {
+        } catch (CompletionException | CancellationException e) {
             throw fromStatus(e, target);
         }
     }

@@ -8,27 +8,49 @@ import io.pagewire.client.Completion;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Opcode;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.SharedReceiveQueue;
+import io.pagewire.client.WorkRequest;
 import io.pagewire.proto.verbs.AllocateRequest;
+import io.pagewire.proto.verbs.AllocateResponse;
+import io.pagewire.proto.verbs.AttachRings;
 import io.pagewire.proto.verbs.CompletionEvent;
+import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CreateEventCounterRequest;
+import io.pagewire.proto.verbs.CreateEventCounterResponse;
 import io.pagewire.proto.verbs.CreateQueuePairRequest;
+import io.pagewire.proto.verbs.CreateQueuePairResponse;
+import io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest;
+import io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse;
+import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.EndpointRef;
 import io.pagewire.proto.verbs.FreeRequest;
+import io.pagewire.proto.verbs.FreeResponse;
 import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.LoadResponse;
 import io.pagewire.proto.verbs.OpenSession;
-import io.pagewire.proto.verbs.AttachRings;
-import io.pagewire.proto.verbs.Doorbell;
+import io.pagewire.proto.verbs.PageOutRequest;
+import io.pagewire.proto.verbs.PageOutResponse;
+import io.pagewire.proto.verbs.PostReceiveRequest;
 import io.pagewire.proto.verbs.PostRequest;
+import io.pagewire.proto.verbs.ReceiveRequest;
+import io.pagewire.proto.verbs.RegisterRegionRequest;
+import io.pagewire.proto.verbs.RegisterRegionResponse;
 import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
-import io.pagewire.proto.verbs.RegisterRegionRequest;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.SessionRequest;
 import io.pagewire.proto.verbs.StoreRequest;
+import io.pagewire.proto.verbs.StoreResponse;
 import io.pagewire.proto.verbs.WatchCounter;
+import io.pagewire.ring.RingBell;
+import io.pagewire.ring.SessionRings;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -36,6 +58,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 
@@ -137,6 +162,7 @@ final class GrpcEndpoint implements Endpoint {
                 offeredRings = null;
                 if (mapped != null) {
                     rings = new RingClient(mapped, ringEvents(), this::ringNode, connection.options().busyPoll(),
+                            connection.options().ringSleepLimit().toNanos(),
                             "pagewire-sdk-rings-" + ref.getEndpointId(), RingBell.connect(mapped.path()));
                 }
                 opened.complete(this);
@@ -170,9 +196,9 @@ final class GrpcEndpoint implements Endpoint {
         }
         RingsAttached.Builder answer = RingsAttached.newBuilder();
         try {
-            offeredRings = SessionRings.open(java.nio.file.Path.of(offer.getPath()));
+            offeredRings = SessionRings.open(Path.of(offer.getPath()));
             answer.setNonce(offeredRings.nonce());
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             answer.setFailure("cannot map " + offer.getPath() + ": " + e.getMessage());
         }
         send(SessionRequest.newBuilder().setRingsAttached(answer).build());
@@ -292,9 +318,9 @@ final class GrpcEndpoint implements Endpoint {
         }
     }
 
-    private static final int SUCCESS = io.pagewire.proto.verbs.CompletionStatus.SUCCESS.getNumber();
+    private static final int SUCCESS = CompletionStatus.SUCCESS.getNumber();
 
-    private void impliedSuccess(long wrId, int qpn, io.pagewire.client.Opcode opcode, int length) {
+    private void impliedSuccess(long wrId, int qpn, Opcode opcode, int length) {
         CompletableFuture<Completion> future = pending.remove(wrId);
         if (future != null) {
             future.complete(new Completion(wrId, qpn, opcode, length, 0));
@@ -348,11 +374,11 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     /** Posts work requests of one queue pair; returns one future per request. */
-    List<CompletableFuture<Completion>> post(int qpn, List<io.pagewire.client.WorkRequest> requests) {
+    List<CompletableFuture<Completion>> post(int qpn, List<WorkRequest> requests) {
         PostOrder order = orders.computeIfAbsent(qpn, PostOrder::new);
         int n = requests.size();
         long[] wrIds = new long[n];
-        List<CompletableFuture<Completion>> futures = new java.util.ArrayList<>(n);
+        List<CompletableFuture<Completion>> futures = new ArrayList<>(n);
         synchronized (order.postLock) {
             long first = nextWrId.getAndAdd(n);
             for (int i = 0; i < n; i++) {
@@ -360,7 +386,7 @@ final class GrpcEndpoint implements Endpoint {
                 CompletableFuture<Completion> future = new CompletableFuture<>();
                 pending.put(wrIds[i], future);
                 futures.add(future);
-                io.pagewire.client.WorkRequest wr = requests.get(i);
+                WorkRequest wr = requests.get(i);
                 if (!wr.signaled()) {
                     order.unsignaled(wrIds[i], wr.opcode(), wr.length());
                 }
@@ -394,8 +420,8 @@ final class GrpcEndpoint implements Endpoint {
                 r.postReceive(qpn, srqId, wrId, region.lkey(), address, length, System.nanoTime() + connection.options().deadline().toNanos());
                 return future;
             }
-            send(SessionRequest.newBuilder().setPostReceive(io.pagewire.proto.verbs.PostReceiveRequest.newBuilder().setQpn(qpn).setSrqId(srqId)
-                    .addReceives(io.pagewire.proto.verbs.ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
+            send(SessionRequest.newBuilder().setPostReceive(PostReceiveRequest.newBuilder().setQpn(qpn).setSrqId(srqId)
+                    .addReceives(ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
                             .setAddress(address).setLength(length))).build());
         } catch (RuntimeException e) {
             pendingReceives.remove(wrId);
@@ -405,10 +431,10 @@ final class GrpcEndpoint implements Endpoint {
         return future;
     }
 
-    private static PostRequest.Builder postMessage(int qpn, List<io.pagewire.client.WorkRequest> requests, long[] wrIds) {
+    private static PostRequest.Builder postMessage(int qpn, List<WorkRequest> requests, long[] wrIds) {
         PostRequest.Builder post = PostRequest.newBuilder().setQpn(qpn);
         for (int i = 0; i < wrIds.length; i++) {
-            io.pagewire.client.WorkRequest wr = requests.get(i);
+            WorkRequest wr = requests.get(i);
             post.addRequests(io.pagewire.proto.verbs.WorkRequest.newBuilder()
                     .setWrId(wrIds[i])
                     .setOpcodeValue(WireOpcodes.toWire(wr.opcode()))
@@ -480,7 +506,7 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public CompletableFuture<Long> allocateAsync(long length) {
-        return Calls.<io.pagewire.proto.verbs.AllocateResponse>unary(o -> connection.stub().allocate(
+        return Calls.<AllocateResponse>unary(o -> connection.stub().allocate(
                 AllocateRequest.newBuilder().setEndpoint(ref).setLength(length).build(), o)).thenApply(r -> r.getAddress());
     }
 
@@ -491,14 +517,14 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public int pageOut(long address, long length) {
-        return join(Calls.<io.pagewire.proto.verbs.PageOutResponse>unary(o -> connection.stub().pageOut(
-                io.pagewire.proto.verbs.PageOutRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o)))
+        return join(Calls.<PageOutResponse>unary(o -> connection.stub().pageOut(
+                PageOutRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o)))
                 .getPages();
     }
 
     @Override
     public CompletableFuture<Void> freeAsync(long address) {
-        return Calls.<io.pagewire.proto.verbs.FreeResponse>unary(o -> connection.stub().free(
+        return Calls.<FreeResponse>unary(o -> connection.stub().free(
                 FreeRequest.newBuilder().setEndpoint(ref).setAddress(address).build(), o)).thenApply(r -> null);
     }
 
@@ -509,7 +535,7 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public CompletableFuture<Void> storeAsync(long address, byte[] data) {
-        return Calls.<io.pagewire.proto.verbs.StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
+        return Calls.<StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
                 .setEndpoint(ref).setAddress(address).setData(UnsafeByteOperations.unsafeWrap(data)).build(), o)).thenApply(r -> null);
     }
 
@@ -520,7 +546,7 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public CompletableFuture<byte[]> loadAsync(long address, int length) {
-        return Calls.<io.pagewire.proto.verbs.LoadResponse>unary(o -> connection.stub().load(
+        return Calls.<LoadResponse>unary(o -> connection.stub().load(
                 LoadRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o))
                 .thenApply(r -> r.getData().toByteArray());
     }
@@ -535,7 +561,7 @@ final class GrpcEndpoint implements Endpoint {
         RegisterRegionRequest.Builder request = RegisterRegionRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length)
                 .setMode(io.pagewire.proto.verbs.RegistrationMode.valueOf(mode.name()));
         access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
-        return Calls.<io.pagewire.proto.verbs.RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o))
+        return Calls.<RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o))
                 .thenApply(r -> new GrpcMemoryRegion(this, r.getAddress(), r.getLength(), mode, EnumSet.copyOf(withNone(access)),
                         r.getLkey(), r.getRkey()));
     }
@@ -545,7 +571,7 @@ final class GrpcEndpoint implements Endpoint {
         RegisterRegionRequest.Builder request = RegisterRegionRequest.newBuilder().setEndpoint(ref).setImplicit(true)
                 .setMode(io.pagewire.proto.verbs.RegistrationMode.ON_DEMAND);
         access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
-        var r = join(Calls.<io.pagewire.proto.verbs.RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o)));
+        var r = join(Calls.<RegisterRegionResponse>unary(o -> connection.stub().registerRegion(request.build(), o)));
         return new GrpcMemoryRegion(this, r.getAddress(), r.getLength(), RegistrationMode.ON_DEMAND, EnumSet.copyOf(withNone(access)),
                 r.getLkey(), r.getRkey());
     }
@@ -561,21 +587,21 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public CompletableFuture<QueuePair> createQueuePairAsync() {
-        return Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
+        return Calls.<CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
                 CreateQueuePairRequest.newBuilder().setEndpoint(ref).build(), o)).thenApply(r -> new GrpcQueuePair(this, r.getAddress()));
     }
 
     @Override
-    public QueuePair createQueuePair(io.pagewire.client.SharedReceiveQueue srq) {
-        return join(Calls.<io.pagewire.proto.verbs.CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
+    public QueuePair createQueuePair(SharedReceiveQueue srq) {
+        return join(Calls.<CreateQueuePairResponse>unary(o -> connection.stub().createQueuePair(
                 CreateQueuePairRequest.newBuilder().setEndpoint(ref).setSrqId(srq.id()).build(), o))
                 .thenApply(r -> new GrpcQueuePair(this, r.getAddress())));
     }
 
     @Override
-    public io.pagewire.client.SharedReceiveQueue createSharedReceiveQueue() {
-        int id = join(Calls.<io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse>unary(o -> connection.stub().createSharedReceiveQueue(
-                io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest.newBuilder().setEndpoint(ref).build(), o))).getSrqId();
+    public SharedReceiveQueue createSharedReceiveQueue() {
+        int id = join(Calls.<CreateSharedReceiveQueueResponse>unary(o -> connection.stub().createSharedReceiveQueue(
+                CreateSharedReceiveQueueRequest.newBuilder().setEndpoint(ref).build(), o))).getSrqId();
         GrpcSharedReceiveQueue srq = new GrpcSharedReceiveQueue(this, id);
         sharedReceiveQueues.put(id, srq);
         return srq;
@@ -603,7 +629,7 @@ final class GrpcEndpoint implements Endpoint {
     public CompletableFuture<EventCounter> createEventCounterAsync(Set<Access> access) {
         CreateEventCounterRequest.Builder request = CreateEventCounterRequest.newBuilder().setEndpoint(ref);
         access.forEach(a -> request.addAccess(io.pagewire.proto.verbs.Access.valueOf(a.name())));
-        return Calls.<io.pagewire.proto.verbs.CreateEventCounterResponse>unary(o -> connection.stub().createEventCounter(request.build(), o))
+        return Calls.<CreateEventCounterResponse>unary(o -> connection.stub().createEventCounter(request.build(), o))
                 .thenApply(r -> new GrpcEventCounter(this, r.getCounterId()));
     }
 
@@ -624,10 +650,10 @@ final class GrpcEndpoint implements Endpoint {
             }
         }
         try {
-            streamEnded.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            streamEnded.get(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        } catch (ExecutionException | TimeoutException e) {
             session.cancel("closing endpoint", null);
         }
         ended(new PagewireException.UnavailableException("endpoint closed", null));

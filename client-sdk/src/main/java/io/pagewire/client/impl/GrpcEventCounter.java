@@ -3,7 +3,9 @@ package io.pagewire.client.impl;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.PagewireException;
 import io.pagewire.proto.verbs.DestroyEventCounterRequest;
+import io.pagewire.proto.verbs.DestroyEventCounterResponse;
 import io.pagewire.proto.verbs.ReadEventCounterRequest;
+import io.pagewire.proto.verbs.ReadEventCounterResponse;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
@@ -110,7 +112,7 @@ final class GrpcEventCounter implements EventCounter {
 
     @Override
     public CompletableFuture<Long> valueAsync() {
-        return Calls.<io.pagewire.proto.verbs.ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
+        return Calls.<ReadEventCounterResponse>unary(o -> endpoint.connection().stub()
                 .readEventCounter(ReadEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o))
                 .thenApply(r -> r.getValue());
     }
@@ -133,7 +135,7 @@ final class GrpcEventCounter implements EventCounter {
         for (Wait wait; (wait = waits.poll()) != null; ) {
             wait.reached().completeExceptionally(new PagewireException.InvalidRequestException(this + " was closed while waited for"));
         }
-        endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyEventCounterResponse>unary(o -> endpoint.connection().stub()
+        endpoint.join(Calls.<DestroyEventCounterResponse>unary(o -> endpoint.connection().stub()
                 .destroyEventCounter(DestroyEventCounterRequest.newBuilder().setEndpoint(endpoint.ref()).setCounterId(id).build(), o)));
     }
 

@@ -3,10 +3,12 @@ package io.pagewire.client.impl;
 import io.pagewire.client.Access;
 import io.pagewire.client.Advice;
 import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.RegionStats;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.proto.verbs.AdviseRequest;
-import io.pagewire.client.RegionStats;
+import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.DeregisterRegionRequest;
+import io.pagewire.proto.verbs.DeregisterRegionResponse;
 import io.pagewire.proto.verbs.ReadRegionStatsRequest;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -71,7 +73,7 @@ final class GrpcMemoryRegion implements MemoryRegion {
     public CompletableFuture<Void> adviseAsync(Advice advice, long at, long bytes) {
         AdviseRequest request = AdviseRequest.newBuilder().setEndpoint(endpoint.ref()).setLkey(lkey).setAddress(at).setLength(bytes)
                 .setAdvice(AdviseRequest.Advice.valueOf(advice.name())).build();
-        return Calls.<io.pagewire.proto.verbs.AdviseResponse>unary(o -> endpoint.connection().stub().advise(request, o)).thenApply(r -> null);
+        return Calls.<AdviseResponse>unary(o -> endpoint.connection().stub().advise(request, o)).thenApply(r -> null);
     }
 
     @Override
@@ -87,7 +89,7 @@ final class GrpcMemoryRegion implements MemoryRegion {
             return;
         }
         closed = true;
-        endpoint.join(Calls.<io.pagewire.proto.verbs.DeregisterRegionResponse>unary(o -> endpoint.connection().stub().deregisterRegion(
+        endpoint.join(Calls.<DeregisterRegionResponse>unary(o -> endpoint.connection().stub().deregisterRegion(
                 DeregisterRegionRequest.newBuilder().setEndpoint(endpoint.ref()).setLkey(lkey).build(), o)));
     }
 

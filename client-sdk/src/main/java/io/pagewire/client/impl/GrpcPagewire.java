@@ -32,6 +32,19 @@ import java.util.stream.Collectors;
 
 /** {@link Pagewire} over gRPC: one channel to one node's verbs service. */
 public final class GrpcPagewire implements Pagewire {
+    /** How {@link Pagewire#connect} finds this implementation (registered in META-INF/services). */
+    public static final class Provider implements Pagewire.Provider {
+        @Override
+        public Pagewire connect(String target, ConnectOptions options) {
+            return GrpcPagewire.connect(target, options);
+        }
+
+        @Override
+        public Pagewire over(Channel channel, ConnectOptions options) {
+            return GrpcPagewire.over(channel, options);
+        }
+    }
+
     private final Channel channel;
     private final ManagedChannel owned;
     private final ConnectOptions options;

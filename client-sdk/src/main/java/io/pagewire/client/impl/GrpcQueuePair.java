@@ -6,7 +6,12 @@ import io.pagewire.client.QpAddress;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.proto.verbs.ConnectQueuePairRequest;
+import io.pagewire.proto.verbs.ConnectQueuePairResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
+import io.pagewire.proto.verbs.DestroyQueuePairResponse;
+import io.pagewire.proto.verbs.SetQueuePairRateLimitRequest;
+import io.pagewire.proto.verbs.SetQueuePairRateLimitResponse;
+import io.pagewire.ring.RingIdler;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -40,14 +45,14 @@ final class GrpcQueuePair implements QueuePair {
     public CompletableFuture<Void> connectAsync(QpAddress peer) {
         io.pagewire.proto.verbs.QpAddress wire = io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(peer.nodeId()).setQpn(peer.qpn())
                 .setInitialCredits(peer.initialCredits()).setPageSize(peer.pageSize()).build();
-        return Calls.<io.pagewire.proto.verbs.ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
+        return Calls.<ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
                 ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire).build(), o)).thenApply(r -> null);
     }
 
     @Override
     public void rateLimit(long bytesPerSecond, long burstBytes) {
-        endpoint.join(Calls.<io.pagewire.proto.verbs.SetQueuePairRateLimitResponse>unary(o -> endpoint.connection().stub().setQueuePairRateLimit(
-                io.pagewire.proto.verbs.SetQueuePairRateLimitRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn())
+        endpoint.join(Calls.<SetQueuePairRateLimitResponse>unary(o -> endpoint.connection().stub().setQueuePairRateLimit(
+                SetQueuePairRateLimitRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn())
                         .setBytesPerSecond(bytesPerSecond).setBurstBytes(burstBytes).build(), o)));
     }
 
@@ -108,7 +113,7 @@ final class GrpcQueuePair implements QueuePair {
         }
         closed = true;
         endpoint.forget(qpn());
-        endpoint.join(Calls.<io.pagewire.proto.verbs.DestroyQueuePairResponse>unary(o -> endpoint.connection().stub().destroyQueuePair(
+        endpoint.join(Calls.<DestroyQueuePairResponse>unary(o -> endpoint.connection().stub().destroyQueuePair(
                 DestroyQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).build(), o)));
     }
 

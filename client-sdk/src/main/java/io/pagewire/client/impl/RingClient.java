@@ -1,6 +1,15 @@
 package io.pagewire.client.impl;
 
 import io.pagewire.client.PagewireException;
+import io.pagewire.client.WorkRequest;
+import io.pagewire.ring.CompletionRecord;
+import io.pagewire.ring.CounterRecord;
+import io.pagewire.ring.PostReceiveRecord;
+import io.pagewire.ring.PostRecord;
+import io.pagewire.ring.RefusedRecord;
+import io.pagewire.ring.RingBell;
+import io.pagewire.ring.RingIdler;
+import io.pagewire.ring.SessionRings;
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
@@ -57,6 +66,7 @@ final class RingClient implements AutoCloseable {
     private volatile boolean agentSelecting;
     private final Thread agent;
     private final long spinNs;
+    private final long sleepLimitNs;
     private volatile boolean closed;
 
     /** How long the agent naps between looks before it goes to sleep and wants a doorbell. */
@@ -64,10 +74,12 @@ final class RingClient implements AutoCloseable {
 
     /**
      * @param streamDoorbell wakes the node's ring agent with a message on the session stream
+     * @param sleepLimitNs the longest the agent sleeps without a doorbell
      * @param bell the session's {@link RingBell}, or null when there is none to reach
      */
-    RingClient(SessionRings rings, Events events, Runnable streamDoorbell, boolean busyPoll, String name, RingBell bell) {
+    RingClient(SessionRings rings, Events events, Runnable streamDoorbell, boolean busyPoll, long sleepLimitNs, String name, RingBell bell) {
         this.rings = rings;
+        this.sleepLimitNs = sleepLimitNs;
         this.events = events;
         Selector opened = null;
         if (bell != null) {
@@ -108,11 +120,10 @@ final class RingClient implements AutoCloseable {
         }
     }
 
-
     /** Drains the event ring; when it stays empty, idles as {@link RingIdler} says. */
     private void run() {
         // With a bell a wake is cheap, so the agent sleeps soon instead of napping for milliseconds.
-        RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
+        RingIdler idler = bell == null ? new RingIdler(spinNs, NAP_NS, sleepLimitNs) : RingIdler.withBells(spinNs, sleepLimitNs);
         RingIdler.Agent self = new BellSleeper() {
             @Override
             public void sleep(long maxNs) {
@@ -211,7 +222,7 @@ final class RingClient implements AutoCloseable {
                 }
                 LockSupport.unpark(agent);
             }
-            RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS) : RingIdler.withBells(spinNs);
+            RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS, sleepLimitNs) : RingIdler.withBells(spinNs, sleepLimitNs);
             WaitingAgent waiting = new WaitingAgent(future, deadlineNs);
             while (!future.isDone() && !closed && remainingNs(deadlineNs) > 0) {
                 if (drain() > 0) {
@@ -392,15 +403,12 @@ final class RingClient implements AutoCloseable {
 
     private void onEvent(int type, DirectBuffer b, int at, int length) {
         switch (type) {
-            case SessionRings.COMPLETION -> {
-                int errorLength = b.getInt(at + 20);
-                String error = errorLength > 0 ? b.getStringWithoutLengthUtf8(at + SessionRings.COMPLETION_FIXED_BYTES, errorLength) : null;
-                events.completed(b.getLong(at), b.getInt(at + 8), b.getInt(at + 12), b.getInt(at + 16), b.getLong(at + 24),
-                        b.getLong(at + 32), error, (b.getInt(at + 40) & SessionRings.HAS_IMMEDIATE_FLAG) != 0, b.getInt(at + 44));
-            }
-            case SessionRings.REFUSED -> events.refused(b.getInt(at + 8), b.getLong(at),
-                    b.getStringWithoutLengthUtf8(at + SessionRings.REFUSED_FIXED_BYTES, b.getInt(at + 12)));
-            case SessionRings.COUNTER -> events.counterChanged(b.getInt(at), b.getLong(at + 8));
+            case CompletionRecord.TYPE -> events.completed(CompletionRecord.wrId(b, at), CompletionRecord.qpn(b, at),
+                    CompletionRecord.opcode(b, at), CompletionRecord.status(b, at), CompletionRecord.bytes(b, at),
+                    CompletionRecord.value(b, at), CompletionRecord.error(b, at, length), CompletionRecord.hasImmediate(b, at),
+                    CompletionRecord.immediate(b, at));
+            case RefusedRecord.TYPE -> events.refused(RefusedRecord.qpn(b, at), RefusedRecord.wrId(b, at), RefusedRecord.error(b, at, length));
+            case CounterRecord.TYPE -> events.counterChanged(CounterRecord.counterId(b, at), CounterRecord.value(b, at));
             default -> {
                 // A record type this version does not know: skip it.
             }
@@ -411,30 +419,19 @@ final class RingClient implements AutoCloseable {
      * Writes one POST record; waits (spinning, then yielding) while the ring is full, up to the
      * deadline. A list too long for one record is split.
      */
-    void post(int qpn, List<io.pagewire.client.WorkRequest> requests, long[] wrIds, long deadlineNs) {
+    void post(int qpn, List<WorkRequest> requests, long[] wrIds, long deadlineNs) {
         RingBuffer ring = rings.requests();
-        int perRecord = (ring.maxMsgLength() - SessionRings.POST_HEADER_BYTES) / SessionRings.WORK_REQUEST_BYTES;
+        int perRecord = PostRecord.capacity(ring.maxMsgLength());
         for (int from = 0; from < requests.size(); from += perRecord) {
             int count = Math.min(perRecord, requests.size() - from);
-            int length = SessionRings.POST_HEADER_BYTES + count * SessionRings.WORK_REQUEST_BYTES;
-            int index = claim(ring, SessionRings.POST, length, deadlineNs);
+            int index = claim(ring, PostRecord.TYPE, PostRecord.length(count), deadlineNs);
             var b = ring.buffer();
-            b.putInt(index, qpn);
-            b.putInt(index + 4, count);
-            int at = index + SessionRings.POST_HEADER_BYTES;
-            for (int i = from; i < from + count; i++, at += SessionRings.WORK_REQUEST_BYTES) {
-                io.pagewire.client.WorkRequest wr = requests.get(i);
-                b.putLong(at, wrIds[i]);
-                b.putInt(at + 8, WireOpcodes.toWire(wr.opcode()) | (wr.signaled() ? 0 : SessionRings.UNSIGNALED_FLAG));
-                b.putInt(at + 12, wr.local() == null ? 0 : wr.local().lkey());
-                b.putLong(at + 16, wr.localAddress());
-                b.putInt(at + 24, wr.length());
-                b.putInt(at + 28, wr.counterId());
-                b.putLong(at + 32, wr.remoteAddress());
-                b.putLong(at + 40, wr.rkey());
-                b.putLong(at + 48, wr.add());
-                b.putInt(at + 56, wr.immediate());
-                b.putLong(at + 64, wr.swap());
+            PostRecord.putHeader(b, index, qpn, count);
+            for (int i = 0; i < count; i++) {
+                WorkRequest wr = requests.get(from + i);
+                PostRecord.putWorkRequest(b, index, i, wrIds[from + i], WireOpcodes.toWire(wr.opcode()), wr.signaled(),
+                        wr.local() == null ? 0 : wr.local().lkey(), wr.localAddress(), wr.length(), wr.counterId(), wr.remoteAddress(), wr.rkey(),
+                        wr.add(), wr.immediate(), wr.swap());
             }
             ring.commit(index);
         }
@@ -446,16 +443,10 @@ final class RingClient implements AutoCloseable {
     /** Writes one POST_RECEIVE record (one receive, for a queue pair or, when srqId is set, a shared receive queue). */
     void postReceive(int qpn, int srqId, long wrId, int lkey, long address, int length, long deadlineNs) {
         RingBuffer ring = rings.requests();
-        int index = claim(ring, SessionRings.POST_RECEIVE, SessionRings.POST_RECEIVE_HEADER_BYTES + SessionRings.RECEIVE_REQUEST_BYTES, deadlineNs);
+        int index = claim(ring, PostReceiveRecord.TYPE, PostReceiveRecord.length(1), deadlineNs);
         var b = ring.buffer();
-        b.putInt(index, qpn);
-        b.putInt(index + 4, srqId);
-        b.putInt(index + 8, 1);
-        int at = index + SessionRings.POST_RECEIVE_HEADER_BYTES;
-        b.putLong(at, wrId);
-        b.putInt(at + 8, lkey);
-        b.putInt(at + 12, length);
-        b.putLong(at + 16, address);
+        PostReceiveRecord.putHeader(b, index, qpn, srqId, 1);
+        PostReceiveRecord.putReceive(b, index, 0, wrId, lkey, address, length);
         ring.commit(index);
         if (rings.takeNodeAsleep()) {
             doorbell.run();

@@ -2,24 +2,27 @@ package io.pagewire.client.impl;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.pagewire.ring.CounterRecord;
+import io.pagewire.ring.RingBell;
+import io.pagewire.ring.RingIdler;
+import io.pagewire.ring.SessionRings;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.util.Map;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongConsumer;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,26 +36,11 @@ import org.junit.jupiter.api.io.TempDir;
 class RingClientTest {
     @TempDir
     Path directory;
-    private String sleepLimit;
-
     /** Only a doorbell may wake a sleeper in these tests (the safety timeout is an hour): a lost one hangs the test until its timeout. */
-    @BeforeEach
-    void onlyDoorbellsWake() {
-        sleepLimit = System.getProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
-        System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, String.valueOf(TimeUnit.HOURS.toNanos(1)));
-    }
-
-    @AfterEach
-    void restoreSleepLimit() {
-        if (sleepLimit == null) {
-            System.clearProperty(RingIdler.SLEEP_LIMIT_PROP_NAME);
-        } else {
-            System.setProperty(RingIdler.SLEEP_LIMIT_PROP_NAME, sleepLimit);
-        }
-    }
+    private static final long ONLY_DOORBELLS_WAKE_NS = TimeUnit.HOURS.toNanos(1);
 
     /** Events of which only counter changes matter, handed to {@code changed}. */
-    private static RingClient.Events counterEvents(java.util.function.LongConsumer changed) {
+    private static RingClient.Events counterEvents(LongConsumer changed) {
         return new RingClient.Events() {
             @Override
             public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
@@ -80,7 +68,8 @@ class RingClientTest {
         try (NodeBell nodeBell = NodeBell.of(path)) {
             RingBell bell = nodeBell.bell();
             SocketChannel nodeEnd = nodeBell.nodeEnd();
-            RingClient client = new RingClient(rings, counterEvents(counterValues::add), streamDoorbells::incrementAndGet, false, name, bell);
+            RingClient client = new RingClient(rings, counterEvents(counterValues::add), streamDoorbells::incrementAndGet, false,
+                    ONLY_DOORBELLS_WAKE_NS, name, bell);
             try {
                 Thread agent = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name)).findFirst().orElseThrow();
                 nodeEnd.close();
@@ -97,10 +86,9 @@ class RingClientTest {
                 client.post(1, List.of(), new long[0], System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
                 assertThat(streamDoorbells.get()).as("a post to a sleeping node rings on the stream once the bell is gone").isEqualTo(1);
 
-                UnsafeBuffer record = new UnsafeBuffer(new byte[SessionRings.COUNTER_BYTES]);
-                record.putInt(0, 7);
-                record.putLong(8, 42);
-                assertThat(rings.events().write(SessionRings.COUNTER, record, 0, SessionRings.COUNTER_BYTES)).isTrue();
+                UnsafeBuffer record = new UnsafeBuffer(new byte[CounterRecord.LENGTH]);
+                CounterRecord.put(record, 0, 7, 42);
+                assertThat(rings.events().write(CounterRecord.TYPE, record, 0, CounterRecord.LENGTH)).isTrue();
                 client.wake(); // what the stream's doorbell does
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 while (counterValues.isEmpty() && System.nanoTime() < deadline) {
@@ -133,7 +121,7 @@ class RingClientTest {
             RingBell bell = nodeBell.bell();
             SocketChannel nodeEnd = nodeBell.nodeEnd();
             RingClient client = new RingClient(rings, counterEvents(value -> handledOn.get(value).complete(Thread.currentThread())), () -> {
-            }, false, name, bell);
+            }, false, ONLY_DOORBELLS_WAKE_NS, name, bell);
             try {
                 CompletableFuture<Thread> first = handledOn.get(1L);
                 CompletableFuture<Thread> second = handledOn.get(2L);
@@ -182,7 +170,7 @@ class RingClientTest {
         SessionRings rings = SessionRings.create(path, 4096, 1);
         RingClient client = new RingClient(rings, counterEvents(value -> {
         }), () -> {
-        }, false, "pagewire-sdk-ring-test-" + System.nanoTime(), null);
+        }, false, ONLY_DOORBELLS_WAKE_NS, "pagewire-sdk-ring-test-" + System.nanoTime(), null);
         try {
             for (boolean interrupt : new boolean[] {false, true}) {
                 CompletableFuture<Void> never = new CompletableFuture<>();
@@ -234,10 +222,9 @@ class RingClientTest {
 
     /** What the node does when it has an event: writes it on the event ring, and rings if the application sleeps. */
     private static void writeCounter(SessionRings rings, SocketChannel nodeEnd, long value) throws Exception {
-        UnsafeBuffer record = new UnsafeBuffer(new byte[SessionRings.COUNTER_BYTES]);
-        record.putInt(0, 7);
-        record.putLong(8, value);
-        assertThat(rings.events().write(SessionRings.COUNTER, record, 0, SessionRings.COUNTER_BYTES)).isTrue();
+        UnsafeBuffer record = new UnsafeBuffer(new byte[CounterRecord.LENGTH]);
+        CounterRecord.put(record, 0, 7, value);
+        assertThat(rings.events().write(CounterRecord.TYPE, record, 0, CounterRecord.LENGTH)).isTrue();
         if (rings.takeAppAsleep()) {
             nodeEnd.write(ByteBuffer.wrap(new byte[] {1}));
         }

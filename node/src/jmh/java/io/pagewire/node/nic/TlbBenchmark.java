@@ -46,7 +46,7 @@ public class TlbBenchmark {
         missVpn = (missVpn + 1) % (2 * ENTRIES);
         long key = Tlb.key(2, missVpn);
         long t = tlb.lookup(key, false);
-        if (t == Translator.MISS) {
+        if (t == Tlb.MISS) {
             Tlb.Reservation r = tlb.reserve(key);
             if (r != null) {
                 tlb.fill(r, (int) missVpn, 1, false, () -> true);

@@ -1,40 +1,27 @@
 package io.pagewire.node.fabric;
 
-import java.util.Arrays;
+import static io.pagewire.node.fabric.FabricConfiguration.*;
+
+import io.pagewire.config.SettingValues;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The settings one node's fabric runs with: defaults from {@link FabricConfiguration}, fluent setters,
- * and one {@link #conclude()} that rejects a bad value with a message naming its knob.
+ * The settings one node's fabric runs with: the values of {@link FabricConfiguration}'s settings,
+ * fluent setters, and one {@link #conclude()} that rejects a bad value with a message naming its knob.
+ * It also holds the ids this node accepts lanes from, which grow as peers are dialled.
  */
 public final class FabricContext {
+    private final SettingValues settings = new SettingValues(FabricConfiguration.SETTINGS);
     private String nodeId;
-    private int lanesPerPeer = Integer.getInteger(FabricConfiguration.LANES_PER_PEER_PROP_NAME, FabricConfiguration.LANES_PER_PEER_DEFAULT);
-    private long reconnectBackoffMinNs = Long.getLong(FabricConfiguration.RECONNECT_MIN_PROP_NAME, FabricConfiguration.RECONNECT_MIN_DEFAULT_NS);
-    private long reconnectBackoffMaxNs = Long.getLong(FabricConfiguration.RECONNECT_MAX_PROP_NAME, FabricConfiguration.RECONNECT_MAX_DEFAULT_NS);
-    private int flowControlWindowBytes = Integer.getInteger(FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME,
-            FabricConfiguration.FLOW_CONTROL_WINDOW_DEFAULT);
-    private int onReadyThresholdBytes = Integer.getInteger(FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME,
-            FabricConfiguration.ON_READY_THRESHOLD_DEFAULT);
-    private int maxMessageBytes = Integer.getInteger(FabricConfiguration.MAX_MESSAGE_PROP_NAME, FabricConfiguration.MAX_MESSAGE_DEFAULT);
-    private double lossRate = FabricConfiguration.doubleProperty(FabricConfiguration.LOSS_RATE_PROP_NAME, FabricConfiguration.LOSS_RATE_DEFAULT);
-    private double duplicateRate = FabricConfiguration.doubleProperty(FabricConfiguration.DUPLICATE_RATE_PROP_NAME,
-            FabricConfiguration.DUPLICATE_RATE_DEFAULT);
-    private double reorderRate = FabricConfiguration.doubleProperty(FabricConfiguration.REORDER_RATE_PROP_NAME,
-            FabricConfiguration.REORDER_RATE_DEFAULT);
-    private long delayNs = Long.getLong(FabricConfiguration.DELAY_PROP_NAME, FabricConfiguration.DELAY_DEFAULT_NS);
-    private long delayJitterNs = Long.getLong(FabricConfiguration.DELAY_JITTER_PROP_NAME, FabricConfiguration.DELAY_JITTER_DEFAULT_NS);
-    private Set<String> cutLinks = parsePeers(System.getProperty(FabricConfiguration.CUT_LINKS_PROP_NAME, FabricConfiguration.CUT_LINKS_DEFAULT));
-    private long faultSeed = Long.getLong(FabricConfiguration.FAULT_SEED_PROP_NAME, FabricConfiguration.FAULT_SEED_DEFAULT);
-    private final Set<String> acceptedPeers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<String> acceptedPeers = ConcurrentHashMap.newKeySet();
     private boolean peerCertificatesRequired;
     private boolean concluded;
 
-    /** Parses a comma-separated list of node ids. */
-    public static Set<String> parsePeers(String value) {
-        return Arrays.stream(value.split(",")).map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toCollection(TreeSet::new));
+    /** The values of the fabric's settings, by descriptor (the node's settings registry writes them by name). */
+    public SettingValues settings() {
+        return settings;
     }
 
     public FabricContext nodeId(String value) {
@@ -42,69 +29,125 @@ public final class FabricContext {
         return this;
     }
 
+    public String nodeId() {
+        return nodeId;
+    }
+
     public FabricContext lanesPerPeer(int value) {
-        lanesPerPeer = value;
+        settings.set(LANES_PER_PEER, value);
         return this;
+    }
+
+    public int lanesPerPeer() {
+        return settings.get(LANES_PER_PEER);
     }
 
     public FabricContext reconnectBackoffMinNs(long value) {
-        reconnectBackoffMinNs = value;
+        settings.set(RECONNECT_MIN, value);
         return this;
+    }
+
+    public long reconnectBackoffMinNs() {
+        return settings.get(RECONNECT_MIN);
     }
 
     public FabricContext reconnectBackoffMaxNs(long value) {
-        reconnectBackoffMaxNs = value;
+        settings.set(RECONNECT_MAX, value);
         return this;
+    }
+
+    public long reconnectBackoffMaxNs() {
+        return settings.get(RECONNECT_MAX);
     }
 
     public FabricContext onReadyThresholdBytes(int value) {
-        onReadyThresholdBytes = value;
+        settings.set(ON_READY_THRESHOLD, value);
         return this;
+    }
+
+    public int onReadyThresholdBytes() {
+        return settings.get(ON_READY_THRESHOLD);
     }
 
     public FabricContext flowControlWindowBytes(int value) {
-        flowControlWindowBytes = value;
+        settings.set(FLOW_CONTROL_WINDOW, value);
         return this;
+    }
+
+    public int flowControlWindowBytes() {
+        return settings.get(FLOW_CONTROL_WINDOW);
     }
 
     public FabricContext maxMessageBytes(int value) {
-        maxMessageBytes = value;
+        settings.set(MAX_MESSAGE, value);
         return this;
+    }
+
+    public int maxMessageBytes() {
+        return settings.get(MAX_MESSAGE);
     }
 
     public FabricContext lossRate(double value) {
-        lossRate = value;
+        settings.set(LOSS_RATE, value);
         return this;
+    }
+
+    public double lossRate() {
+        return settings.get(LOSS_RATE);
     }
 
     public FabricContext duplicateRate(double value) {
-        duplicateRate = value;
+        settings.set(DUPLICATE_RATE, value);
         return this;
+    }
+
+    public double duplicateRate() {
+        return settings.get(DUPLICATE_RATE);
     }
 
     public FabricContext reorderRate(double value) {
-        reorderRate = value;
+        settings.set(REORDER_RATE, value);
         return this;
+    }
+
+    public double reorderRate() {
+        return settings.get(REORDER_RATE);
     }
 
     public FabricContext delayNs(long value) {
-        delayNs = value;
+        settings.set(DELAY, value);
         return this;
+    }
+
+    public long delayNs() {
+        return settings.get(DELAY);
     }
 
     public FabricContext delayJitterNs(long value) {
-        delayJitterNs = value;
+        settings.set(DELAY_JITTER, value);
         return this;
+    }
+
+    public long delayJitterNs() {
+        return settings.get(DELAY_JITTER);
     }
 
     public FabricContext cutLinks(Set<String> value) {
-        cutLinks = new TreeSet<>(value);
+        settings.set(CUT_LINKS, new TreeSet<>(value));
         return this;
     }
 
+    public Set<String> cutLinks() {
+        return settings.get(CUT_LINKS);
+    }
+
     public FabricContext faultSeed(long value) {
-        faultSeed = value;
+        settings.set(FAULT_SEED, value);
         return this;
+    }
+
+    public long faultSeed() {
+        return settings.get(FAULT_SEED);
     }
 
     /**
@@ -134,62 +177,6 @@ public final class FabricContext {
         return peerCertificatesRequired;
     }
 
-    public String nodeId() {
-        return nodeId;
-    }
-
-    public int lanesPerPeer() {
-        return lanesPerPeer;
-    }
-
-    public long reconnectBackoffMinNs() {
-        return reconnectBackoffMinNs;
-    }
-
-    public long reconnectBackoffMaxNs() {
-        return reconnectBackoffMaxNs;
-    }
-
-    public int onReadyThresholdBytes() {
-        return onReadyThresholdBytes;
-    }
-
-    public int flowControlWindowBytes() {
-        return flowControlWindowBytes;
-    }
-
-    public int maxMessageBytes() {
-        return maxMessageBytes;
-    }
-
-    public double lossRate() {
-        return lossRate;
-    }
-
-    public double duplicateRate() {
-        return duplicateRate;
-    }
-
-    public double reorderRate() {
-        return reorderRate;
-    }
-
-    public long delayNs() {
-        return delayNs;
-    }
-
-    public long delayJitterNs() {
-        return delayJitterNs;
-    }
-
-    public Set<String> cutLinks() {
-        return cutLinks;
-    }
-
-    public long faultSeed() {
-        return faultSeed;
-    }
-
     /**
      * Validates every knob; idempotent.
      *
@@ -199,31 +186,15 @@ public final class FabricContext {
         if (concluded) {
             return this;
         }
-        require(nodeId != null && nodeId.matches("[A-Za-z0-9._-]{1,64}"), "pagewire.node.id",
-                "1 to 64 letters, digits, '.', '_' or '-'", nodeId);
-        require(lanesPerPeer >= 1 && lanesPerPeer <= 64, FabricConfiguration.LANES_PER_PEER_PROP_NAME, "from 1 to 64", lanesPerPeer);
-        require(reconnectBackoffMinNs >= 1_000_000, FabricConfiguration.RECONNECT_MIN_PROP_NAME, "at least 1 ms", reconnectBackoffMinNs);
-        require(reconnectBackoffMaxNs >= reconnectBackoffMinNs, FabricConfiguration.RECONNECT_MAX_PROP_NAME,
-                "at least the minimum back-off (" + reconnectBackoffMinNs + ")", reconnectBackoffMaxNs);
-        require(onReadyThresholdBytes >= 1, FabricConfiguration.ON_READY_THRESHOLD_PROP_NAME, "at least 1", onReadyThresholdBytes);
-        require(flowControlWindowBytes >= 65536, FabricConfiguration.FLOW_CONTROL_WINDOW_PROP_NAME, "at least 65536", flowControlWindowBytes);
-        require(maxMessageBytes >= 1 << 20, FabricConfiguration.MAX_MESSAGE_PROP_NAME, "at least 1 MiB", maxMessageBytes);
-        requireRate(lossRate, FabricConfiguration.LOSS_RATE_PROP_NAME);
-        requireRate(duplicateRate, FabricConfiguration.DUPLICATE_RATE_PROP_NAME);
-        requireRate(reorderRate, FabricConfiguration.REORDER_RATE_PROP_NAME);
-        require(delayNs >= 0 && delayNs <= 10_000_000_000L, FabricConfiguration.DELAY_PROP_NAME, "from 0 to 10 s", delayNs);
-        require(delayJitterNs >= 0 && delayJitterNs <= 10_000_000_000L, FabricConfiguration.DELAY_JITTER_PROP_NAME, "from 0 to 10 s", delayJitterNs);
+        if (nodeId == null || !nodeId.matches("[A-Za-z0-9._-]{1,64}")) {
+            throw new IllegalArgumentException("pagewire.node.id must be 1 to 64 letters, digits, '.', '_' or '-', was " + nodeId);
+        }
+        settings.check();
+        if (reconnectBackoffMaxNs() < reconnectBackoffMinNs()) {
+            throw new IllegalArgumentException(RECONNECT_MAX.name() + " must be at least the minimum back-off (" + reconnectBackoffMinNs()
+                    + "), was " + reconnectBackoffMaxNs());
+        }
         concluded = true;
         return this;
-    }
-
-    private static void requireRate(double rate, String knob) {
-        require(rate >= 0 && rate < 1, knob, "a probability from 0 to below 1", rate);
-    }
-
-    private static void require(boolean ok, String knob, String expected, Object actual) {
-        if (!ok) {
-            throw new IllegalArgumentException(knob + " must be " + expected + ", was " + actual);
-        }
     }
 }

@@ -2,6 +2,9 @@ package io.pagewire.node.fabric;
 
 import io.grpc.stub.CallStreamObserver;
 import io.pagewire.proto.fabric.LaneFrame;
+import io.pagewire.proto.fabric.LaneHello;
+import java.util.Locale;
+import java.util.function.Predicate;
 
 /**
  * One bidirectional stream to a peer, from either end: the node that dialled it (OUTBOUND) or the one
@@ -80,6 +83,31 @@ final class Lane {
 
     @Override
     public String toString() {
-        return direction.name().toLowerCase(java.util.Locale.ROOT) + " lane " + index + " to " + peer;
+        return direction.name().toLowerCase(Locale.ROOT) + " lane " + index + " to " + peer;
+    }
+
+    /** The first frame on a lane, either way: who this node is, which lane, and which process of it. */
+    static LaneFrame hello(String nodeId, int index, long incarnation) {
+        return LaneFrame.newBuilder().setHello(LaneHello.newBuilder().setNodeId(nodeId).setLaneIndex(index).setIncarnation(incarnation))
+                .build();
+    }
+
+    /**
+     * Hands a lane's frame to its handler, asks for the next unless the handler ended the lane, and
+     * gives the frame's receive buffer back (its payloads are not read after this).
+     */
+    static void handle(LaneFrame frame, Predicate<LaneFrame> handler, Runnable requestNext) {
+        try {
+            if (handler.test(frame)) {
+                requestNext.run();
+            }
+        } finally {
+            LaneMarshaller.release(frame);
+        }
+    }
+
+    /** An id a caller sent, cut short enough to quote in a log line or a status. */
+    static String shown(String id) {
+        return id.length() <= 64 ? id : id.substring(0, 64) + "... (" + id.length() + " characters)";
     }
 }

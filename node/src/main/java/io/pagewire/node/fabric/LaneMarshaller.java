@@ -21,12 +21,8 @@ import java.io.InputStream;
  * their bytes are copied once, into the transport's buffers). Receiving copies each stream message
  * into one array, the receiving thread's own and reused from message to message, and parses it with
  * aliasing, so every packet's payload is a view of that array: the bytes are copied once more only
- * when they land in a frame, and a message allocates nothing the size of its payloads. (gRPC's
- * default protobuf marshaller would copy each payload out again. Views of the transport's own
- * socket buffers are not possible: they are direct memory, and protobuf-java 4 has no ByteString over
- * direct memory; its parsers copy a direct buffer, or a message spread over several, into an array
- * first. Going from socket to frame in one copy would take a hand-written packet type in place of
- * the generated one.) A frame that borrowed the thread's array must be given back with {@link #release} once
+ * when they land in a frame, and a message allocates nothing the size of its payloads (gRPC's default
+ * marshaller would copy each payload out again). A frame that borrowed the thread's array must be given back with {@link #release} once
  * nothing reads its payloads (the lane's {@code onNext} does, on the same thread), and a packet kept
  * beyond that must copy its payload.
  */

@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -59,9 +60,9 @@ public final class LinkBaseline extends LinkBaselineGrpc.LinkBaselineImplBase {
     /** The peer's end of a baseline stream: each chunk may be answered (null: no answer); the stream ends with the caller's. */
     private static final class Answering<A> implements StreamObserver<BaselineChunk> {
         private final StreamObserver<A> responses;
-        private final java.util.function.Function<BaselineChunk, A> answer;
+        private final Function<BaselineChunk, A> answer;
 
-        Answering(StreamObserver<A> responses, java.util.function.Function<BaselineChunk, A> answer) {
+        Answering(StreamObserver<A> responses, Function<BaselineChunk, A> answer) {
             this.responses = responses;
             this.answer = answer;
         }

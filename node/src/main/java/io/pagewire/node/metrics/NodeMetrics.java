@@ -2,12 +2,13 @@ package io.pagewire.node.metrics;
 
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.distribution.CountAtBucket;
+import io.pagewire.config.CountedEvent;
+import io.pagewire.config.Meter;
 import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelCounter;
@@ -23,21 +24,30 @@ import io.pagewire.node.nic.NicCounters;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.Side;
 import io.pagewire.node.nic.WaitCause;
+import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.proto.verbs.Stat;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.ToDoubleFunction;
 
 /**
- * Binds a node's counters and gauges to a Micrometer registry, one meter per {@link Metric}
- * definition (split by the tags the definition lists), and reads them back for `pagewire stat` and
- * the demo: the same meters Prometheus scrapes.
+ * Binds a node's meters to a Micrometer registry by iterating their declarations (every
+ * {@link NicCounter} and {@link KernelCounter}, every {@link Metric}), and reads them back for
+ * `pagewire stat` and the demo: the same meters Prometheus scrapes.
  */
 public final class NodeMetrics {
     private final MeterRegistry registry;
+    /** What the function counters read, held here as long as the node holds its meters. */
+    private final List<Object> sources = new ArrayList<>();
     /** Latency meters by operation and local registration mode (the last column: no mode, as for FETCH_ADD). */
     private final Timer[][] latency = new Timer[Completion.Opcode.values().length][RegistrationMode.values().length + 1];
     /** Fault service meters by origin and kind. */
@@ -62,75 +72,41 @@ public final class NodeMetrics {
 
     private void bindNic(Nic nic) {
         NicCounters c = nic.counters();
-        for (RegistrationMode mode : RegistrationMode.values()) {
-            Tags m = Tags.of("mode", mode.name());
-            counter(Metric.TLB_HITS, c, x -> x.get(NicCounter.TLB_HITS, mode), m);
-            counter(Metric.TLB_MISSES, c, x -> x.get(NicCounter.TLB_MISSES, mode), m);
-            for (boolean destination : new boolean[] {false, true}) {
-                for (boolean again : new boolean[] {false, true}) {
-                    for (boolean miss : new boolean[] {false, true}) {
-                        NicCounter lookups = NicCounter.tlbLookup(destination, again, miss);
-                        counter(Metric.TLB_LOOKUPS, c, x -> x.get(lookups, mode), Tags.of("mode", mode.name(), "side", destination ? "destination" : "source",
-                                "transmission", again ? "retransmission" : "first", "result", miss ? "miss" : "hit"));
-                    }
+        for (NicCounter counter : NicCounter.values()) {
+            if (counter.byMode()) {
+                for (RegistrationMode mode : RegistrationMode.values()) {
+                    counter(counter.meter(), c, x -> x.get(counter, mode) * counter.scale(), tags(counter, "mode", mode.name()));
                 }
+            } else {
+                counter(counter.meter(), c, x -> x.get(counter) * counter.scale(), tags(counter));
             }
-            counter(Metric.TLB_EVICTIONS, c, x -> x.get(NicCounter.TLB_EVICTIONS, mode), m);
-            counter(Metric.PARKED_PARTS, c, x -> x.get(NicCounter.PARKED_PARTS, mode), m);
-            faults(c, mode, "send", "minor", NicCounter.SEND_FAULTS_MINOR);
-            faults(c, mode, "send", "major", NicCounter.SEND_FAULTS_MAJOR);
-            faults(c, mode, "receive", "minor", NicCounter.RECEIVE_FAULTS_MINOR);
-            faults(c, mode, "receive", "major", NicCounter.RECEIVE_FAULTS_MAJOR);
-            faults(c, mode, "receive_buffer", "minor", NicCounter.RECEIVE_BUFFER_FAULTS_MINOR);
-            faults(c, mode, "receive_buffer", "major", NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR);
-            faults(c, mode, "prefetch", "minor", NicCounter.PREFETCH_FAULTS_MINOR);
-            faults(c, mode, "prefetch", "major", NicCounter.PREFETCH_FAULTS_MAJOR);
+        }
+        for (CompletionStatus status : CompletionStatus.values()) {
+            counter(Metric.COMPLETIONS.meter(), c, x -> x.completions(status), Tags.of("status", status.name()));
         }
         for (Side side : Side.values()) {
             for (FaultKind kind : FaultKind.values()) {
-                faultService[side.ordinal()][kind.ordinal()] = histogram(Metric.FAULT_SERVICE_TIME,
-                        Tags.of("origin", side.tag(), "kind", kind.name().toLowerCase(Locale.ROOT)));
+                faultService[side.ordinal()][kind.ordinal()] = histogram(Metric.FAULT_SERVICE_TIME.meter(),
+                        Tags.of("origin", side.tag(), "kind", kind.name().toLowerCase(Locale.ROOT)), 1_000);
             }
         }
         nic.observeFaults((side, kind, mode, serviceNs) ->
-                faultService[side.ordinal()][kind.ordinal()].record(serviceNs, java.util.concurrent.TimeUnit.NANOSECONDS));
+                faultService[side.ordinal()][kind.ordinal()].record(serviceNs, TimeUnit.NANOSECONDS));
         Timer[] waits = new Timer[WaitCause.values().length];
         for (WaitCause cause : WaitCause.values()) {
-            waits[cause.ordinal()] = histogram(Metric.NIC_WAIT_TIME, Tags.of("cause", cause.tag()));
+            waits[cause.ordinal()] = histogram(Metric.NIC_WAIT_TIME.meter(), Tags.of("cause", cause.tag()), 1_000);
         }
-        nic.observeWaits((cause, nanos) -> waits[cause.ordinal()].record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS));
-        counter(Metric.INVALIDATED_TRANSLATIONS, c, x -> x.get(NicCounter.INVALIDATED_TRANSLATIONS), Tags.empty());
-        counter(Metric.PREFETCHED_PAGES, c, x -> x.get(NicCounter.PREFETCHED_PAGES), Tags.empty());
-        counter(Metric.RNR_NAKS_SENT, c, x -> x.get(NicCounter.RNR_NAKS_SENT), Tags.empty());
-        counter(Metric.RNR_NAKS_RECEIVED, c, x -> x.get(NicCounter.RNR_NAKS_RECEIVED), Tags.empty());
-        counter(Metric.RECEIVES_COMPLETED, c, x -> x.get(NicCounter.RECEIVES_COMPLETED), Tags.empty());
-        counter(Metric.RECEIVE_STALL, c, x -> x.get(NicCounter.RECEIVE_STALL_NANOS) / 1e9, Tags.empty());
-        counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT), Tags.of("cause", "no_receive"));
-        counter(Metric.RECEIVE_RNR_NAKS_SENT, c, x -> x.get(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT), Tags.of("cause", "buffer_fault"));
-        counter(Metric.RECEIVE_BUFFER_PARKED_PARTS, c, x -> x.get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS), Tags.empty());
-        counter(Metric.RETRANSMITTED_PACKETS, c, x -> x.get(NicCounter.RETRANSMITTED_PACKETS), Tags.empty());
-        counter(Metric.ACK_TIMEOUTS, c, x -> x.get(NicCounter.ACK_TIMEOUTS), Tags.empty());
-        counter(Metric.SEQUENCE_NAKS_SENT, c, x -> x.get(NicCounter.SEQUENCE_NAKS_SENT), Tags.empty());
-        counter(Metric.SEQUENCE_NAKS_RECEIVED, c, x -> x.get(NicCounter.SEQUENCE_NAKS_RECEIVED), Tags.empty());
-        counter(Metric.DUPLICATE_PACKETS, c, x -> x.get(NicCounter.DUPLICATE_PACKETS), Tags.empty());
-        counter(Metric.OUT_OF_ORDER_PACKETS, c, x -> x.get(NicCounter.OUT_OF_ORDER_PACKETS), Tags.empty());
-        counter(Metric.DROPPED_PACKETS, c, x -> x.get(NicCounter.DROPPED_PACKETS), Tags.empty());
-        counter(Metric.CREDIT_WAITS, c, x -> x.get(NicCounter.CREDIT_WAITS), Tags.empty());
-        counter(Metric.LINK_WAITS, c, x -> x.get(NicCounter.LINK_WAITS), Tags.empty());
-        counter(Metric.RATE_LIMIT_WAITS, c, x -> x.get(NicCounter.RATE_LIMIT_WAITS), Tags.empty());
-        counter(Metric.NOTIFICATIONS, c, x -> x.get(NicCounter.NOTIFICATIONS_DELIVERED), Tags.empty());
-        for (CompletionStatus status : CompletionStatus.values()) {
-            counter(Metric.COMPLETIONS, c, x -> x.completions(status), Tags.of("status", status.name()));
-        }
+        nic.observeWaits((cause, nanos) -> waits[cause.ordinal()].record(nanos, TimeUnit.NANOSECONDS));
         for (Completion.Opcode op : Completion.Opcode.values()) {
             if (op == Completion.Opcode.RECV || op == Completion.Opcode.RECV_RDMA_WITH_IMM) {
                 continue; // a receive is not timed from a post: it waits for whenever the peer sends
             }
+            String opTag = op.name().toLowerCase(Locale.ROOT);
             if (op == Completion.Opcode.FETCH_ADD || op == Completion.Opcode.COMPARE_SWAP) {
-                latency[op.ordinal()][RegistrationMode.values().length] = latencyTimer(op, "none");
+                latency[op.ordinal()][RegistrationMode.values().length] = latencyTimer(opTag, "none");
             } else {
                 for (RegistrationMode mode : RegistrationMode.values()) {
-                    latency[op.ordinal()][mode.ordinal()] = latencyTimer(op, mode.name());
+                    latency[op.ordinal()][mode.ordinal()] = latencyTimer(opTag, mode.name());
                 }
             }
         }
@@ -139,7 +115,7 @@ public final class NodeMetrics {
             if (status == CompletionStatus.SUCCESS) {
                 Timer timer = latency[opcode.ordinal()][mode == null ? RegistrationMode.values().length : mode.ordinal()];
                 if (timer != null) {
-                    timer.record(latencyNs, java.util.concurrent.TimeUnit.NANOSECONDS);
+                    timer.record(latencyNs, TimeUnit.NANOSECONDS);
                 }
             }
         });
@@ -153,26 +129,11 @@ public final class NodeMetrics {
         gauge(Metric.RECEIVE_CREDITS, nic, Nic::creditsTotal, Tags.of("state", "total"));
     }
 
-    private void faults(NicCounters c, RegistrationMode mode, String side, String kind, NicCounter counter) {
-        counter(Metric.NIC_PAGE_FAULTS, c, x -> x.get(counter, mode), Tags.of("mode", mode.name(), "side", side, "kind", kind));
-    }
-
     private void bindKernel(KernelAgent kernel) {
         KernelCounters k = kernel.counters();
-        counter(Metric.KERNEL_PAGE_FAULTS, k, x -> x.get(KernelCounter.CPU_FAULTS_MINOR), Tags.of("origin", "cpu", "kind", "minor"));
-        counter(Metric.KERNEL_PAGE_FAULTS, k, x -> x.get(KernelCounter.CPU_FAULTS_MAJOR), Tags.of("origin", "cpu", "kind", "major"));
-        counter(Metric.KERNEL_PAGE_FAULTS, k, x -> x.get(KernelCounter.NIC_FAULTS_MINOR), Tags.of("origin", "nic", "kind", "minor"));
-        counter(Metric.KERNEL_PAGE_FAULTS, k, x -> x.get(KernelCounter.NIC_FAULTS_MAJOR), Tags.of("origin", "nic", "kind", "major"));
-        counter(Metric.SWAP_INS, k, x -> x.get(KernelCounter.SWAP_INS), Tags.empty());
-        counter(Metric.SWAP_OUTS, k, x -> x.get(KernelCounter.SWAP_OUTS), Tags.empty());
-        counter(Metric.EVICTIONS, k, x -> x.get(KernelCounter.EVICTIONS), Tags.empty());
-        counter(Metric.KERNEL_INVALIDATIONS, k, x -> x.get(KernelCounter.INVALIDATIONS), Tags.empty());
-        counter(Metric.PINS, k, x -> x.get(KernelCounter.PINS), Tags.empty());
-        counter(Metric.UNPINS, k, x -> x.get(KernelCounter.UNPINS), Tags.empty());
-        counter(Metric.PIN_LIMIT_REJECTIONS, k, x -> x.get(KernelCounter.PIN_LIMIT_REJECTIONS), Tags.empty());
-        counter(Metric.OUT_OF_MEMORY, k, x -> x.get(KernelCounter.OUT_OF_MEMORY), Tags.empty());
-        counter(Metric.STALE_TRANSLATIONS, k, x -> x.get(KernelCounter.STALE_TRANSLATIONS), Tags.empty());
-        counter(Metric.SYSTEM_BUFFER_PARKED, k, x -> x.get(KernelCounter.SYSTEM_BUFFER_PARKED_BYTES), Tags.empty());
+        for (KernelCounter counter : KernelCounter.values()) {
+            counter(counter.meter(), k, x -> x.get(counter) * counter.scale(), tags(counter));
+        }
         gauge(Metric.MEMORY_PAGES, kernel, x -> x.stats().residentPages(), Tags.of("state", "resident"));
         gauge(Metric.MEMORY_PAGES, kernel, x -> x.stats().freeFrames(), Tags.of("state", "free"));
         gauge(Metric.MEMORY_PAGES, kernel, x -> x.stats().swappedPages(), Tags.of("state", "swapped"));
@@ -183,6 +144,7 @@ public final class NodeMetrics {
         gauge(Metric.KERNEL_PIN_COST, kernel, x -> x.context().pinCostNs() / 1e9, Tags.empty());
         gauge(Metric.PHYSICAL_MEMORY, kernel, x -> x.context().physicalMemoryBytes(), Tags.empty());
         gauge(Metric.SWAP_CAPACITY, kernel, x -> x.context().swapBytes(), Tags.empty());
+        gauge(Metric.CALLER_SHARE, kernel, x -> x.context().callerShare(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_USED, kernel, x -> (double) x.systemBuffer().slotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_PEAK, kernel, x -> (double) x.systemBuffer().peakSlotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_CAPACITY, kernel, x -> (double) x.systemBuffer().slotCount() * x.systemBuffer().slotBytes(), Tags.empty());
@@ -203,71 +165,98 @@ public final class NodeMetrics {
             counter(Metric.LINK_SENT_PACKETS, link, LinkStats::packetsSent, p);
             counter(Metric.LINK_RECEIVED_PACKETS, link, LinkStats::packetsReceived, p);
             counter(Metric.LINK_LANES_LOST, link, LinkStats::lanesLost, p);
-            counter(Metric.LINK_RECEIVE_STALL, nic, n -> n.receiveStallNanos(peer) / 1e9, p);
+            counter(Metric.LINK_RECEIVE_STALL, nic.router(), r -> r.receiveStallNanos(peer) / 1e9, p);
             gauge(Metric.LINK_LANES_UP, fabric, f -> f.lanesUp(peer), p);
         });
     }
 
+    /** Every meter a node exports, each once: the counters' and the others'. */
+    public static List<Meter> meters() {
+        Map<String, Meter> meters = new LinkedHashMap<>();
+        for (NicCounter counter : NicCounter.values()) {
+            meters.putIfAbsent(counter.meter().name(), counter.meter());
+        }
+        for (KernelCounter counter : KernelCounter.values()) {
+            meters.putIfAbsent(counter.meter().name(), counter.meter());
+        }
+        for (Metric metric : Metric.values()) {
+            meters.putIfAbsent(metric.meter().name(), metric.meter());
+        }
+        return List.copyOf(meters.values());
+    }
+
+    private static Tags tags(CountedEvent counter, String... more) {
+        Tags tags = Tags.empty();
+        List<String> pairs = counter.tags();
+        for (int i = 0; i < pairs.size(); i += 2) {
+            tags = tags.and(pairs.get(i), pairs.get(i + 1));
+        }
+        for (int i = 0; i < more.length; i += 2) {
+            tags = tags.and(more[i], more[i + 1]);
+        }
+        return tags;
+    }
+
     /** Registers the count of open application sessions (the verbs service exists after the meters). */
-    public void bindSessions(java.util.function.IntSupplier sessions) {
-        gauge(Metric.SESSIONS, sessions, java.util.function.IntSupplier::getAsInt, Tags.empty());
+    public void bindSessions(IntSupplier sessions) {
+        gauge(Metric.SESSIONS, sessions, IntSupplier::getAsInt, Tags.empty());
     }
 
     /** Control-plane operations the verbs service started later or refused because their caller was over its rate. */
-    public void bindPacing(io.pagewire.node.verbs.VerbsService verbs) {
-        counter(Metric.CONTROL_PACED, verbs, io.pagewire.node.verbs.VerbsService::pacedOperations, Tags.of("outcome", "delayed"));
-        counter(Metric.CONTROL_PACED, verbs, io.pagewire.node.verbs.VerbsService::pacingRefusals, Tags.of("outcome", "refused"));
+    public void bindPacing(LongSupplier delayed, LongSupplier refused) {
+        counter(Metric.CONTROL_PACED, delayed, LongSupplier::getAsLong, Tags.of("outcome", "delayed"));
+        counter(Metric.CONTROL_PACED, refused, LongSupplier::getAsLong, Tags.of("outcome", "refused"));
     }
 
     /** The node's refusals of callers by reason, and batches that failed in the NIC (the meters hold their sources weakly: the node holds both). */
-    public void bindRefusals(io.pagewire.node.security.CallerAuthentication authentication, Fabric fabric) {
-        counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForIdentity,
+    public void bindRefusals(CallerAuthentication authentication, Fabric fabric) {
+        counter(Metric.SECURITY_REFUSALS, authentication, CallerAuthentication::refusedForIdentity,
                 Tags.of("reason", "no_identity"));
-        counter(Metric.SECURITY_REFUSALS, authentication, io.pagewire.node.security.CallerAuthentication::refusedForToken,
+        counter(Metric.SECURITY_REFUSALS, authentication, CallerAuthentication::refusedForToken,
                 Tags.of("reason", "token"));
         counter(Metric.SECURITY_REFUSALS, fabric, Fabric::lanesRefused, Tags.of("reason", "lane"));
         counter(Metric.LINK_BATCHES_FAILED, fabric, Fabric::batchesFailed, Tags.empty());
     }
 
     private <T> void counter(Metric metric, T source, ToDoubleFunction<T> value, Tags tags) {
-        FunctionCounter.builder(metric.meterName(), source, value).description(metric.help()).baseUnit(metric.baseUnit())
-                .tags(tags).register(registry);
+        counter(metric.meter(), source, value, tags);
+    }
+
+    private <T> void counter(Meter meter, T source, ToDoubleFunction<T> value, Tags tags) {
+        sources.add(source); // a function counter holds its source weakly
+        FunctionCounter.builder(meter.name(), source, value).description(meter.help()).baseUnit(meter.baseUnit()).tags(tags).register(registry);
     }
 
     private <T> void gauge(Metric metric, T source, ToDoubleFunction<T> value, Tags tags) {
-        Gauge.builder(metric.meterName(), source, value).description(metric.help()).baseUnit(metric.baseUnit())
+        Meter meter = metric.meter();
+        Gauge.builder(meter.name(), source, value).description(meter.help()).baseUnit(meter.baseUnit())
                 .tags(tags).strongReference(true).register(registry);
     }
 
-    /** A timer published as a histogram only, from a microsecond to 30 s: Prometheus takes its quantiles. */
-    private Timer histogram(Metric metric, Tags tags) {
-        return Timer.builder(metric.meterName()).description(metric.help()).tags(tags)
+    /**
+     * A timer published as histogram buckets only, from {@code minimumNs} to 30 s: Prometheus takes its
+     * quantiles from them (histogram_quantile), and so does {@link #snapshot()}. Client-side percentiles
+     * would cost every completion three HdrHistogram records, about a tenth of a busy sending loop.
+     */
+    private Timer histogram(Meter meter, Tags tags, long minimumNs) {
+        return Timer.builder(meter.name()).description(meter.help()).tags(tags)
                 .publishPercentileHistogram()
-                .minimumExpectedValue(Duration.ofNanos(1_000))
+                .minimumExpectedValue(Duration.ofNanos(minimumNs))
                 .maximumExpectedValue(Duration.ofSeconds(30))
                 .register(registry);
     }
 
-    private Timer latencyTimer(Completion.Opcode op, String modeName) {
-        return Timer.builder(Metric.OPERATION_LATENCY.meterName())
-                .description(Metric.OPERATION_LATENCY.help())
-                .tags("op", op.name().toLowerCase(Locale.ROOT), "mode", modeName)
-                // Buckets only: Prometheus takes quantiles from them (histogram_quantile), and so does
-                // snapshot(). Client-side percentiles would cost every completion three HdrHistogram
-                // records, about a tenth of a busy sending loop.
-                .publishPercentileHistogram()
-                .minimumExpectedValue(Duration.ofNanos(10_000))
-                .maximumExpectedValue(Duration.ofSeconds(30))
-                .register(registry);
+    private Timer latencyTimer(String op, String mode) {
+        return histogram(Metric.OPERATION_LATENCY.meter(), Tags.of("op", op, "mode", mode), 10_000);
     }
 
     /** Every meter's current value, named as Prometheus names it, for `pagewire stat`. */
     public List<Stat> snapshot() {
         List<Stat> stats = new ArrayList<>();
-        for (Meter meter : registry.getMeters()) {
-            Meter.Id id = meter.getId();
+        for (io.micrometer.core.instrument.Meter meter : registry.getMeters()) {
+            io.micrometer.core.instrument.Meter.Id id = meter.getId();
             String name = registry.config().namingConvention().name(id.getName(), id.getType(), id.getBaseUnit());
-            Map<String, String> tags = new java.util.TreeMap<>();
+            Map<String, String> tags = new TreeMap<>();
             for (Tag tag : id.getTagsAsIterable()) {
                 if (!tag.getKey().equals("node")) {
                     tags.put(tag.getKey(), tag.getValue());
@@ -276,9 +265,10 @@ public final class NodeMetrics {
             String help = id.getDescription() == null ? "" : id.getDescription();
             if (meter instanceof Timer timer) {
                 stats.add(stat(name + "_count", help, timer.count(), tags, true));
+                stats.add(stat(name + "_max", help, timer.max(TimeUnit.SECONDS), tags, false));
                 CountAtBucket[] buckets = timer.takeSnapshot().histogramCounts();
                 for (double quantile : SNAPSHOT_QUANTILES) {
-                    Map<String, String> q = new java.util.TreeMap<>(tags);
+                    Map<String, String> q = new TreeMap<>(tags);
                     q.put("quantile", Double.toString(quantile));
                     stats.add(stat(name, help, quantileSeconds(buckets, quantile), q, false));
                 }
@@ -290,7 +280,7 @@ public final class NodeMetrics {
                 stats.add(stat(name, help, gauge.value(), tags, false));
             }
         }
-        stats.sort(java.util.Comparator.comparing(Stat::getName).thenComparing(s -> s.getTagsMap().toString()));
+        stats.sort(Comparator.comparing(Stat::getName).thenComparing(s -> s.getTagsMap().toString()));
         return stats;
     }
 
@@ -313,7 +303,7 @@ public final class NodeMetrics {
         double lowerBound = 0;
         double lowerCount = 0;
         for (CountAtBucket bucket : cumulative) {
-            double upperBound = bucket.bucket(java.util.concurrent.TimeUnit.SECONDS);
+            double upperBound = bucket.bucket(TimeUnit.SECONDS);
             if (bucket.count() >= rank) {
                 double inBucket = bucket.count() - lowerCount;
                 return inBucket <= 0 ? upperBound : lowerBound + (upperBound - lowerBound) * (rank - lowerCount) / inBucket;

@@ -7,7 +7,7 @@ import io.pagewire.kernel.PhysicalMemory;
 
 /**
  * Moves bytes between packets and frames page by page, under the translation rules of each region's
- * mode and under a DMA lock on every frame it touches, which page reclaim respects.
+ * mode ({@link RegionPolicy}) and under a DMA lock on every frame it touches, which page reclaim respects.
  *
  * <p>Rule: nothing calls the kernel while holding a DMA lock, because freeing memory holds the kernel
  * lock while it waits for DMA to drain. So before a miss is resolved through the kernel, the caller's
@@ -17,13 +17,11 @@ final class DmaEngine {
     private static final int ATTEMPTS = 32;
 
     private final PhysicalMemory memory;
-    private final Translator[] translators;
     private final int pageShift;
     private final int pageSize;
 
-    DmaEngine(PhysicalMemory memory, Translator[] translators) {
+    DmaEngine(PhysicalMemory memory) {
         this.memory = memory;
-        this.translators = translators;
         this.pageSize = memory.pageSize();
         this.pageShift = Integer.numberOfTrailingZeros(pageSize);
     }
@@ -40,35 +38,31 @@ final class DmaEngine {
         return memory;
     }
 
-    Translator translator(RegistrationMode mode) {
-        return translators[mode.ordinal()];
-    }
-
     /**
      * Translates one page of a region and locks its frame for a DMA.
      *
      * @param again whether the packet this is for was sent before (its lookup is counted apart)
-     * @return the locked translation (release it with {@link #release}), or {@link Translator#NOT_RESIDENT}
+     * @return the locked translation (release it with {@link #release}), or {@link RegionPolicy#NOT_RESIDENT}
      * @throws RegionInvalidException if the region stopped being usable
      * @throws KernelException if the kernel refused the page (bad address, limits, memory exhausted)
      */
     long acquire(MemoryRegion region, long vpn, boolean write, Side side, boolean again, Runnable beforeKernelCall) {
         checkUsable(region);
-        Translator translator = translators[region.mode().ordinal()];
-        long t = translator.lookup(region, vpn, side, again);
+        RegionPolicy policy = region.policy();
+        long t = policy.lookup(region, vpn, side, again);
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            if (t != Translator.MISS) {
+            if (t != RegionPolicy.MISS) {
                 if (memory.tryLockForDma(Tlb.frameOf(t), Tlb.generationOf(t))) {
                     return t;
                 }
-                translator.dropStale(region, vpn, t);
+                policy.dropStale(region, vpn, t);
                 checkUsable(region);
             }
             if (beforeKernelCall != null) {
                 beforeKernelCall.run();
             }
-            t = translator.resolve(region, vpn, write, side);
-            if (t == Translator.NOT_RESIDENT) {
+            t = policy.resolve(region, vpn, write, side);
+            if (t == RegionPolicy.NOT_RESIDENT) {
                 return t;
             }
         }
@@ -97,7 +91,7 @@ final class DmaEngine {
         int offset = (int) (va & (pageSize - 1));
         if (offset + length <= pageSize) {
             long t = acquire(region, va >>> pageShift, false, side, again, out::flush);
-            if (t == Translator.NOT_RESIDENT) {
+            if (t == RegionPolicy.NOT_RESIDENT) {
                 notResident[0] = va >>> pageShift;
                 return null;
             }
@@ -118,7 +112,7 @@ final class DmaEngine {
                 int pageOffset = (int) (at & (pageSize - 1));
                 int chunk = Math.min(pageSize - pageOffset, length - done);
                 long t = acquire(region, at >>> pageShift, false, side, again, out::flush);
-                if (t == Translator.NOT_RESIDENT) {
+                if (t == RegionPolicy.NOT_RESIDENT) {
                     notResident[0] = at >>> pageShift;
                     return null;
                 }

@@ -1,11 +1,12 @@
 package io.pagewire.node.nic;
 
 import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.BadAddressException;
 import io.pagewire.kernel.InvalidationReason;
 import io.pagewire.kernel.MemoryListener;
-import io.pagewire.kernel.PageFault;
+import io.pagewire.kernel.PinLimitExceededException;
 import io.pagewire.kernel.Translation;
-import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * An application's endpoint as the NIC sees it: its address space (the "process"), the memory regions
@@ -34,7 +36,9 @@ public final class Endpoint implements AutoCloseable {
     private final AtomicInteger nextSrqId = new AtomicInteger(1);
     private final MemoryListener listener = new Listener();
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
-    private final java.util.concurrent.atomic.LongAdder workRequestsOutstanding = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder workRequestsOutstanding = new LongAdder();
+    /** Its owner's outstanding work requests, on every endpoint of the owner's. */
+    private final LongAdder ownerWorkRequests;
     /** What this session's queue pairs may send together, or null when the node paces nothing. */
     private final SendAllowance sendAllowance;
     private volatile boolean closed;
@@ -46,7 +50,13 @@ public final class Endpoint implements AutoCloseable {
         NicContext ctx = nic.context();
         this.sendAllowance = ctx.sendBytesPerSecondPerSession() == 0 ? null
                 : new SendAllowance(ctx.sendBytesPerSecondPerSession(), ctx.sendBurstBytesPerSession(), nic.clock().nanoTime());
+        this.ownerWorkRequests = nic.workRequestsOf(owner());
         space.addListener(listener);
+    }
+
+    /** The application whose share of the node's pools this endpoint draws on, or null (bounded only by the node). */
+    public String owner() {
+        return space.account().shared() ? space.account().owner() : null;
     }
 
     /** The endpoint id, equal to its address space's id on this node. */
@@ -76,8 +86,8 @@ public final class Endpoint implements AutoCloseable {
     /**
      * Registers [address, address + length) with the NIC.
      *
-     * @throws io.pagewire.kernel.BadAddressException if the range is not allocated
-     * @throws io.pagewire.kernel.PinLimitExceededException if PINNED would pass the memlock or node pin limit
+     * @throws BadAddressException if the range is not allocated
+     * @throws PinLimitExceededException if PINNED would pass the memlock or node pin limit
      */
     public MemoryRegion register(long address, long length, RegistrationMode mode, Set<Access> access) {
         checkOpen();
@@ -87,23 +97,19 @@ public final class Endpoint implements AutoCloseable {
         checkAccess(access);
         space.checkAllocated(address, length);
         reserveRegion(length);
-        long[] table = null;
-        if (mode == RegistrationMode.PINNED) {
-            try {
-                table = pinAll(address, length);
-            } catch (RuntimeException e) {
-                unreserveRegion(length);
-                throw e;
-            }
+        RegionPolicy policy = nic.policy(mode);
+        long[] table;
+        try {
+            table = policy.pinForRegistration(space, address, length);
+        } catch (RuntimeException e) {
+            unreserveRegion(length);
+            throw e;
         }
-        MemoryRegion region = new MemoryRegion(this, address, length, mode, access, nextLkey.getAndIncrement(), nic.newRkey(mode), table);
-        if (mode == RegistrationMode.SHADOW) {
-            shadowRegions.add(region);
-            populateShadow(region);
-        }
+        MemoryRegion region = new MemoryRegion(this, address, length, policy, access, nextLkey.getAndIncrement(), nic.newRkey(mode), table);
         if (table != null) {
             region.counters().pinned(table.length);
         }
+        policy.registered(region);
         regions.put(region.lkey(), region);
         nic.publish(region);
         return region;
@@ -114,7 +120,7 @@ public final class Endpoint implements AutoCloseable {
         checkOpen();
         checkAccess(access);
         reserveRegion(0);
-        MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, RegistrationMode.ON_DEMAND, access,
+        MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, nic.policy(RegistrationMode.ON_DEMAND), access,
                 nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
         nic.publish(region);
@@ -146,11 +152,11 @@ public final class Endpoint implements AutoCloseable {
         synchronized (quotaLock) {
             if (regionsHeld >= ctx.regionsPerSession()) {
                 throw new QuotaExceededException(this + " holds " + regionsHeld + " memory regions, its limit ("
-                        + NicConfiguration.REGIONS_PER_SESSION_PROP_NAME + "); deregister some first");
+                        + NicConfiguration.REGIONS_PER_SESSION.name() + "); deregister some first");
             }
             if (length > ctx.registeredBytesPerSession() - bytesRegistered) {
                 throw new QuotaExceededException(this + " has " + bytesRegistered + " bytes registered; " + length + " more would pass its limit of "
-                        + ctx.registeredBytesPerSession() + " (" + NicConfiguration.REGISTERED_BYTES_PER_SESSION_PROP_NAME + ")");
+                        + ctx.registeredBytesPerSession() + " (" + NicConfiguration.REGISTERED_BYTES_PER_SESSION.name() + ")");
             }
             regionsHeld++;
             bytesRegistered += length;
@@ -170,60 +176,30 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** The regions registered now. */
-    public java.util.Collection<MemoryRegion> regions() {
-        return java.util.List.copyOf(regions.values());
-    }
-
-    private long[] pinAll(long address, long length) {
-        space.pinRange(address, length);
-        int shift = space.pageShift();
-        long firstVpn = address >>> shift;
-        int pages = DmaEngine.pagesSpanned(address, length, shift);
-        long[] table = new long[pages];
-        for (int i = 0; i < pages; i++) {
-            Translation t = space.translate(firstVpn + i);
-            table[i] = Tlb.pack(t.frame(), t.generation());
-        }
-        return table;
-    }
-
-    private void populateShadow(MemoryRegion region) {
-        int shift = space.pageShift();
-        long firstVpn = region.address() >>> shift;
-        int pages = DmaEngine.pagesSpanned(region.address(), region.length(), shift);
-        for (int i = 0; i < pages; i++) {
-            Translation t = space.translate(firstVpn + i);
-            if (t != null) {
-                nic.shadow().populate(space, Tlb.key(id(), firstVpn + i), t);
-            }
-        }
+    public Collection<MemoryRegion> regions() {
+        return List.copyOf(regions.values());
     }
 
     private void release(MemoryRegion region, String reason) {
         boolean wasUsable = region.invalidReason() == null;
-        region.invalidate(reason);
-        nic.unpublish(region);
-        if (region.implicit()) {
-            return;
-        }
-        int shift = space.pageShift();
-        long firstVpn = region.address() >>> shift;
-        int pages = DmaEngine.pagesSpanned(region.address(), region.length(), shift);
-        switch (region.mode()) {
-            case PINNED -> {
-                if (wasUsable && !space.isClosed()) {
-                    space.unpinRange(region.address(), region.length());
-                }
-            }
-            case PIN_ON_MISS, ON_DEMAND -> nic.dropTranslations(space, firstVpn, pages);
-            case SHADOW -> {
-                shadowRegions.remove(region);
-                nic.shadow().invalidate(id(), firstVpn, pages);
-                for (MemoryRegion other : shadowRegions) {
-                    populateShadow(other);
-                }
-            }
-        }
+        Teardown teardown = new Teardown();
+        teardown.run(() -> region.invalidate(reason));
+        teardown.run(() -> nic.unpublish(region));
+        teardown.run(() -> region.policy().released(region, wasUsable));
+        teardown.finish();
+    }
+
+    /** SHADOW regions, whose resident pages the shadow page table mirrors (its policy keeps this list). */
+    List<MemoryRegion> shadowRegions() {
+        return shadowRegions;
+    }
+
+    void shadowRegionAdded(MemoryRegion region) {
+        shadowRegions.add(region);
+    }
+
+    void shadowRegionRemoved(MemoryRegion region) {
+        shadowRegions.remove(region);
     }
 
     // ---- event counters -----------------------------------------------------------------------
@@ -233,7 +209,7 @@ public final class Endpoint implements AutoCloseable {
         checkOpen();
         if (counters.size() >= nic.context().countersPerSession()) {
             throw new QuotaExceededException(this + " holds " + counters.size() + " event counters, its limit ("
-                    + NicConfiguration.COUNTERS_PER_SESSION_PROP_NAME + "); destroy some first");
+                    + NicConfiguration.COUNTERS_PER_SESSION.name() + "); destroy some first");
         }
         EventCounter counter = new EventCounter(nextCounterId.getAndIncrement(), this, access);
         counters.put(counter.id(), counter);
@@ -300,54 +276,7 @@ public final class Endpoint implements AutoCloseable {
             throw new NicException("advise covers " + span + " pages; at most the node's physical memory (" + frames
                     + " pages) can be prefetched at once: advise a smaller range");
         }
-        int pages = (int) span;
-        boolean write = advice == Advice.PREFETCH_WRITE;
-        return switch (region.mode()) {
-            case PINNED -> CompletableFuture.completedFuture(null);
-            case PIN_ON_MISS -> prefetchPinned(region, firstVpn, Math.min(pages, nic.tlb().entries()), advice, write);
-            case SHADOW, ON_DEMAND -> prefetchFaulting(region, firstVpn, pages, advice, write);
-        };
-    }
-
-    private CompletableFuture<Void> prefetchPinned(MemoryRegion region, long firstVpn, int pages, Advice advice, boolean write) {
-        Translator translator = nic.dma().translator(RegistrationMode.PIN_ON_MISS);
-        for (int i = 0; i < pages; i++) {
-            long vpn = firstVpn + i;
-            if (advice == Advice.PREFETCH_NO_FAULT && !space.isResident(vpn)) {
-                continue;
-            }
-            if (translator.lookup(region, vpn, Side.PREFETCH, false) == Translator.MISS) {
-                translator.resolve(region, vpn, write, Side.PREFETCH);
-            }
-            prefetched(region);
-        }
-        return CompletableFuture.completedFuture(null);
-    }
-
-    private CompletableFuture<Void> prefetchFaulting(MemoryRegion region, long firstVpn, int pages, Advice advice, boolean write) {
-        Translator translator = nic.dma().translator(region.mode());
-        List<CompletableFuture<?>> faults = new ArrayList<>();
-        for (int i = 0; i < pages; i++) {
-            long vpn = firstVpn + i;
-            Translation resident = space.translate(vpn);
-            if (resident != null) {
-                translator.faultServed(region, vpn, resident);
-                prefetched(region);
-            } else if (advice != Advice.PREFETCH_NO_FAULT) {
-                faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
-                    nic.countFault(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
-                    translator.faultServed(region, vpn, fault.translation());
-                    prefetched(region);
-                }));
-            }
-        }
-        return CompletableFuture.allOf(faults.toArray(CompletableFuture[]::new));
-    }
-
-    /** One page of {@code region} prefetched: counted for the NIC and for the region. */
-    private void prefetched(MemoryRegion region) {
-        nic.counters().increment(NicCounter.PREFETCHED_PAGES);
-        region.counters().prefetched();
+        return region.policy().advise(region, firstVpn, (int) span, advice);
     }
 
     /** What {@link #advise} should do, after {@code ibv_advise_mr_advice}. */
@@ -381,16 +310,22 @@ public final class Endpoint implements AutoCloseable {
         int limit = nic.context().workRequestsPerSession();
         if (workRequestsOutstanding.sum() >= limit) {
             throw new QuotaExceededException("work request " + wrId + ": " + this + " has " + limit + " work requests outstanding, its limit ("
-                    + NicConfiguration.WORK_REQUESTS_PER_SESSION_PROP_NAME + "); reap completions first");
+                    + NicConfiguration.WORK_REQUESTS_PER_SESSION.name() + "); reap completions first");
         }
-        nic.admitWorkRequest(wrId);
+        nic.admitWorkRequest(wrId, owner(), ownerWorkRequests);
         workRequestsOutstanding.increment();
+    }
+
+    /** A receive taken and given back: counted as outstanding again, past the limits (it was admitted before). */
+    void recountWorkRequest() {
+        workRequestsOutstanding.increment();
+        nic.recountWorkRequest(ownerWorkRequests);
     }
 
     /** Work requests completed, failed or flushed (receives: consumed). */
     void retireWorkRequests(int n) {
         workRequestsOutstanding.add(-n);
-        nic.retireWorkRequests(n);
+        nic.retireWorkRequests(n, ownerWorkRequests);
     }
 
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
@@ -414,18 +349,20 @@ public final class Endpoint implements AutoCloseable {
             return;
         }
         closed = true;
+        Teardown teardown = new Teardown();
         for (QueuePair qp : queuePairs) {
-            qp.close();
+            teardown.run(qp::close);
         }
         for (SharedReceiveQueue srq : sharedReceiveQueues.values()) {
-            srq.destroy();
+            teardown.run(srq::destroy);
         }
-        for (MemoryRegion region : regions.values()) {
-            deregister(region);
+        for (MemoryRegion region : List.copyOf(regions.values())) {
+            teardown.run(() -> deregister(region));
         }
-        space.removeListener(listener);
-        space.close();
-        nic.forget(this);
+        teardown.run(() -> space.removeListener(listener));
+        teardown.run(space::close);
+        teardown.run(() -> nic.forget(this));
+        teardown.finish();
     }
 
     private void checkOpen() {

@@ -1,6 +1,7 @@
 package io.pagewire.node.nic;
 
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
@@ -20,7 +21,7 @@ public final class EventCounter {
     private long value;
     private int waiters;
 
-    EventCounter(int id, Endpoint endpoint, java.util.Set<Access> access) {
+    EventCounter(int id, Endpoint endpoint, Set<Access> access) {
         this.id = id;
         this.endpoint = endpoint;
         this.accessMask = Access.mask(access);

@@ -15,7 +15,7 @@ public final class MemoryRegion {
     private final Endpoint endpoint;
     private final long address;
     private final long length;
-    private final RegistrationMode mode;
+    private final RegionPolicy policy;
     private final int accessMask;
     private final int lkey;
     private final long rkey;
@@ -26,12 +26,12 @@ public final class MemoryRegion {
     private final RegionCounters counters = new RegionCounters();
     private volatile String invalidReason;
 
-    MemoryRegion(Endpoint endpoint, long address, long length, RegistrationMode mode, Set<Access> access, int lkey, long rkey,
+    MemoryRegion(Endpoint endpoint, long address, long length, RegionPolicy policy, Set<Access> access, int lkey, long rkey,
             long[] table) {
         this.endpoint = endpoint;
         this.address = address;
         this.length = length;
-        this.mode = mode;
+        this.policy = policy;
         this.accessMask = Access.mask(access);
         this.lkey = lkey;
         this.rkey = rkey;
@@ -59,7 +59,12 @@ public final class MemoryRegion {
     }
 
     public RegistrationMode mode() {
-        return mode;
+        return policy.mode();
+    }
+
+    /** What the region's registration mode does with its pages. */
+    RegionPolicy policy() {
+        return policy;
     }
 
     public Set<Access> access() {
@@ -132,7 +137,7 @@ public final class MemoryRegion {
 
     @Override
     public String toString() {
-        return String.format("%s region lkey %d rkey 0x%x at 0x%x+%s of endpoint %d", mode, lkey, rkey, address,
+        return String.format("%s region lkey %d rkey 0x%x at 0x%x+%s of endpoint %d", policy.mode(), lkey, rkey, address,
                 implicit ? "all" : Long.toString(length), endpoint.id());
     }
 }

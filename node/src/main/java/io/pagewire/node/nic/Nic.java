@@ -1,8 +1,10 @@
 package io.pagewire.node.nic;
 
+import com.google.protobuf.ByteString;
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.KernelAgent;
+import io.pagewire.kernel.KernelConfiguration;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.NanoClock;
 import io.pagewire.proto.fabric.Packet;
@@ -13,7 +15,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The emulated user-level NIC of one node: its TLB and shadow page table, the DMA engine, the memory
@@ -40,23 +46,21 @@ public final class Nic implements AutoCloseable {
     private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
     private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
-    private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
     private final ResponderFaults responderFaults = new ResponderFaults(this);
-    private final ReceiveFaultPolicy[] receivePolicies;
+    /** What each registration mode does with a region's pages, by the mode's ordinal. */
+    private final RegionPolicy[] policies;
     private final AtomicInteger nextQpn = new AtomicInteger(1);
     private final AtomicInteger nextCqId = new AtomicInteger(1);
     private final SecureRandom keys = new SecureRandom();
     private final long sweepIntervalNs;
-    private volatile PacketTransport transport;
+    private final PacketRouter router;
     private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
     private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
     private volatile WaitObserver waitObserver = (cause, nanos) -> { };
     private volatile boolean closed;
-    /** Carries batches between queue pairs of this node; made at the first such batch. */
-    private java.util.concurrent.ExecutorService loopback;
 
     /**
-     * @param transport how packets leave; may be set later with {@link #attach} when the transport needs the NIC first
+     * @param transport how packets leave; may be set later through {@link PacketRouter#attach} when the transport needs the NIC first
      */
     public Nic(String nodeId, KernelAgent kernel, NicContext context, NicTimers timers, PacketTransport transport) {
         this.nodeId = nodeId;
@@ -64,30 +68,25 @@ public final class Nic implements AutoCloseable {
         this.context = context.conclude();
         this.clock = context.clock();
         this.timers = guarded(timers);
-        this.transport = transport;
         int pageSize = kernel.memory().pageSize();
         int slotBytes = kernel.systemBuffer().slotBytes();
         if (Math.min(context.mtuBytes(), pageSize) > slotBytes) {
-            throw new IllegalArgumentException(NicConfiguration.MTU_PROP_NAME + " must be at most " + slotBytes + " with " + pageSize
+            throw new IllegalArgumentException(NicConfiguration.MTU.name() + " must be at most " + slotBytes + " with " + pageSize
                     + "-byte pages: a received part parks in one system-buffer slot, which is a page, and 64 KiB with larger pages; was "
                     + context.mtuBytes());
         }
-        int partsPerPacket = (context.mtuBytes() + pageSize - 1) / pageSize + 1;
+        int partsPerPacket = Credits.perPacket(context.mtuBytes(), Integer.numberOfTrailingZeros(pageSize));
         if (context.creditsPerQp() < partsPerPacket) {
-            throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP_PROP_NAME + " must be at least " + partsPerPacket
+            throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP.name() + " must be at least " + partsPerPacket
                     + " (the page-sized parts one MTU-sized packet can touch), was " + context.creditsPerQp());
         }
         this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed());
-        Translator[] translators = new Translator[RegistrationMode.values().length];
-        translators[RegistrationMode.PINNED.ordinal()] = new PinnedTranslator();
-        translators[RegistrationMode.PIN_ON_MISS.ordinal()] = new PinOnMissTranslator(this);
-        translators[RegistrationMode.SHADOW.ordinal()] = new ShadowTranslator(shadow);
-        translators[RegistrationMode.ON_DEMAND.ordinal()] = new OnDemandTranslator(this);
-        this.dma = new DmaEngine(kernel.memory(), translators);
+        this.policies = new RegionPolicy[] {new PinnedPolicy(this), new PinOnMissPolicy(this), new ShadowPolicy(this), new OnDemandPolicy(this)};
+        this.dma = new DmaEngine(kernel.memory());
         this.firstCredits = partsPerPacket;
-        this.receivePolicies = ReceiveFaultPolicy.forEveryMode(this, new CreditPool(kernel.systemBuffer().slotCount()));
-        this.credits = receivePolicy(RegistrationMode.SHADOW).credits();
+        this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
         this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
+        this.router = new PacketRouter(this, transport);
         this.timers.schedule(sweepIntervalNs, this::sweep);
     }
 
@@ -106,26 +105,6 @@ public final class Nic implements AutoCloseable {
         waitObserver.waited(cause, nanos);
     }
 
-    /** Nanoseconds the packets from each peer waited while PIN_ON_MISS pinned their pages, by peer. */
-    private final Map<String, java.util.concurrent.atomic.LongAdder> receiveStallByPeer = new ConcurrentHashMap<>();
-
-    /**
-     * A receive stalled the lane it came on (U-Net/MM): charged to the peer whose batch this thread
-     * is executing. A stall outside a batch's execution (none is known) counts in the NIC's total only.
-     */
-    void laneStalled(long nanos) {
-        String peer = receivePass.get().executingFor;
-        if (peer != null) {
-            receiveStallByPeer.computeIfAbsent(peer, p -> new java.util.concurrent.atomic.LongAdder()).add(nanos);
-        }
-    }
-
-    /** Nanoseconds packets from {@code peer} waited while PIN_ON_MISS pinned their destination pages. */
-    public long receiveStallNanos(String peer) {
-        java.util.concurrent.atomic.LongAdder stalled = receiveStallByPeer.get(peer);
-        return stalled == null ? 0 : stalled.sum();
-    }
-
     /** Receives the latency of every finished work request from now on (the metrics layer). */
     public void observeCompletions(CompletionObserver observer) {
         completionObserver = observer;
@@ -135,10 +114,6 @@ public final class Nic implements AutoCloseable {
         completionObserver.completed(opcode, mode, status, bytes, latencyNs);
     }
 
-    /** Sets the transport packets leave through, when it could only be built after the NIC. */
-    public void attach(PacketTransport value) {
-        transport = value;
-    }
 
     public String nodeId() {
         return nodeId;
@@ -156,12 +131,25 @@ public final class Nic implements AutoCloseable {
         return counters;
     }
 
+    /** The NIC's port to the wire: where packets arrive, leave, and wait for a lane. */
+    public PacketRouter router() {
+        return router;
+    }
+
     // ---- resources ------------------------------------------------------------------------------
 
-    /** Opens an endpoint: a fresh address space on the node, and the NIC's view of it. */
+    /** Opens an endpoint: a fresh address space on the node, and the NIC's view of it; an account of its own. */
     public Endpoint openEndpoint(String name) {
+        return openEndpoint(name, null);
+    }
+
+    /**
+     * Opens an endpoint of {@code owner} (the application the node authenticated): its pages, pins and
+     * receive credits count against that owner's share of the node's pools; null: an account of its own.
+     */
+    public Endpoint openEndpoint(String name, String owner) {
         checkOpen();
-        AddressSpace space = kernel.createAddressSpace();
+        AddressSpace space = kernel.createAddressSpace(owner);
         Endpoint endpoint = new Endpoint(this, space, name == null ? "" : name);
         endpoints.put(endpoint.id(), endpoint);
         return endpoint;
@@ -202,10 +190,12 @@ public final class Nic implements AutoCloseable {
         }
         if (endpoint.queuePairCount() >= context.queuePairsPerSession()) {
             throw new QuotaExceededException(endpoint + " holds " + endpoint.queuePairCount() + " queue pairs, its limit ("
-                    + NicConfiguration.QUEUE_PAIRS_PER_SESSION_PROP_NAME + "); destroy some first");
+                    + NicConfiguration.QUEUE_PAIRS_PER_SESSION.name() + "); destroy some first");
         }
-        credits.reserve(firstCredits);
-        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq, firstCredits);
+        String owner = endpoint.owner();
+        credits.reserve(owner, firstCredits);
+        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq,
+                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits);
         queuePairs.put(qp.qpn(), qp);
         endpoint.attach(qp);
         return qp;
@@ -250,192 +240,6 @@ public final class Nic implements AutoCloseable {
         return credits.total();
     }
 
-    // ---- the wire -------------------------------------------------------------------------------
-
-    /** A batch of packets from a peer. A bad packet is counted and dropped or refused; it never stops the batch. */
-    public void receive(String peer, PacketBatch batch) {
-        List<QueuePair> touched = new ArrayList<>(2);
-        execute(peer, batch, touched, receivePass.get());
-        for (QueuePair qp : touched) {
-            qp.afterBatch();
-        }
-    }
-
-    /**
-     * As {@link #receive(String, PacketBatch)}, for a transport that reads many batches in one pass:
-     * what the batches call for afterwards (acknowledgements, and the sends they allow) waits until
-     * the pass ends, so that the batches of one pass are acknowledged together, as a NIC coalesces
-     * acknowledgements (and an operating system its interrupts). The first batch of a pass on a
-     * thread hands {@code passes} the task that does it.
-     */
-    public void receive(String peer, PacketBatch batch, ReceivePasses passes) {
-        ReceivePass pass = receivePass.get();
-        execute(peer, batch, pass.touched, pass);
-        if (!pass.touched.isEmpty() && !pass.scheduled) {
-            pass.scheduled = true;
-            passes.atPassEnd(pass);
-        }
-    }
-
-    /** How a transport that reads in passes runs a task once its current pass ends (on the same thread). */
-    public interface ReceivePasses {
-        void atPassEnd(Runnable task);
-    }
-
-    /**
-     * The queue pairs that batches received on one thread touched in its current pass, and the peer
-     * whose batch the thread is executing (what a lane's stall is charged to).
-     */
-    private static final class ReceivePass implements Runnable {
-        final List<QueuePair> touched = new ArrayList<>(4);
-        boolean scheduled;
-        String executingFor;
-
-        @Override
-        public void run() {
-            scheduled = false;
-            try {
-                for (int i = 0; i < touched.size(); i++) {
-                    touched.get(i).afterBatch();
-                }
-            } finally {
-                touched.clear();
-            }
-        }
-    }
-
-    private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
-
-    /** Hands every packet of a batch to its queue pair, noting each queue pair touched. */
-    private void execute(String peer, PacketBatch batch, List<QueuePair> touched, ReceivePass thread) {
-        String outer = thread.executingFor;
-        thread.executingFor = peer;
-        try {
-            executePackets(peer, batch, touched);
-        } finally {
-            thread.executingFor = outer;
-        }
-    }
-
-    private void executePackets(String peer, PacketBatch batch, List<QueuePair> touched) {
-        for (Packet packet : batch.getPacketsList()) {
-            counters.increment(NicCounter.PACKETS_RECEIVED);
-            counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
-            QueuePair qp = queuePairs.get(packet.getDstQpn());
-            QpAddress connected = qp == null ? null : qp.peer();
-            if (connected == null || !connected.node().equals(peer) || connected.qpn() != packet.getSrcQpn()) {
-                counters.increment(NicCounter.DROPPED_PACKETS);
-                continue;
-            }
-            try {
-                qp.receive(packet);
-            } catch (RuntimeException e) {
-                counters.increment(NicCounter.DROPPED_PACKETS);
-                LOG.log(System.Logger.Level.WARNING, "packet " + packet.getOpcode() + " psn " + packet.getPsn() + " for " + qp
-                        + " from " + peer + " failed", e);
-            }
-            if (!touched.contains(qp)) {
-                touched.add(qp);
-            }
-        }
-    }
-
-    /** The link to a peer can take data again: queue pairs that stopped for it carry on. */
-    public void onPeerWritable(String peer) {
-        Set<QueuePair> waiting = waitingForLink.get(peer);
-        if (waiting == null) {
-            return;
-        }
-        for (QueuePair qp : List.copyOf(waiting)) {
-            waiting.remove(qp);
-            qp.kick();
-        }
-    }
-
-    /** A link to a peer was (re)established: queue pairs to it send again what is unacknowledged. */
-    public void onPeerReconnected(String peer) {
-        for (QueuePair qp : queuePairs.values()) {
-            QpAddress p = qp.peer();
-            if (p != null && p.node().equals(peer)) {
-                qp.replay();
-            }
-        }
-    }
-
-    /** A peer restarted: the queue pairs connected to it fail, since the ones they were connected to are gone. */
-    public void onPeerRestarted(String peer) {
-        for (QueuePair qp : queuePairs.values()) {
-            QpAddress p = qp.peer();
-            if (p != null && p.node().equals(peer)) {
-                qp.peerRestarted();
-            }
-        }
-    }
-
-    void transmit(String peer, int laneHint, PacketBatch batch) {
-        for (Packet packet : batch.getPacketsList()) {
-            counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());
-        }
-        counters.add(NicCounter.PACKETS_SENT, batch.getPacketsCount());
-        if (peer.equals(nodeId)) {
-            loopback(batch);
-            return;
-        }
-        PacketTransport t = transport;
-        if (t != null) {
-            t.send(peer, laneHint, batch);
-        }
-    }
-
-    /**
-     * A queue pair between two endpoints of this node: the batch comes back in on the NIC's loopback
-     * thread, as it would from a link (never on the sender's thread, which holds its queue pair's
-     * lock). Payloads are copied first, as a transport copies them into its buffers: they are views
-     * of frames locked only until this returns.
-     */
-    private void loopback(PacketBatch batch) {
-        PacketBatch.Builder copy = PacketBatch.newBuilder();
-        for (Packet packet : batch.getPacketsList()) {
-            copy.addPackets(packet.getPayload().isEmpty() ? packet
-                    : packet.toBuilder().setPayload(com.google.protobuf.ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build());
-        }
-        PacketBatch delivered = copy.build();
-        try {
-            loopbackThread().execute(() -> receive(nodeId, delivered));
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            // Closing: nothing is delivered any more.
-        }
-    }
-
-    private synchronized java.util.concurrent.ExecutorService loopbackThread() {
-        if (loopback == null) {
-            loopback = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "pagewire-nic-loopback-" + nodeId);
-                t.setDaemon(true);
-                return t;
-            });
-        }
-        return loopback;
-    }
-
-    boolean isWritable(String peer, int laneHint) {
-        if (peer.equals(nodeId)) {
-            return true;
-        }
-        PacketTransport t = transport;
-        return t != null && t.isWritable(peer, laneHint);
-    }
-
-    void waitForWritable(String peer, QueuePair qp) {
-        if (waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp)) {
-            counters.increment(NicCounter.LINK_WAITS);
-        }
-        // The link may have turned writable between the check and the registration.
-        if (isWritable(peer, qp.laneHint())) {
-            timers.schedule(1_000, () -> onPeerWritable(peer));
-        }
-    }
-
     // ---- shared mechanics -------------------------------------------------------------------------
 
     Tlb tlb() {
@@ -478,9 +282,9 @@ public final class Nic implements AutoCloseable {
         return responderFaults;
     }
 
-    /** What a receive into a page of this mode does when the page is not resident. */
-    ReceiveFaultPolicy receivePolicy(RegistrationMode mode) {
-        return receivePolicies[mode.ordinal()];
+    /** What a registration mode does with a region's pages. */
+    RegionPolicy policy(RegistrationMode mode) {
+        return policies[mode.ordinal()];
     }
 
     /**
@@ -574,39 +378,59 @@ public final class Nic implements AutoCloseable {
         regionsByRkey.remove(region.rkey(), region);
     }
 
-    void returnCredits(int n) {
-        credits.release(n);
-    }
-
     /**
      * Work requests outstanding on every endpoint of this node. Striped (a post and its completion run
      * on different threads): the limit is checked against the sum, so concurrent posters may pass it by
      * a few, which is all a bound on the node's heap needs.
      */
-    private final java.util.concurrent.atomic.LongAdder workRequestsOutstanding = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder workRequestsOutstanding = new LongAdder();
 
-    /** Counts one more outstanding work request against the node's limit, or refuses it. */
-    void admitWorkRequest(long wrId) {
+    /** Work requests outstanding by owner (application), striped as the node's count is. */
+    private final Map<String, LongAdder> workRequestsByOwner = new ConcurrentHashMap<>();
+
+    /** The count of an owner's outstanding work requests, shared by its endpoints; null for no owner. */
+    LongAdder workRequestsOf(String owner) {
+        return owner == null ? null : workRequestsByOwner.computeIfAbsent(owner, o -> new LongAdder());
+    }
+
+    /**
+     * Counts one more outstanding work request against the node's limit and its owner's share of it
+     * ({@code pagewire.quota.callerShare}), or refuses it.
+     */
+    void admitWorkRequest(long wrId, String owner, LongAdder ownerCount) {
         int limit = context.workRequestsPerNode();
         if (workRequestsOutstanding.sum() >= limit) {
             throw new QuotaExceededException("work request " + wrId + ": node " + nodeId + " has " + limit
-                    + " work requests outstanding, its limit (" + NicConfiguration.WORK_REQUESTS_PER_NODE_PROP_NAME + "); try again later");
+                    + " work requests outstanding, its limit (" + NicConfiguration.WORK_REQUESTS_PER_NODE.name() + "); try again later");
+        }
+        long share = Math.max(1, (long) (limit * kernel.context().callerShare()));
+        if (ownerCount != null && ownerCount.sum() >= share) {
+            throw new QuotaExceededException("work request " + wrId + ": " + owner + " has " + share + " work requests outstanding on node "
+                    + nodeId + ", its share (" + KernelConfiguration.CALLER_SHARE.name() + ") of the node's " + limit + "; reap completions first");
         }
         workRequestsOutstanding.increment();
+        if (ownerCount != null) {
+            ownerCount.increment();
+        }
     }
 
-    void retireWorkRequests(int n) {
+    void recountWorkRequest(LongAdder ownerCount) {
+        workRequestsOutstanding.increment();
+        if (ownerCount != null) {
+            ownerCount.increment();
+        }
+    }
+
+    void retireWorkRequests(int n, LongAdder ownerCount) {
         workRequestsOutstanding.add(-n);
+        if (ownerCount != null) {
+            ownerCount.add(-n);
+        }
     }
 
     /** Work requests posted on this node and not yet completed (or, for receives, consumed). */
     public int workRequestsOutstanding() {
         return (int) workRequestsOutstanding.sum();
-    }
-
-    /** Up to {@code wanted} more credits for a queue pair receiving data that spends them: as many as are free. */
-    int lendCredits(int wanted) {
-        return credits.lend(wanted);
     }
 
     void forget(Endpoint endpoint) {
@@ -615,9 +439,7 @@ public final class Nic implements AutoCloseable {
 
     void forget(QueuePair qp) {
         queuePairs.remove(qp.qpn(), qp);
-        for (Set<QueuePair> waiting : waitingForLink.values()) {
-            waiting.remove(qp);
-        }
+        router.forget(qp);
     }
 
     /** The acknowledgement-timeout sweep over every queue pair; reschedules itself. */
@@ -649,14 +471,12 @@ public final class Nic implements AutoCloseable {
             return;
         }
         closed = true;
+        Teardown teardown = new Teardown();
         for (Endpoint endpoint : endpoints.values()) {
-            endpoint.close();
+            teardown.run(endpoint::close);
         }
-        synchronized (this) {
-            if (loopback != null) {
-                loopback.shutdownNow();
-            }
-        }
-        timers.close();
+        teardown.run(router::close);
+        teardown.run(timers::close);
+        teardown.finish();
     }
 }

@@ -1,62 +1,104 @@
 package io.pagewire.node.nic;
 
-/** The NIC's event counters, each with a stable id and a label a person can read. */
-public enum NicCounter {
-    TLB_HITS(0, "translations found in the TLB (every lookup: both sides, retransmissions and prefetch included)"),
-    TLB_MISSES(1, "translations not in the TLB (every lookup)"),
-    TLB_EVICTIONS(2, "TLB entries replaced to make room"),
-    SEND_FAULTS_MINOR(3, "send-side page faults served without I/O"),
-    SEND_FAULTS_MAJOR(4, "send-side page faults served from swap"),
-    RECEIVE_FAULTS_MINOR(5, "receive-side page faults served without I/O"),
-    RECEIVE_FAULTS_MAJOR(6, "receive-side page faults served from swap"),
-    INVALIDATED_TRANSLATIONS(7, "TLB and shadow table entries dropped on the kernel's request"),
-    RNR_NAKS_SENT(8, "RNR NAKs sent (receive page faults)"),
-    RNR_NAKS_RECEIVED(9, "RNR NAKs received"),
-    RETRANSMITTED_PACKETS(10, "packets sent again"),
-    ACK_TIMEOUTS(11, "acknowledgement timeouts"),
-    SEQUENCE_NAKS_SENT(12, "NAKs sent for a sequence gap"),
-    SEQUENCE_NAKS_RECEIVED(13, "NAKs received for a sequence gap"),
-    DUPLICATE_PACKETS(14, "packets received that were already executed"),
-    OUT_OF_ORDER_PACKETS(15, "packets received ahead of a gap and held"),
-    DROPPED_PACKETS(16, "packets dropped: beyond the reorder window or for an unknown queue pair"),
-    CREDIT_WAITS(17, "times a queue pair waited for receive credits"),
-    PARKED_PARTS(18, "received parts parked in the system buffer"),
-    PACKETS_SENT(19, "packets sent"),
-    PACKETS_RECEIVED(20, "packets received"),
-    BYTES_SENT(21, "payload bytes sent"),
-    BYTES_RECEIVED(22, "payload bytes received"),
-    WRITES_COMPLETED(23, "WRITE work requests completed successfully"),
-    READS_COMPLETED(24, "READ work requests completed successfully"),
-    ATOMICS_COMPLETED(25, "FETCH_ADD and COMPARE_SWAP work requests completed successfully"),
-    NOTIFICATIONS_DELIVERED(26, "event counter notifications delivered"),
-    COMPLETION_ERRORS(27, "work requests completed with an error"),
-    REMOTE_ACCESS_NAKS_SENT(28, "requests refused for a bad key, address or right"),
-    INVALID_REQUEST_NAKS_SENT(29, "malformed requests refused"),
-    PREFETCHED_PAGES(30, "pages brought in or translated by advise"),
-    LINK_WAITS(31, "times a queue pair waited for its lane to take more data (gRPC flow control)"),
-    RECEIVE_FAULTS_FAILED(32, "receive-side page faults the kernel could not serve"),
-    RECEIVE_BUFFER_FAULTS_MINOR(33, "page faults on posted receive buffers served without I/O"),
-    RECEIVE_BUFFER_FAULTS_MAJOR(34, "page faults on posted receive buffers served from swap"),
-    RECEIVE_BUFFER_PARKED_PARTS(35, "parts of SENDs parked in the system buffer (their receive buffer was not resident)"),
-    RECEIVE_BUFFER_RNR_NAKS_SENT(36, "RNR NAKs sent for a page fault on a posted receive buffer"),
-    NO_RECEIVE_RNR_NAKS_SENT(37, "RNR NAKs sent because no receive was posted"),
-    SENDS_COMPLETED(38, "SEND work requests completed successfully"),
-    RECEIVES_COMPLETED(39, "posted receives completed successfully"),
-    RECEIVE_STALL_NANOS(40, "nanoseconds receives stalled while PIN_ON_MISS pinned their page (RDMA-write targets and receive buffers)"),
-    TLB_BYPASSES(41, "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses"),
-    PIN_ACCOUNTING_ERRORS(42, "pins the NIC gave back that the kernel did not hold for it (a bug: logged)"),
-    TIMER_TASK_FAILURES(43, "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (logged; the timers go on)"),
-    PREFETCH_FAULTS_MINOR(44, "page faults taken to prefetch (Advise) served without I/O"),
-    PREFETCH_FAULTS_MAJOR(45, "page faults taken to prefetch (Advise) served from swap"),
-    TLB_SOURCE_FIRST_HITS(46, "TLB hits on pages gathered to send (WRITE and SEND sources, READ sources), first transmissions"),
-    TLB_SOURCE_FIRST_MISSES(47, "TLB misses on pages gathered to send, first transmissions"),
-    TLB_SOURCE_AGAIN_HITS(48, "TLB hits on pages gathered to send, retransmissions"),
-    TLB_SOURCE_AGAIN_MISSES(49, "TLB misses on pages gathered to send, retransmissions"),
-    TLB_DESTINATION_FIRST_HITS(50, "TLB hits on pages written by received data (RDMA-write, atomic and READ-response targets, receive buffers), first transmissions"),
-    TLB_DESTINATION_FIRST_MISSES(51, "TLB misses on pages written by received data, first transmissions"),
-    TLB_DESTINATION_AGAIN_HITS(52, "TLB hits on pages written by received data, retransmissions"),
-    TLB_DESTINATION_AGAIN_MISSES(53, "TLB misses on pages written by received data, retransmissions"),
-    RATE_LIMIT_WAITS(54, "times a queue pair waited because its session had used its send allowance (pagewire.quota.sendBytesPerSecondPerSession)");
+import io.pagewire.config.CountedEvent;
+import io.pagewire.config.Meter;
+import java.util.List;
+
+/**
+ * The NIC's event counters, each declared once with the meter series that exports it. {@link NicCounters}
+ * keeps each per registration mode; a counter marked {@code byMode} is exported with a {@code mode} tag,
+ * the others as their total.
+ */
+public enum NicCounter implements CountedEvent {
+    TLB_HITS(Meter.counter("pagewire.tlb.hits",
+            "Translations found in the NIC's TLB: every lookup, both sides, retransmissions and prefetch included"), true),
+    TLB_MISSES(Meter.counter("pagewire.tlb.misses", "Translations not in the NIC's TLB: every lookup"), true),
+    TLB_EVICTIONS(Meter.counter("pagewire.tlb.evictions", "TLB entries replaced to make room"), true),
+    TLB_BYPASSES(Meter.counter("pagewire.tlb.bypasses",
+            "PIN_ON_MISS translations used without a TLB entry: every way of the set was being filled by other misses"), true),
+    TLB_SOURCE_FIRST_HITS(Family.TLB_LOOKUPS, true, "side", "source", "transmission", "first", "result", "hit"),
+    TLB_SOURCE_FIRST_MISSES(Family.TLB_LOOKUPS, true, "side", "source", "transmission", "first", "result", "miss"),
+    TLB_SOURCE_AGAIN_HITS(Family.TLB_LOOKUPS, true, "side", "source", "transmission", "retransmission", "result", "hit"),
+    TLB_SOURCE_AGAIN_MISSES(Family.TLB_LOOKUPS, true, "side", "source", "transmission", "retransmission", "result", "miss"),
+    TLB_DESTINATION_FIRST_HITS(Family.TLB_LOOKUPS, true, "side", "destination", "transmission", "first", "result", "hit"),
+    TLB_DESTINATION_FIRST_MISSES(Family.TLB_LOOKUPS, true, "side", "destination", "transmission", "first", "result", "miss"),
+    TLB_DESTINATION_AGAIN_HITS(Family.TLB_LOOKUPS, true, "side", "destination", "transmission", "retransmission", "result", "hit"),
+    TLB_DESTINATION_AGAIN_MISSES(Family.TLB_LOOKUPS, true, "side", "destination", "transmission", "retransmission", "result", "miss"),
+    SEND_FAULTS_MINOR(Family.PAGE_FAULTS, true, "side", "send", "kind", "minor"),
+    SEND_FAULTS_MAJOR(Family.PAGE_FAULTS, true, "side", "send", "kind", "major"),
+    RECEIVE_FAULTS_MINOR(Family.PAGE_FAULTS, true, "side", "receive", "kind", "minor"),
+    RECEIVE_FAULTS_MAJOR(Family.PAGE_FAULTS, true, "side", "receive", "kind", "major"),
+    RECEIVE_BUFFER_FAULTS_MINOR(Family.PAGE_FAULTS, true, "side", "receive_buffer", "kind", "minor"),
+    RECEIVE_BUFFER_FAULTS_MAJOR(Family.PAGE_FAULTS, true, "side", "receive_buffer", "kind", "major"),
+    PREFETCH_FAULTS_MINOR(Family.PAGE_FAULTS, true, "side", "prefetch", "kind", "minor"),
+    PREFETCH_FAULTS_MAJOR(Family.PAGE_FAULTS, true, "side", "prefetch", "kind", "major"),
+    RECEIVE_FAULTS_FAILED(Meter.counter("pagewire.nic.page.faults.failed",
+            "Page faults the NIC raised for peers' requests that the kernel could not serve (the request is refused)"), false),
+    INVALIDATED_TRANSLATIONS(Meter.counter("pagewire.nic.invalidated.translations",
+            "NIC translations (TLB and shadow table entries) dropped because the kernel reclaimed or unmapped their pages"), false),
+    PREFETCHED_PAGES(Meter.counter("pagewire.prefetched.pages", "Pages brought in or translated by advise"), false),
+    RNR_NAKS_SENT(Meter.counter("pagewire.rnr.naks.sent", "RNR NAKs sent: receive page faults, and SENDs with no receive posted"), false),
+    RNR_NAKS_RECEIVED(Meter.counter("pagewire.rnr.naks.received", "RNR NAKs received from responders"), false),
+    NO_RECEIVE_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "no_receive"),
+    RECEIVE_BUFFER_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "buffer_fault"),
+    RETRANSMITTED_PACKETS(Meter.counter("pagewire.retransmitted.packets", "Packets sent again"), false),
+    ACK_TIMEOUTS(Meter.counter("pagewire.ack.timeouts", "Acknowledgement timeouts"), false),
+    SEQUENCE_NAKS_SENT(Meter.counter("pagewire.sequence.naks.sent", "NAKs sent for a packet sequence gap"), false),
+    SEQUENCE_NAKS_RECEIVED(Meter.counter("pagewire.sequence.naks.received", "NAKs received for a packet sequence gap"), false),
+    REMOTE_ACCESS_NAKS_SENT(Family.REFUSALS, false, "reason", "remote_access"),
+    INVALID_REQUEST_NAKS_SENT(Family.REFUSALS, false, "reason", "invalid_request"),
+    DUPLICATE_PACKETS(Meter.counter("pagewire.duplicate.packets", "Packets received that were already executed"), false),
+    OUT_OF_ORDER_PACKETS(Meter.counter("pagewire.out.of.order.packets", "Packets received ahead of a gap and held"), false),
+    DROPPED_PACKETS(Meter.counter("pagewire.dropped.packets", "Packets dropped: beyond the reorder window or for an unknown queue pair"),
+            false),
+    CREDIT_WAITS(Meter.counter("pagewire.credit.waits", "Times a queue pair waited for receive credits"), false),
+    LINK_WAITS(Meter.counter("pagewire.link.waits", "Times a queue pair waited for its lane (gRPC flow control)"), false),
+    RATE_LIMIT_WAITS(Meter.counter("pagewire.rate.limit.waits",
+            "Times a queue pair waited because its session had used its send allowance (pagewire.quota.sendBytesPerSecondPerSession)"),
+            false),
+    PARKED_PARTS(Meter.counter("pagewire.parked.parts", "Received page-sized parts parked in the system buffer"), true),
+    RECEIVE_BUFFER_PARKED_PARTS(Meter.counter("pagewire.receive.buffer.parked.parts",
+            "Parts of SENDs parked in the system buffer because their posted receive buffer was not resident"), false),
+    RECEIVE_STALL_NANOS(Meter.counter("pagewire.receive.stall", "seconds",
+            "Time receives stalled while PIN_ON_MISS pinned their destination page (U-Net/MM's lane stall)"), false) {
+        @Override
+        public double scale() {
+            return 1e-9;
+        }
+    },
+    PACKETS_SENT(Family.PACKETS, false, "direction", "sent"),
+    PACKETS_RECEIVED(Family.PACKETS, false, "direction", "received"),
+    BYTES_SENT(Family.PAYLOAD, false, "direction", "sent"),
+    BYTES_RECEIVED(Family.PAYLOAD, false, "direction", "received"),
+    WRITES_COMPLETED(Family.OPERATIONS, false, "op", "write"),
+    READS_COMPLETED(Family.OPERATIONS, false, "op", "read"),
+    ATOMICS_COMPLETED(Family.OPERATIONS, false, "op", "atomic"),
+    SENDS_COMPLETED(Family.OPERATIONS, false, "op", "send"),
+    RECEIVES_COMPLETED(Meter.counter("pagewire.receives.completed", "Posted receives completed by a SEND or a WRITE_WITH_IMM"), false),
+    NOTIFICATIONS_DELIVERED(Meter.counter("pagewire.notifications", "Event counter notifications delivered"), false),
+    COMPLETION_ERRORS(Meter.counter("pagewire.completion.errors", "Work requests and receives completed with an error"), false),
+    PIN_ACCOUNTING_ERRORS(Meter.counter("pagewire.nic.pin.accounting.errors",
+            "Pins the NIC gave back that the kernel did not hold for it (a bug: each is logged)"), false),
+    TIMER_TASK_FAILURES(Meter.counter("pagewire.nic.timer.failures",
+            "NIC timer tasks (RNR back-off, acknowledgement sweep) that threw (each is logged; the timers go on)"), false);
+
+    /** Meters whose series several counters make up. */
+    private static final class Family {
+        static final Meter TLB_LOOKUPS = Meter.counter("pagewire.tlb.lookups",
+                "NIC TLB lookups by side (source: pages gathered to send; destination: pages received data is written to),"
+                        + " transmission (first, retransmission) and result (hit, miss)");
+        static final Meter PAGE_FAULTS = Meter.counter("pagewire.nic.page.faults",
+                "Page faults the NIC raised, by side (send for a WRITE's source or a READ's, receive for an RDMA-write, atomic or"
+                        + " READ-response target, receive_buffer for a SEND's posted buffer, prefetch for Advise) and kind (minor, major)");
+        static final Meter RECEIVE_RNR_NAKS = Meter.counter("pagewire.receive.rnr.naks.sent",
+                "RNR NAKs sent to SENDs and WRITE_WITH_IMMs, by cause (no receive posted, a fault on the posted buffer)");
+        static final Meter REFUSALS = Meter.counter("pagewire.refusal.naks.sent",
+                "Requests the responder refused, by reason (remote_access: a bad key, address or right; invalid_request: malformed)");
+        static final Meter PACKETS = Meter.counter("pagewire.nic.packets", "Packets the NIC sent and received");
+        static final Meter PAYLOAD = Meter.counter("pagewire.nic.payload", "bytes", "Payload bytes the NIC sent and received");
+        static final Meter OPERATIONS = Meter.counter("pagewire.operations.completed",
+                "Work requests completed successfully, by operation (write: every WRITE flavour; atomic: FETCH_ADD and COMPARE_SWAP)");
+    }
 
     private static final NicCounter[] TLB_LOOKUPS = {
         TLB_SOURCE_FIRST_HITS, TLB_SOURCE_FIRST_MISSES, TLB_SOURCE_AGAIN_HITS, TLB_SOURCE_AGAIN_MISSES,
@@ -68,19 +110,33 @@ public enum NicCounter {
         return TLB_LOOKUPS[(destination ? 4 : 0) + (again ? 2 : 0) + (miss ? 1 : 0)];
     }
 
-    private final int id;
-    private final String label;
+    private final Meter meter;
+    private final boolean byMode;
+    private final List<String> tags;
 
-    NicCounter(int id, String label) {
-        this.id = id;
-        this.label = label;
+    NicCounter(Meter meter, boolean byMode, String... tags) {
+        this.meter = meter;
+        this.byMode = byMode;
+        this.tags = List.of(tags);
     }
 
-    public int id() {
-        return id;
+    /** Its index in {@link NicCounters}. */
+    int id() {
+        return ordinal();
     }
 
-    public String label() {
-        return label;
+    @Override
+    public Meter meter() {
+        return meter;
+    }
+
+    @Override
+    public List<String> tags() {
+        return tags;
+    }
+
+    /** Whether it is exported per registration mode (a {@code mode} tag) rather than as its total. */
+    public boolean byMode() {
+        return byMode;
     }
 }

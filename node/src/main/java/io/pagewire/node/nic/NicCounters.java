@@ -1,5 +1,6 @@
 package io.pagewire.node.nic;
 
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -59,7 +60,7 @@ public final class NicCounters {
             if (total == 0) {
                 continue;
             }
-            out.append(String.format("  %-26s %12d", counter.name().toLowerCase(java.util.Locale.ROOT), total));
+            out.append(String.format("  %-26s %12d", counter.name().toLowerCase(Locale.ROOT), total));
             for (RegistrationMode mode : RegistrationMode.values()) {
                 long v = get(counter, mode);
                 if (v != 0 && v != total) {

@@ -2,6 +2,7 @@ package io.pagewire.node.nic;
 
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
+import java.util.Arrays;
 
 /**
  * The packets a queue pair has built for its peer and not yet sent, with the DMA locks on the frames
@@ -45,7 +46,7 @@ final class Outbox {
 
     void holdLock(long translation) {
         if (lockedCount == locked.length) {
-            locked = java.util.Arrays.copyOf(locked, lockedCount * 2);
+            locked = Arrays.copyOf(locked, lockedCount * 2);
         }
         locked[lockedCount++] = translation;
     }
@@ -56,7 +57,7 @@ final class Outbox {
             if (batch.getPacketsCount() > 0) {
                 PacketBatch built = batch.build();
                 batch = PacketBatch.newBuilder();
-                nic.transmit(peer, laneHint, built);
+                nic.router().transmit(peer, laneHint, built);
             }
         } finally {
             for (int i = 0; i < lockedCount; i++) {

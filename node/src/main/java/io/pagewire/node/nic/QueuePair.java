@@ -5,6 +5,7 @@ import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiConsumer;
 
 /**
  * A reliable connected queue pair, after InfiniBand RC: work requests posted here become packets to
@@ -29,9 +30,6 @@ public final class QueuePair implements AutoCloseable {
         CLOSED
     }
 
-    /** The largest credit grant an address may claim: far more than any node grants, far less than overflow. */
-    static final int MAX_INITIAL_CREDITS = 1 << 24;
-
     private final Nic nic;
     private final Endpoint endpoint;
     private final CompletionQueue cq;
@@ -49,16 +47,15 @@ public final class QueuePair implements AutoCloseable {
     private boolean pumping;
     private boolean pumpAgain;
     private int parkedParts;
-    private boolean creditsReturned;
-    /** Credits of the node's system buffer this pair holds: its first grant and what it borrowed since. */
-    private int creditsHeld;
-    /** The grant the pair's address names: where its responder's credit count starts. */
+    /** Both ledgers of the pair's receive credits. */
+    private final Credits credits;
+    /** The grant the pair's address names. */
     private final int firstCredits;
 
-    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, int firstCredits) {
+    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, Credits credits, int firstCredits) {
         this.nic = nic;
+        this.credits = credits;
         this.firstCredits = firstCredits;
-        this.creditsHeld = firstCredits;
         this.endpoint = endpoint;
         this.cq = cq;
         this.qpn = qpn;
@@ -106,10 +103,10 @@ public final class QueuePair implements AutoCloseable {
             if (state != State.INIT) {
                 throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
             }
-            int needed = Requester.sendCredits(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
-            if (remote.initialCredits() < needed || remote.initialCredits() > MAX_INITIAL_CREDITS) {
+            int needed = Credits.perPacket(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
+            if (remote.initialCredits() < needed || remote.initialCredits() > Credits.MAX_INITIAL) {
                 throw new NicException("queue pair " + qpn + " cannot connect: the peer's address grants " + remote.initialCredits()
-                        + " credits, where one MTU-sized packet may need " + needed + " and a node grants at most " + MAX_INITIAL_CREDITS
+                        + " credits, where one MTU-sized packet may need " + needed + " and a node grants at most " + Credits.MAX_INITIAL
                         + "; give the address CreateQueuePair returned on the peer");
             }
             peer = remote;
@@ -117,6 +114,7 @@ public final class QueuePair implements AutoCloseable {
             // which end computes it), so the fabric can keep a queue pair's packets and their
             // acknowledgements on one connection; pairs with equal numbers at both ends still spread.
             outbox.peer(remote.node(), 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn()));
+            credits.connect(remote.initialCredits());
             requester.connect(remote);
             state = State.READY;
         } finally {
@@ -186,7 +184,7 @@ public final class QueuePair implements AutoCloseable {
      * Posts several work requests, reporting each one the queue pair refuses instead of stopping at
      * it; the accepted ones go out together.
      */
-    public void postEach(List<WorkRequest> requests, java.util.function.BiConsumer<WorkRequest, NicException> refused) {
+    public void postEach(List<WorkRequest> requests, BiConsumer<WorkRequest, NicException> refused) {
         lock.lock();
         try {
             if (state == State.INIT) {
@@ -564,40 +562,22 @@ public final class QueuePair implements AutoCloseable {
      * pairs from being created) and nothing it parked is still waiting for its page.
      */
     private void returnCreditsIfDone() {
-        if ((state == State.CLOSED || state == State.ERROR) && parkedParts == 0 && !creditsReturned) {
-            creditsReturned = true;
-            nic.returnCredits(creditsHeld);
+        if ((state == State.CLOSED || state == State.ERROR) && parkedParts == 0) {
+            credits.returnToPool();
         }
     }
 
-    int firstCredits() {
-        return firstCredits;
-    }
-
-    /** Credits this pair holds of the system buffer: what its sender may have parked at once. */
-    int creditsHeld() {
-        return creditsHeld;
-    }
-
-    /**
-     * Data that spends credits arrived: borrow toward the pair's full share ({@code pagewire.nic.creditsPerQp})
-     * while the buffer has free slots. Returns the credits added, which the next acknowledgement grants.
-     */
-    int borrowCredits() {
-        int wanted = nic.context().creditsPerQp() - creditsHeld;
-        if (wanted <= 0 || creditsReturned) {
-            return 0;
-        }
-        int lent = nic.lendCredits(wanted);
-        creditsHeld += lent;
-        return lent;
+    /** The pair's receive credits (lock held). */
+    Credits credits() {
+        return credits;
     }
 
     /** The queue pair's sequence numbers, credits and waits: what a failing test prints. */
     public String describe() {
         lock.lock();
         try {
-            return this + ": " + requester.describe() + "; " + responder.describe() + " parked parts=" + parkedParts;
+            return this + ": " + requester.describe() + "; " + responder.describe() + " parked parts=" + parkedParts + "; "
+                    + credits.describe();
         } finally {
             lock.unlock();
         }

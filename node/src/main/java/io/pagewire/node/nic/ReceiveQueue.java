@@ -1,6 +1,8 @@
 package io.pagewire.node.nic;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Posted receives in posting order: each arriving SEND (or WRITE_WITH_IMM) consumes the oldest. One
@@ -75,6 +77,15 @@ final class ReceiveQueue {
         return taken;
     }
 
+    /**
+     * Puts a receive that was taken back at the head of the queue, counted as outstanding again: the
+     * request that took it was refused before it used it.
+     */
+    synchronized void restore(Posted taken) {
+        posted.addFirst(taken);
+        taken.region().endpoint().recountWorkRequest();
+    }
+
     synchronized int size() {
         return posted.size();
     }
@@ -97,8 +108,8 @@ final class ReceiveQueue {
     }
 
     /** Drops every posted receive, returning them (a shared queue destroyed, or its owner failed). */
-    synchronized java.util.List<Posted> drain() {
-        java.util.List<Posted> all = new java.util.ArrayList<>(posted);
+    synchronized List<Posted> drain() {
+        List<Posted> all = new ArrayList<>(posted);
         posted.clear();
         all.forEach(p -> p.region().endpoint().retireWorkRequests(1));
         return all;

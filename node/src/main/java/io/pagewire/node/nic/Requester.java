@@ -7,13 +7,17 @@ import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.concurrent.CompletionException;
 import org.agrona.collections.LongHashSet;
 
 /**
- * The sending half of a queue pair (the requester of InfiniBand RC): it numbers packets, segments
- * messages at the MTU, keeps at most a window of PSNs outstanding, spends the responder's credits,
- * and recovers from loss by going back to the first unacknowledged PSN, on a sequence NAK, after an
- * RNR NAK's delay, or when the acknowledgement timer expires. Guarded by the queue pair's lock.
+ * The sending half of a queue pair (the requester of InfiniBand RC): it validates and numbers posted
+ * requests, segments messages at the MTU, keeps at most a window of PSNs outstanding, and completes
+ * requests as acknowledgements and responses arrive. What it may send is its {@link Credits}' and its
+ * {@link Pacing}'s to say; when it must go back to the first unacknowledged PSN (a sequence NAK, an RNR
+ * NAK's delay, the acknowledgement timer) is its {@link Recovery}'s. Guarded by the queue pair's lock.
  */
 final class Requester {
     private final QueuePair qp;
@@ -22,14 +26,11 @@ final class Requester {
     private final NicCounters counters;
     private final DmaEngine dma;
     private final int mtu;
+    private final int sendWindow;
+    private final int batchPackets;
     private final WqeRing wqes = new WqeRing();
-    /**
-     * Whether the timeout sweep has work here: set (under the pair's lock) whenever a request is
-     * queued, cleared only by the sweep (under the lock) once it finds nothing outstanding, and read
-     * by the sweep without the lock, so an idle pair costs the sweep one read instead of its lock.
-     * Queued work thus always leaves it set.
-     */
-    private volatile boolean sweepWanted;
+    private final Recovery recovery;
+    private final Pacing pacing;
     private final long[] notResident = new long[1];
 
     /** The PSN the next posted request starts at. */
@@ -41,36 +42,15 @@ final class Requester {
     private long highestSent = -1;
     /** Credits were spent for every PSN up to this one (retransmissions spend none). */
     private long chargedThrough = -1;
-    private long creditLimit;
-    private long creditsUsed;
+    private final Credits credits;
     private int remotePageShift;
-    private long lastProgressNs;
-    private int retries;
-    private long rnrPsn = -1;
-    private int rnrRetries;
-    private boolean rnrWaiting;
     /**
      * Local pages with a fault raised and not yet served. The queue pair sends nothing until every one
      * is in; a page faults once however many responses land on it meanwhile.
      */
     private final LongHashSet faultsPending = new LongHashSet();
-    /** The acknowledgement timeout backs off to at most 2^this times its configured value. */
-    private static final int MAX_BACKOFF_SHIFT = 2;
     /** READs with responses dropped for a local fault, asked for again (only those) once the faults are served. */
-    private final java.util.ArrayList<SendWqe> refetching = new java.util.ArrayList<>(2);
-    private boolean creditWaiting;
-    /** When the current credit wait and RNR back-off began (clock nanoseconds). */
-    private long creditWaitSinceNs;
-    private long rnrSinceNs;
-    /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
-    private boolean linkWaiting;
-    /** The session's send allowance, or null when it is not paced. */
-    private final SendAllowance sessionAllowance;
-    /** This pair's own rate limit (set by its application), or null. */
-    private SendAllowance ownLimit;
-    /** Waiting on the NIC's timers for the session's allowance to have room; since when (clock nanoseconds). */
-    private boolean pacingWaiting;
-    private long pacingSinceNs;
+    private final ArrayList<SendWqe> refetching = new ArrayList<>(2);
 
     Requester(QueuePair qp) {
         this.qp = qp;
@@ -79,11 +59,14 @@ final class Requester {
         this.counters = nic.counters();
         this.dma = nic.dma();
         this.mtu = ctx.mtuBytes();
-        this.sessionAllowance = qp.endpoint().sendAllowance();
+        this.sendWindow = ctx.sendWindowPackets();
+        this.batchPackets = ctx.batchPackets();
+        this.credits = qp.credits();
+        this.recovery = new Recovery(nic);
+        this.pacing = new Pacing(nic, qp.endpoint().sendAllowance(), qp::onPacingTimerExpired);
     }
 
     void connect(QpAddress remote) {
-        creditLimit = remote.initialCredits();
         remotePageShift = Integer.numberOfTrailingZeros(remote.pageSize());
     }
 
@@ -122,14 +105,12 @@ final class Requester {
         qp.endpoint().admitWorkRequest(wr.wrId());
         wqes.add(new SendWqe(wr, local, nextPsn, packets, nic.clock().nanoTime()));
         nextPsn += packets;
-        if (!sweepWanted) {
-            sweepWanted = true;
-        }
+        recovery.workQueued();
     }
 
     /** Whether the timeout sweep has anything to look at here (read without the pair's lock). */
     boolean sweepWanted() {
-        return sweepWanted;
+        return recovery.sweepWanted();
     }
 
     int outstanding() {
@@ -140,7 +121,7 @@ final class Requester {
 
     /** Sends what the window, the credits, the link and faults allow. */
     void pump(Outbox out) {
-        if (rnrWaiting || pacingWaiting || !faultsPending.isEmpty()) {
+        if (recovery.paused() || pacing.waiting() || !faultsPending.isEmpty()) {
             return;
         }
         if (!refetching.isEmpty()) {
@@ -152,22 +133,18 @@ final class Requester {
                 sendPsn = unacked;
                 continue;
             }
-            if (sendPsn - unacked >= ctx.sendWindowPackets()) {
+            if (sendPsn - unacked >= sendWindow) {
                 break;
             }
             // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
             // and a batch goes out as one stream message.
-            if (out.size() == 0 && !nic.isWritable(qp.peer().node(), qp.laneHint())) {
-                if (!linkWaiting && highestSent < unacked) {
-                    // Nothing in flight: a peer that stays unreachable must still end in RETRY_EXCEEDED.
-                    lastProgressNs = nic.clock().nanoTime();
-                }
-                linkWaiting = true;
-                nic.waitForWritable(qp.peer().node(), qp);
+            if (out.size() == 0 && !nic.router().isWritable(qp.peer().node(), qp.laneHint())) {
+                recovery.linkWaiting(true, highestSent >= unacked);
+                nic.router().waitForWritable(qp.peer().node(), qp);
                 break;
             }
-            linkWaiting = false;
-            if ((sessionAllowance != null || ownLimit != null) && !allowanceHasRoom()) {
+            recovery.linkWaiting(false, true);
+            if (!pacing.hasRoom()) {
                 break;
             }
             SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
@@ -180,58 +157,19 @@ final class Requester {
             if (!sent) {
                 break;
             }
-            if (out.size() >= ctx.batchPackets()) {
+            if (out.size() >= batchPackets) {
                 out.flush();
             }
         }
     }
 
-    /**
-     * Whether the session's send allowance lets the next packet go; if not, the pair sleeps on the NIC's
-     * timers until it has room for half a burst (nothing in flight meanwhile keeps the acknowledgement
-     * timer from running, as for a credit wait).
-     */
-    private boolean allowanceHasRoom() {
-        long now = nic.clock().nanoTime();
-        long delay = Math.max(sessionAllowance == null ? 0 : sessionAllowance.delayNs(now), ownLimit == null ? 0 : ownLimit.delayNs(now));
-        if (delay == 0) {
-            return true;
-        }
-        pacingWaiting = true;
-        pacingSinceNs = now;
-        counters.increment(NicCounter.RATE_LIMIT_WAITS);
-        // A very slow limit sleeps in steps: a pair closed meanwhile leaves no timer (and no reference to
-        // itself) behind for longer than one step, whatever rate its application chose.
-        nic.timers().schedule(Math.min(delay, MAX_PACING_SLEEP_NS), qp::onPacingTimerExpired);
-        return false;
-    }
-
-    /** The longest a paced pair sleeps before it looks at its allowance again. */
-    static final long MAX_PACING_SLEEP_NS = 100_000_000L;
-
     void pacingTimerExpired() {
-        if (pacingWaiting) {
-            pacingWaiting = false;
-            nic.waited(WaitCause.RATE_LIMIT, nic.clock().nanoTime() - pacingSinceNs);
-        }
+        pacing.timerExpired();
     }
 
     /** Sets or (null) removes this pair's own rate limit. */
     void rateLimit(SendAllowance limit) {
-        ownLimit = limit;
-    }
-
-    /** Counts a packet just queued against the session's send allowance and the pair's own limit, where they are set. */
-    private void spendAllowance(int payloadBytes) {
-        if (sessionAllowance != null || ownLimit != null) {
-            long now = nic.clock().nanoTime();
-            if (sessionAllowance != null) {
-                sessionAllowance.spend(payloadBytes, now);
-            }
-            if (ownLimit != null) {
-                ownLimit.spend(payloadBytes, now);
-            }
-        }
+        pacing.limit(limit);
     }
 
     /** One segment of a message that carries data: a WRITE (any flavour) or a SEND. */
@@ -244,14 +182,9 @@ final class Requester {
         boolean firstTransmission = sendPsn > chargedThrough;
         // Writes spend credits only where they may park in the responder's system buffer; a SEND always
         // does, for as many pages as its segment can touch: which buffer it lands in is the responder's choice.
-        int parts = send ? sendCredits(length, remotePageShift)
-                : nic.receivePolicy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
-        if (firstTransmission && creditLimit - creditsUsed < parts) {
-            if (!creditWaiting) {
-                creditWaiting = true;
-                creditWaitSinceNs = nic.clock().nanoTime();
-                counters.increment(NicCounter.CREDIT_WAITS);
-            }
+        int parts = send ? Credits.perPacket(length, remotePageShift)
+                : nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
+        if (firstTransmission && !credits.canSpend(parts)) {
             return false;
         }
         ByteString payload = gatherOrFail(wqe, wqe.wr.localAddress() + offset, length, out);
@@ -260,12 +193,8 @@ final class Requester {
         }
         if (firstTransmission) {
             wqe.local.counters().sent(length);
-            creditsUsed += parts;
+            credits.spend(parts);
             chargedThrough = sendPsn;
-            if (creditWaiting) {
-                creditWaiting = false;
-                nic.waited(WaitCause.CREDITS, nic.clock().nanoTime() - creditWaitSinceNs);
-            }
         }
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
@@ -284,19 +213,10 @@ final class Requester {
             }
         }
         out.add(packet);
-        spendAllowance(length);
+        pacing.spend(length);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;
-    }
-
-    /**
-     * The credits a SEND segment of {@code length} bytes spends: the most pages it can touch wherever
-     * the receive buffer starts. The responder grants back the same number, so the two agree without
-     * the requester knowing the buffer.
-     */
-    static int sendCredits(int length, int pageShift) {
-        return length == 0 ? 0 : (int) (((length + (1L << pageShift) - 2) >>> pageShift) + 1);
     }
 
     /** The wire opcode of a segment: ONLY for a one-packet message, else FIRST, MIDDLE..., LAST. */
@@ -320,7 +240,7 @@ final class Requester {
             sendPsn = wqe.psnLast() + 1;
             return true;
         }
-        long room = ctx.sendWindowPackets() - (wqe.psnFirst + index - unacked);
+        long room = sendWindow - (wqe.psnFirst + index - unacked);
         // Ask again only for what is missing: responses already placed are not requested twice (a
         // go-back-N re-request of the whole window turns each receive fault into a burst of duplicates
         // that queue ahead of the one response the requester waits for).
@@ -340,7 +260,7 @@ final class Requester {
         // A request for responses asked before (a resend, or a refetch of dropped ones) is a retransmission.
         out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
                 .setRkey(wqe.wr.rkey()).setLength(length).setRetransmitted(psn <= highestSent));
-        spendAllowance(length); // the responses it asks for cross the link on this session's behalf
+        pacing.spend(length); // the responses it asks for cross the link on this session's behalf
         noteSent(psn, psn + count - 1);
     }
 
@@ -375,7 +295,7 @@ final class Requester {
             packet.setCounterId(wr.counterId());
         }
         out.add(packet);
-        spendAllowance(Long.BYTES);
+        pacing.spend(Long.BYTES);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
         return true;
@@ -389,7 +309,7 @@ final class Requester {
     private void noteSent(long firstPsn, long lastPsn) {
         if (highestSent < unackedPsn()) {
             // Nothing was in flight: the acknowledgement timer starts now.
-            lastProgressNs = nic.clock().nanoTime();
+            recovery.restartTimer();
         }
         if (firstPsn <= highestSent) {
             counters.increment(NicCounter.RETRANSMITTED_PACKETS);
@@ -429,9 +349,9 @@ final class Requester {
         faultsPending.remove(vpn);
         // Time spent waiting for a local page is not the responder's silence: the acknowledgement
         // timer starts again from here, as it does after an RNR delay.
-        lastProgressNs = nic.clock().nanoTime();
+        recovery.restartTimer();
         if (error != null) {
-            Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+            Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
             CompletionStatus status = cause instanceof BadAddressException ? CompletionStatus.LOCAL_PROTECTION_ERROR
                     : CompletionStatus.LOCAL_MEMORY_ERROR;
             if (wqes.indexOf(wqe.psnFirst) >= 0) {
@@ -440,13 +360,13 @@ final class Requester {
             return;
         }
         nic.countFault(wqe.local, side, fault.kind(), fault.serviceTimeNs());
-        dma.translator(mode).faultServed(wqe.local, vpn, fault.translation());
+        wqe.local.policy().faultServed(wqe.local, vpn, fault.translation());
     }
 
     // ---- answers from the responder ----------------------------------------------------------------
 
     void onAcknowledge(Packet packet) {
-        creditLimit = Math.max(creditLimit, packet.getCreditLimit());
+        credits.peerGranted(packet.getCreditLimit());
         long psn = packet.getAckPsn();
         switch (packet.getSyndrome()) {
             case ACK -> acknowledged(psn);
@@ -491,7 +411,7 @@ final class Requester {
         wqe.local.counters().received(packet.getPayload().size());
         wqe.responses.set(response);
         wqe.responsesReceived++;
-        progress();
+        recovery.progressed();
         completeFinished();
     }
 
@@ -504,10 +424,10 @@ final class Requester {
                 int offset = (int) (at & (pageSize - 1));
                 int chunk = Math.min(pageSize - offset, src.remaining());
                 long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.READ_TARGET, again, out::flush);
-                if (t == Translator.NOT_RESIDENT) {
+                if (t == RegionPolicy.NOT_RESIDENT) {
                     // Drop this response; once the page is in, ask again for it alone.
                     if (wqe.refetch == null) {
-                        wqe.refetch = new java.util.BitSet(wqe.packets);
+                        wqe.refetch = new BitSet(wqe.packets);
                     }
                     if (wqe.refetch.isEmpty()) {
                         refetching.add(wqe);
@@ -545,20 +465,17 @@ final class Requester {
             wqe.atomicDone = true;
             wqe.atomicResult = packet.getAtomicResult();
         }
-        creditLimit = Math.max(creditLimit, packet.getCreditLimit());
+        credits.peerGranted(packet.getCreditLimit());
         acknowledged(packet.getPsn() - 1);
-        progress();
+        recovery.progressed();
         completeFinished();
     }
 
     private void acknowledged(long psn) {
         if (psn > ackedThrough && psn < nextPsn) {
             ackedThrough = psn;
-            progress();
-            if (psn >= rnrPsn) {
-                rnrPsn = -1;
-                rnrRetries = 0;
-            }
+            recovery.progressed();
+            recovery.acknowledgedThrough(psn);
         }
         completeFinished();
     }
@@ -600,34 +517,23 @@ final class Requester {
     }
 
     private void receiverNotReady(long psn, long delayNs) {
-        if (rnrWaiting) {
-            return; // further copies of the same NAK while we already wait
-        }
-        if (psn != rnrPsn) {
-            rnrPsn = psn;
-            rnrRetries = 0;
-        }
-        rnrRetries++;
-        if (ctx.rnrRetryCount() != 7 && rnrRetries > ctx.rnrRetryCount()) {
-            int index = wqes.indexOf(psn);
-            if (index >= 0) {
-                qp.fail(wqes.get(index), CompletionStatus.RNR_RETRY_EXCEEDED, "node " + qp.peer().node()
-                        + " answered RNR NAK (a receive page fault) to psn " + psn + " " + rnrRetries
-                        + " times; raise pagewire.nic.rnrRetryCount (7 retries forever) or prefetch the destination");
+        switch (recovery.receiverNotReady(psn)) {
+            case WAIT -> {
+                rewind(psn);
+                nic.timers().schedule(Recovery.rnrDelayNs(delayNs), qp::onRnrTimerExpired);
             }
-            return;
+            case GIVE_UP -> {
+                int index = wqes.indexOf(psn);
+                if (index >= 0) {
+                    qp.fail(wqes.get(index), CompletionStatus.RNR_RETRY_EXCEEDED, recovery.rnrGaveUp(qp.peer().node(), psn));
+                }
+            }
+            case ALREADY_WAITING -> { }
         }
-        rewind(psn);
-        rnrWaiting = true;
-        rnrSinceNs = nic.clock().nanoTime();
-        long delay = Math.max(1_000, Math.min(delayNs, 10_000_000_000L));
-        nic.timers().schedule(delay, qp::onRnrTimerExpired);
     }
 
     void rnrTimerExpired() {
-        rnrWaiting = false;
-        lastProgressNs = nic.clock().nanoTime();
-        nic.waited(WaitCause.RNR, lastProgressNs - rnrSinceNs);
+        recovery.rnrTimerExpired();
     }
 
     // ---- timers and recovery ----------------------------------------------------------------------
@@ -635,46 +541,30 @@ final class Requester {
     /** @return true when the acknowledgement timer expired and packets are to be sent again */
     boolean checkTimeout(long now) {
         if (wqes.isEmpty()) {
-            sweepWanted = false;
+            recovery.idle();
             return false;
         }
-        if (rnrWaiting || !faultsPending.isEmpty()) {
+        if (!faultsPending.isEmpty()) {
             return false;
         }
         long unacked = unackedPsn();
-        if ((highestSent < unacked && !linkWaiting) || now - lastProgressNs < currentTimeoutNs()) {
-            return false;
+        switch (recovery.checkTimeout(now, highestSent >= unacked)) {
+            case RESEND -> {
+                sendPsn = unacked;
+                forgetRefetches();
+                return true;
+            }
+            case GIVE_UP -> qp.fail(wqes.first(), CompletionStatus.RETRY_EXCEEDED, recovery.timeoutGaveUp(qp.peer()));
+            case NOT_YET -> { }
         }
-        counters.increment(NicCounter.ACK_TIMEOUTS);
-        retries++;
-        if (retries > ctx.retryCount()) {
-            qp.fail(wqes.first(), CompletionStatus.RETRY_EXCEEDED, "no acknowledgement from queue pair " + qp.peer().qpn()
-                    + " on node " + qp.peer().node() + " after " + ctx.retryCount() + " retransmissions ("
-                    + ctx.ackTimeoutNs() / 1_000_000 + " ms apart, backing off to " + (ctx.ackTimeoutNs() << MAX_BACKOFF_SHIFT) / 1_000_000
-                    + " ms)" + (linkWaiting ? "; no lane to the node could take data" : ""));
-            return false;
-        }
-        sendPsn = unacked;
-        forgetRefetches();
-        lastProgressNs = now;
-        return true;
-    }
-
-    /**
-     * The acknowledgement timeout now: the configured one, doubled after each timeout that brought no
-     * progress, up to four times it. A fixed timeout under a queue longer than itself (a loaded host,
-     * a slow responder) makes go-back-N resend the whole window again and again, and the duplicates
-     * lengthen the queue further; backing off, as TCP's retransmission timer does, lets it drain.
-     */
-    private long currentTimeoutNs() {
-        return ctx.ackTimeoutNs() << Math.min(retries, MAX_BACKOFF_SHIFT);
+        return false;
     }
 
     /** The link to the peer came back: everything unacknowledged goes again (the responder drops what it has). */
     void replay() {
         sendPsn = unackedPsn();
         forgetRefetches();
-        lastProgressNs = nic.clock().nanoTime();
+        recovery.restartTimer();
     }
 
     /** Going back to the first unacknowledged PSN asks for every missing response anyway. */
@@ -685,11 +575,6 @@ final class Requester {
         refetching.clear();
     }
 
-    private void progress() {
-        lastProgressNs = nic.clock().nanoTime();
-        retries = 0;
-    }
-
     private long unackedPsn() {
         SendWqe head = wqes.first();
         return head == null ? nextPsn : head.firstUnacked(ackedThrough);
@@ -697,9 +582,9 @@ final class Requester {
 
     /** The sequence state, for diagnostics. */
     String describe() {
-        return String.format("requester next=%d send=%d acked=%d highestSent=%d unacked=%d credits=%d/%d wqes=%d%s%s%s",
-                nextPsn, sendPsn, ackedThrough, highestSent, unackedPsn(), creditsUsed, creditLimit, wqes.size(),
-                rnrWaiting ? " rnr-wait" : "", faultsPending.isEmpty() ? "" : " fault-wait(" + faultsPending.size() + ")", creditWaiting ? " credit-wait" : "");
+        return String.format("requester next=%d send=%d acked=%d highestSent=%d unacked=%d wqes=%d%s%s%s",
+                nextPsn, sendPsn, ackedThrough, highestSent, unackedPsn(), wqes.size(), recovery.describe(),
+                faultsPending.isEmpty() ? "" : " fault-wait(" + faultsPending.size() + ")", pacing.waiting() ? " pacing-wait" : "");
     }
 
     /** The oldest outstanding request, or null. */

@@ -40,7 +40,7 @@ final class ResponderFaults {
             }
             if (fault != null) {
                 nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
-                nic.dma().translator(region.mode()).faultServed(region, vpn, fault.translation());
+                region.policy().faultServed(region, vpn, fault.translation());
             }
         });
         return true;

@@ -2,6 +2,8 @@ package io.pagewire.node.nic;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntPredicate;
 
 /**
  * The NIC's translation look-aside buffer: a set-associative cache from (address space, virtual page)
@@ -140,7 +142,7 @@ final class Tlb {
      *     evaluated under this lock, which the invalidation callback also takes
      * @return false when the translation must not be used (the caller releases any pin it took)
      */
-    synchronized boolean fill(Reservation r, int frame, int generation, boolean withPin, java.util.function.BooleanSupplier current) {
+    synchronized boolean fill(Reservation r, int frame, int generation, boolean withPin, BooleanSupplier current) {
         int slot = r.slot();
         if (keys[slot] != r.key() || states[slot] != RESERVED || !current.getAsBoolean()) {
             if (keys[slot] == r.key() && (states[slot] == RESERVED || states[slot] == CANCELLED)) {
@@ -245,10 +247,10 @@ final class Tlb {
      *
      * @return the dropped entry's key, whose pin the caller releases, or {@code -1} when none holds a pin
      */
-    synchronized long dropOldestPinned(int spaceId) {
+    synchronized long dropOldestPinned(IntPredicate ofSpace) {
         int best = -1;
         for (int slot = 0; slot < keys.length; slot++) {
-            if (states[slot] == VALID && pinned[slot] && (spaceId < 0 || (int) (keys[slot] >>> 40) == spaceId)
+            if (states[slot] == VALID && pinned[slot] && ofSpace.test((int) (keys[slot] >>> 40))
                     && (best < 0 || stamps[slot] < stamps[best])) {
                 best = slot;
             }

@@ -8,6 +8,8 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Optional;
@@ -81,8 +83,8 @@ public final class CallerAuthentication implements ServerInterceptor {
     }
 
     private static String hostOf(ServerCall<?, ?> call) {
-        java.net.SocketAddress remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-        if (remote instanceof java.net.InetSocketAddress inet) {
+        SocketAddress remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+        if (remote instanceof InetSocketAddress inet) {
             return inet.getAddress() == null ? inet.getHostString() : inet.getAddress().getHostAddress();
         }
         return String.valueOf(remote);

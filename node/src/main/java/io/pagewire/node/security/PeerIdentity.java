@@ -1,7 +1,13 @@
 package io.pagewire.node.security;
 
 import io.grpc.Context;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
 import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
 import java.security.cert.CertificateParsingException;
 import java.security.cert.X509Certificate;
 import java.util.Collection;
@@ -29,6 +35,13 @@ public record PeerIdentity(Kind kind, String name) {
 
     /** The caller's identity during a call on a mutual-TLS server; absent on a plaintext one. */
     public static final Context.Key<PeerIdentity> CURRENT = Context.key("pagewire-peer-identity");
+
+    /** Reads a PEM (or DER) X.509 certificate: a node's own, a CA's. */
+    public static X509Certificate readCertificate(Path file) throws IOException, GeneralSecurityException {
+        try (InputStream in = Files.newInputStream(file)) {
+            return (X509Certificate) CertificateFactory.getInstance("X.509").generateCertificate(in);
+        }
+    }
 
     public static PeerIdentity node(String id) {
         return new PeerIdentity(Kind.NODE, id);

@@ -1,14 +1,25 @@
 package io.pagewire.node.security;
 
+import static io.pagewire.node.security.SecurityConfiguration.APPLICATION_TOKEN;
+import static io.pagewire.node.security.SecurityConfiguration.CERTIFICATE_DIRECTORY;
+import static io.pagewire.node.security.SecurityConfiguration.CERTIFICATE_FILE;
+import static io.pagewire.node.security.SecurityConfiguration.METRICS_TOKEN;
+import static io.pagewire.node.security.SecurityConfiguration.METRICS_TOKEN_FILE;
+import static io.pagewire.node.security.SecurityConfiguration.PRIVATE_KEY_FILE;
+import static io.pagewire.node.security.SecurityConfiguration.TRANSPORT;
+import static io.pagewire.node.security.SecurityConfiguration.TRUSTED_CA_FILE;
+
 import io.grpc.ChannelCredentials;
 import io.grpc.ServerCredentials;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.TlsServerCredentials;
+import io.pagewire.config.SettingValues;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.util.Locale;
+import java.security.cert.Certificate;
 
 /**
  * How a node's port is protected: mutual TLS with the testbed CA's certificates (the default), or
@@ -18,42 +29,28 @@ import java.util.Locale;
  * first handshake.
  */
 public final class SecurityContext {
-    public static final String TRANSPORT_PROP_NAME = "pagewire.security.transport";
-    public static final String CERTIFICATE_DIRECTORY_PROP_NAME = "pagewire.security.certificateDirectory";
-    public static final String CERTIFICATE_FILE_PROP_NAME = "pagewire.security.certificateFile";
-    public static final String PRIVATE_KEY_FILE_PROP_NAME = "pagewire.security.privateKeyFile";
-    public static final String TRUSTED_CA_FILE_PROP_NAME = "pagewire.security.trustedCaFile";
-    public static final String APPLICATION_TOKEN_PROP_NAME = "pagewire.security.applicationToken";
-    public static final String METRICS_TOKEN_PROP_NAME = "pagewire.security.metricsToken";
-    public static final String METRICS_TOKEN_FILE_PROP_NAME = "pagewire.security.metricsTokenFile";
-
     /** What protects the node's port. */
     public enum TransportSecurity {
         /** TLS both ways: the node and every caller show a certificate of the testbed CA. */
         MTLS,
         /** No TLS, no certificates: anyone who reaches the port may call it. For local experiments. */
-        PLAINTEXT;
-
-        public static TransportSecurity parse(String knob, String value) {
-            try {
-                return valueOf(value.trim().toUpperCase(Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException(knob + " must be mtls or plaintext, was '" + value + "'");
-            }
-        }
+        PLAINTEXT
     }
 
-    private TransportSecurity transport = TransportSecurity.MTLS;
-    private Path certificateDirectory;
+    private final SettingValues settings = new SettingValues(SecurityConfiguration.SETTINGS);
     private Path certificateFile;
     private Path privateKeyFile;
     private Path trustedCaFile;
-    private String applicationToken = "";
-    private String metricsToken = "";
+    private String metricsToken;
     private boolean networked;
 
+    /** The values of the security settings, by descriptor (the node's settings registry writes them by name). */
+    public SettingValues settings() {
+        return settings;
+    }
+
     public SecurityContext transport(TransportSecurity value) {
-        transport = value;
+        settings.set(TRANSPORT, value);
         return this;
     }
 
@@ -64,28 +61,28 @@ public final class SecurityContext {
 
     /** A directory as {@code pagewire certs} writes it: {@code ca.pem}, and {@code ID.pem} / {@code ID.key} for this node. */
     public SecurityContext certificateDirectory(Path value) {
-        certificateDirectory = value;
+        settings.set(CERTIFICATE_DIRECTORY, value);
         return this;
     }
 
     public SecurityContext certificateFile(Path value) {
-        certificateFile = value;
+        settings.set(CERTIFICATE_FILE, value);
         return this;
     }
 
     public SecurityContext privateKeyFile(Path value) {
-        privateKeyFile = value;
+        settings.set(PRIVATE_KEY_FILE, value);
         return this;
     }
 
     public SecurityContext trustedCaFile(Path value) {
-        trustedCaFile = value;
+        settings.set(TRUSTED_CA_FILE, value);
         return this;
     }
 
     /** A secret applications must send ({@code authorization: Bearer TOKEN}) to use the verbs service; empty for none. */
     public SecurityContext applicationToken(String value) {
-        applicationToken = value == null ? "" : value;
+        settings.set(APPLICATION_TOKEN, value == null ? "" : value);
         return this;
     }
 
@@ -94,52 +91,44 @@ public final class SecurityContext {
      * which is plain HTTP; empty for none (anyone who reaches the port reads the node's meters).
      */
     public SecurityContext metricsToken(String value) {
-        metricsToken = value == null ? "" : value;
+        settings.set(METRICS_TOKEN, value == null ? "" : value);
         return this;
     }
 
-    /** {@link #metricsToken} read from a file (its content, trimmed): what {@code pagewire certs} writes as metrics.token. */
+    /** {@link #metricsToken} read from a file (its content, trimmed) when the context is concluded. */
     public SecurityContext metricsTokenFile(Path file) {
-        try {
-            return metricsToken(java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.US_ASCII).trim());
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException(METRICS_TOKEN_FILE_PROP_NAME + ": cannot read " + file + ": " + e.getMessage(), e);
-        }
+        settings.set(METRICS_TOKEN_FILE, file);
+        return this;
     }
 
+    /** The metrics token: the one set, or the token file's content once concluded. */
     public String metricsToken() {
-        return metricsToken;
+        return metricsToken != null ? metricsToken : settings.get(METRICS_TOKEN);
     }
 
     public TransportSecurity transport() {
-        return transport;
+        return settings.get(TRANSPORT);
     }
 
     /** Whether the port runs mutual TLS (never for the in-process transport, which has no port). */
     public boolean mutualTls() {
-        return networked && transport == TransportSecurity.MTLS;
+        return networked && transport() == TransportSecurity.MTLS;
     }
 
     public String applicationToken() {
-        return applicationToken;
+        return settings.get(APPLICATION_TOKEN);
     }
 
     public Path certificateFile() {
-        return certificateFile;
+        return certificateFile != null ? certificateFile : settings.get(CERTIFICATE_FILE);
     }
 
     public Path privateKeyFile() {
-        return privateKeyFile;
+        return privateKeyFile != null ? privateKeyFile : settings.get(PRIVATE_KEY_FILE);
     }
 
     public Path trustedCaFile() {
-        return trustedCaFile;
-    }
-
-    private static void requirePrintable(String knob, String token) {
-        if (token.length() > 4096 || token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
-            throw new IllegalArgumentException(knob + " must be up to 4096 printable ASCII characters without spaces");
-        }
+        return trustedCaFile != null ? trustedCaFile : settings.get(TRUSTED_CA_FILE);
     }
 
     /**
@@ -148,33 +137,45 @@ public final class SecurityContext {
      */
     public SecurityContext conclude(String nodeId, boolean networked) {
         this.networked = networked;
-        requirePrintable(APPLICATION_TOKEN_PROP_NAME, applicationToken);
-        requirePrintable(METRICS_TOKEN_PROP_NAME, metricsToken);
-        if (!networked || transport == TransportSecurity.PLAINTEXT) {
+        settings.check();
+        Path tokenFile = settings.get(METRICS_TOKEN_FILE);
+        if (tokenFile != null) {
+            try {
+                metricsToken = Files.readString(tokenFile, StandardCharsets.US_ASCII).trim();
+            } catch (IOException e) {
+                throw new IllegalArgumentException(METRICS_TOKEN_FILE.name() + ": cannot read " + tokenFile + ": " + e.getMessage(), e);
+            }
+            METRICS_TOKEN.check(metricsToken);
+        }
+        if (!networked || transport() == TransportSecurity.PLAINTEXT) {
             return this;
         }
-        if (certificateDirectory != null) {
-            certificateFile = certificateFile != null ? certificateFile : certificateDirectory.resolve(nodeId + ".pem");
-            privateKeyFile = privateKeyFile != null ? privateKeyFile : certificateDirectory.resolve(nodeId + ".key");
-            trustedCaFile = trustedCaFile != null ? trustedCaFile : certificateDirectory.resolve("ca.pem");
+        Path directory = settings.get(CERTIFICATE_DIRECTORY);
+        certificateFile = settings.get(CERTIFICATE_FILE);
+        privateKeyFile = settings.get(PRIVATE_KEY_FILE);
+        trustedCaFile = settings.get(TRUSTED_CA_FILE);
+        if (directory != null) {
+            certificateFile = certificateFile != null ? certificateFile : directory.resolve(nodeId + ".pem");
+            privateKeyFile = privateKeyFile != null ? privateKeyFile : directory.resolve(nodeId + ".key");
+            trustedCaFile = trustedCaFile != null ? trustedCaFile : directory.resolve("ca.pem");
         }
         if (certificateFile == null || privateKeyFile == null || trustedCaFile == null) {
             throw new IllegalArgumentException("node " + nodeId + " has no certificate, and mutual TLS is on unless turned off: set "
-                    + CERTIFICATE_DIRECTORY_PROP_NAME + " (make one with `pagewire certs --out DIR " + nodeId + " ...`), or "
-                    + CERTIFICATE_FILE_PROP_NAME + ", " + PRIVATE_KEY_FILE_PROP_NAME + " and " + TRUSTED_CA_FILE_PROP_NAME
-                    + "; or, for a local experiment, " + TRANSPORT_PROP_NAME + "=plaintext");
+                    + CERTIFICATE_DIRECTORY.name() + " (make one with `pagewire certs --out DIR " + nodeId + " ...`), or "
+                    + CERTIFICATE_FILE.name() + ", " + PRIVATE_KEY_FILE.name() + " and " + TRUSTED_CA_FILE.name()
+                    + "; or, for a local experiment, " + TRANSPORT.name() + "=plaintext");
         }
-        readable(CERTIFICATE_FILE_PROP_NAME, certificateFile);
-        readable(PRIVATE_KEY_FILE_PROP_NAME, privateKeyFile);
-        readable(TRUSTED_CA_FILE_PROP_NAME, trustedCaFile);
+        readable(CERTIFICATE_FILE.name(), certificateFile);
+        readable(PRIVATE_KEY_FILE.name(), privateKeyFile);
+        readable(TRUSTED_CA_FILE.name(), trustedCaFile);
         PeerIdentity named;
         try {
-            named = PeerIdentity.of(new java.security.cert.Certificate[] {TestbedCertificates.readCertificate(certificateFile)}).orElse(null);
+            named = PeerIdentity.of(new Certificate[] {PeerIdentity.readCertificate(certificateFile)}).orElse(null);
         } catch (IOException | GeneralSecurityException e) {
-            throw new IllegalArgumentException(CERTIFICATE_FILE_PROP_NAME + " " + certificateFile + " is not a PEM certificate: " + e.getMessage());
+            throw new IllegalArgumentException(CERTIFICATE_FILE.name() + " " + certificateFile + " is not a PEM certificate: " + e.getMessage());
         }
         if (!PeerIdentity.node(nodeId).equals(named)) {
-            throw new IllegalArgumentException(CERTIFICATE_FILE_PROP_NAME + " " + certificateFile + " is not node " + nodeId + "'s: it names "
+            throw new IllegalArgumentException(CERTIFICATE_FILE.name() + " " + certificateFile + " is not node " + nodeId + "'s: it names "
                     + (named == null ? "no Pagewire identity" : named) + " (peers would refuse this node's lanes)");
         }
         return this;

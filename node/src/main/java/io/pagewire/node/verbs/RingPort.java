@@ -10,13 +10,15 @@ import io.grpc.netty.shaded.io.netty.channel.ChannelInitializer;
 import io.grpc.netty.shaded.io.netty.channel.EventLoop;
 import io.grpc.netty.shaded.io.netty.util.ReferenceCountUtil;
 import io.grpc.netty.shaded.io.netty.util.concurrent.ScheduledFuture;
-import io.pagewire.client.impl.RingBell;
-import io.pagewire.client.impl.RingIdler;
-import io.pagewire.client.impl.SessionRings;
-import io.pagewire.node.LoopDutyCycle;
-import io.pagewire.node.NodeEventLoops;
+import io.pagewire.node.loop.LoopDutyCycle;
+import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.WorkRequest;
+import io.pagewire.ring.PostReceiveRecord;
+import io.pagewire.ring.PostRecord;
+import io.pagewire.ring.RingBell;
+import io.pagewire.ring.SessionRings;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,21 +31,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
 /**
- * User-level access for applications on the node's host: it creates each session's rings in shared
- * memory (a file in the ring directory) and reads each active session's request ring on one of the
- * node's own event loops, the loop that also carries the node's lanes, so a post goes from the ring to
- * the fabric on one thread with no hand-off (as Aeron's media driver reads its clients' command
- * buffers on its conductor). Completions and counter changes go back on the sessions' event rings from
- * whichever thread produced them.
+ * The node's side of the shared-memory rings: it creates each session's ring file and reads each
+ * session's request ring on the event loop that also carries the node's lanes, so a post goes from
+ * the ring to the fabric on one thread (as Aeron's conductor reads its clients' command buffers).
  *
- * <p>While a session's ring has work, or has been idle for less than the spin time (in latency mode
- * {@code pagewire.node.busyPollNs}), its reader gets another turn at the loop's next pass (the loop
- * reads its sockets between turns, see {@link LoopDutyCycle}); then it marks
- * itself asleep in the ring's header, looks once more, and stops. An application that posts to a
- * sleeping reader writes a byte on the session's {@link RingBell} (a Unix-domain socket served on the
- * same loop), and the loop wakes from that write alone; one that could not reach its bell rings on its
- * session stream instead ({@link #wake}). A sleeping reader also looks every
- * {@code pagewire.rings.sleepLimitNs}, so a lost doorbell costs no more than that.
+ * <p>A reader with work, or idle for less than its spin time, gets a turn at the loop's next pass
+ * ({@link LoopDutyCycle}); then it marks itself asleep in the ring's header, looks once more, and
+ * stops. A poster wakes it with a byte on the session's {@link RingBell} (or, without one, on its
+ * session stream: {@link #wake}); a sleeping reader also looks every {@code pagewire.rings.sleepLimitNs},
+ * so a lost doorbell costs no more than that.
  */
 final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
@@ -68,24 +64,25 @@ final class RingPort implements AutoCloseable {
     private final ScheduledFuture<?> safetyNet;
 
     /** One decoded POST record (work requests), or POST_RECEIVE record (receives, for a queue pair or a shared receive queue). */
-    record Post(int qpn, List<WorkRequest> requests, int srqId, List<io.pagewire.node.nic.ReceiveRequest> receives) {
+    record Post(int qpn, List<WorkRequest> requests, int srqId, List<ReceiveRequest> receives) {
     }
 
     /**
      * @param directory where ring files are made; null turns user-level access off
+     * @param sleepLimitNs how often every sleeping reader looks at its ring anyway
      * @param loops the node's event loops, where the rings are read and the bells served
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
      */
-    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, NodeEventLoops loops, BiConsumer<Session, Post> poster) {
+    RingPort(String nodeId, Path directory, int ringBytes, long spinNs, long sleepLimitNs, NodeEventLoops loops,
+            BiConsumer<Session, Post> poster) {
         this.nodeId = nodeId;
         this.directory = directory;
         this.ringBytes = ringBytes;
         this.spinNs = spinNs;
         this.loops = loops;
         this.poster = poster;
-        long period = Long.getLong(RingIdler.SLEEP_LIMIT_PROP_NAME, 50_000_000L);
         this.safetyNet = directory == null ? null
-                : loops.workers().next().scheduleAtFixedRate(this::lookAtSleepers, period, period, TimeUnit.NANOSECONDS);
+                : loops.workers().next().scheduleAtFixedRate(this::lookAtSleepers, sleepLimitNs, sleepLimitNs, TimeUnit.NANOSECONDS);
     }
 
     /** Creates a session's ring file and its bell; throws with the reason when the node offers no rings. */
@@ -299,16 +296,16 @@ final class RingPort implements AutoCloseable {
             Session s = session;
             try {
                 return rings.requests().read((type, buffer, offset, length) -> {
-                    if (type == SessionRings.POST_RECEIVE) {
-                        List<io.pagewire.node.nic.ReceiveRequest> receives = RingCodec.decodeReceives(buffer, offset, length);
+                    if (type == PostReceiveRecord.TYPE) {
+                        List<ReceiveRequest> receives = RingCodec.decodeReceives(buffer, offset, length);
                         if (receives == null) {
                             LOG.log(System.Logger.Level.WARNING, "a malformed receive record of " + length + " bytes on " + s.endpoint + " was dropped");
                             return;
                         }
-                        poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), null, RingCodec.srqOfPostReceive(buffer, offset), receives));
+                        poster.accept(s, new Post(PostReceiveRecord.qpn(buffer, offset), null, PostReceiveRecord.srqId(buffer, offset), receives));
                         return;
                     }
-                    if (type != SessionRings.POST) {
+                    if (type != PostRecord.TYPE) {
                         return;
                     }
                     List<WorkRequest> requestsRead = RingCodec.decodePost(buffer, offset, length);
@@ -316,7 +313,7 @@ final class RingPort implements AutoCloseable {
                         LOG.log(System.Logger.Level.WARNING, "a malformed post record of " + length + " bytes on " + s.endpoint + " was dropped");
                         return;
                     }
-                    poster.accept(s, new Post(RingCodec.qpnOfPost(buffer, offset), requestsRead, 0, null));
+                    poster.accept(s, new Post(PostRecord.qpn(buffer, offset), requestsRead, 0, null));
                 }, POSTS_PER_TURN);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "reading the rings of " + s.endpoint + " on node " + nodeId + " failed a turn", e);

@@ -1,24 +1,28 @@
 package io.pagewire.node.verbs;
 
+import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
+import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.SharedReceiveQueue;
 import io.pagewire.proto.verbs.CompletionBatch;
 import io.pagewire.proto.verbs.CompletionEvent;
-import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CounterChanged;
-import io.pagewire.client.impl.SessionRings;
 import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.PostRefused;
 import io.pagewire.proto.verbs.RingsActive;
 import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
-import io.pagewire.proto.verbs.WorkRequest;
+import io.pagewire.ring.SessionRings;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongConsumer;
 
@@ -29,12 +33,14 @@ import java.util.function.LongConsumer;
  */
 final class Session {
     final Endpoint endpoint;
+    /** Who opened it, as the node's caller authentication named them: whose share of the node it counts against. */
+    final String caller;
     final long key;
     final CompletionQueue completions;
     private final ServerCallStreamObserver<SessionEvent> events;
     private final Map<Integer, LongConsumer> watches = new ConcurrentHashMap<>();
     /** AwaitEventCounter calls on this session's counters still waiting: the session's end answers them. */
-    private final java.util.Set<CounterWait> counterWaits = ConcurrentHashMap.newKeySet();
+    private final Set<CounterWait> counterWaits = ConcurrentHashMap.newKeySet();
     /** The event stream ended (completed by us, or failed); nothing more is written to it. */
     private boolean streamEnded;
     private boolean endpointClosed;
@@ -49,9 +55,10 @@ final class Session {
         boolean ring();
     }
 
-    Session(Endpoint endpoint, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
+    Session(Endpoint endpoint, String caller, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
         this.ringPort = ringPort;
         this.endpoint = endpoint;
+        this.caller = caller;
         this.key = key;
         this.events = events;
         this.completions = endpoint.nic().createCompletionQueue();
@@ -80,8 +87,8 @@ final class Session {
         pending.addCompletions(CompletionEvent.newBuilder()
                 .setWrId(c.wrId())
                 .setQpn(c.qpn())
-                .setOpcode(opcode(c.opcode()))
-                .setStatus(status(c.status()))
+                .setOpcodeValue(WireCodes.wireOpcode(c.opcode()))
+                .setStatusValue(WireCodes.wireStatus(c.status()))
                 .setBytes(c.bytes())
                 .setValue(c.value())
                 .setError(c.error() == null ? "" : StatusMapping.bounded(c.error()))
@@ -133,14 +140,14 @@ final class Session {
     }
 
     /** Counter values that changed while the client did not read its events, latest only. Guarded by this. */
-    private final java.util.Map<Integer, Long> unsentCounters = new java.util.LinkedHashMap<>();
+    private final Map<Integer, Long> unsentCounters = new LinkedHashMap<>();
 
     /** The events stream can take more: send what waited for it. */
     synchronized void eventsWritable() {
         if (unsentCounters.isEmpty()) {
             return;
         }
-        for (java.util.Map.Entry<Integer, Long> e : unsentCounters.entrySet()) {
+        for (Map.Entry<Integer, Long> e : unsentCounters.entrySet()) {
             send(SessionEvent.newBuilder().setCounter(CounterChanged.newBuilder().setCounterId(e.getKey()).setValue(e.getValue())).build());
         }
         unsentCounters.clear();
@@ -256,19 +263,22 @@ final class Session {
             activeRings = null;
             offeredRings = null;
         }
-        if (rings != null) {
-            ringPort.discard(rings);
-        }
-        for (Map.Entry<Integer, LongConsumer> watch : watches.entrySet()) {
-            EventCounter counter = endpoint.eventCounter(watch.getKey());
-            if (counter != null) {
-                counter.removeHandler(watch.getValue());
+        try {
+            if (rings != null) {
+                ringPort.discard(rings);
             }
+            for (Map.Entry<Integer, LongConsumer> watch : watches.entrySet()) {
+                EventCounter counter = endpoint.eventCounter(watch.getKey());
+                if (counter != null) {
+                    counter.removeHandler(watch.getValue());
+                }
+            }
+            for (CounterWait wait : List.copyOf(counterWaits)) {
+                wait.sessionEnded();
+            }
+        } finally {
+            endpoint.close(); // whatever failed above, the session's pins, frames and queue pairs go
         }
-        for (CounterWait wait : List.copyOf(counterWaits)) {
-            wait.sessionEnded();
-        }
-        endpoint.close();
     }
 
     /** Completes the event stream, telling the application the endpoint is gone. */
@@ -283,39 +293,42 @@ final class Session {
         }
     }
 
-    /** The NIC's opcode for a wire opcode, or null for none (unset, unknown). */
-    static Completion.Opcode nicOpcode(WorkRequest.Opcode wire) {
-        return wire == null ? null : switch (wire) {
-            case WRITE -> Completion.Opcode.WRITE;
-            case WRITE_WITH_NOTIFY -> Completion.Opcode.WRITE_WITH_NOTIFY;
-            case READ -> Completion.Opcode.READ;
-            case FETCH_ADD -> Completion.Opcode.FETCH_ADD;
-            case SEND -> Completion.Opcode.SEND;
-            case SEND_WITH_IMM -> Completion.Opcode.SEND_WITH_IMM;
-            case WRITE_WITH_IMM -> Completion.Opcode.WRITE_WITH_IMM;
-            case COMPARE_SWAP -> Completion.Opcode.COMPARE_SWAP;
-            default -> null; // unset, unknown, or a receive's opcode, which no work request has
-        };
-    }
+    // ---- what the session's ids name ------------------------------------------------------------------
 
-    /** The wire's opcodes and statuses for the NIC's, mapped once (not by name per completion). */
-    private static final WorkRequest.Opcode[] WIRE_OPCODES = new WorkRequest.Opcode[Completion.Opcode.values().length];
-    private static final CompletionStatus[] WIRE_STATUSES = new CompletionStatus[io.pagewire.node.nic.CompletionStatus.values().length];
-
-    static {
-        for (Completion.Opcode opcode : Completion.Opcode.values()) {
-            WIRE_OPCODES[opcode.ordinal()] = WorkRequest.Opcode.valueOf(opcode.name());
+    /** The session's queue pair {@code qpn}, or NOT_FOUND. */
+    QueuePair queuePair(int qpn) {
+        for (QueuePair qp : endpoint.queuePairs()) {
+            if (qp.qpn() == qpn) {
+                return qp;
+            }
         }
-        for (io.pagewire.node.nic.CompletionStatus status : io.pagewire.node.nic.CompletionStatus.values()) {
-            WIRE_STATUSES[status.ordinal()] = CompletionStatus.valueOf(status.name());
+        throw Status.NOT_FOUND.withDescription("queue pair " + qpn + " does not exist on " + endpoint).asRuntimeException();
+    }
+
+    /** The session's region {@code lkey}, or NOT_FOUND. */
+    MemoryRegion region(int lkey) {
+        MemoryRegion region = endpoint.region(lkey);
+        if (region == null) {
+            throw Status.NOT_FOUND.withDescription("lkey " + lkey + " is not registered on " + endpoint).asRuntimeException();
         }
+        return region;
     }
 
-    static WorkRequest.Opcode opcode(Completion.Opcode opcode) {
-        return WIRE_OPCODES[opcode.ordinal()];
+    /** The session's event counter {@code id}, or NOT_FOUND. */
+    EventCounter counter(int id) {
+        EventCounter counter = endpoint.eventCounter(id);
+        if (counter == null) {
+            throw Status.NOT_FOUND.withDescription("event counter " + id + " does not exist on " + endpoint).asRuntimeException();
+        }
+        return counter;
     }
 
-    static CompletionStatus status(io.pagewire.node.nic.CompletionStatus status) {
-        return WIRE_STATUSES[status.ordinal()];
+    /** The session's shared receive queue {@code id}, or NOT_FOUND. */
+    SharedReceiveQueue sharedReceiveQueue(int id) {
+        SharedReceiveQueue srq = endpoint.sharedReceiveQueue(id);
+        if (srq == null) {
+            throw Status.NOT_FOUND.withDescription("shared receive queue " + id + " does not exist on " + endpoint).asRuntimeException();
+        }
+        return srq;
     }
 }

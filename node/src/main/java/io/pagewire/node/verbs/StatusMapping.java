@@ -8,6 +8,8 @@ import io.pagewire.kernel.MemoryExhaustedException;
 import io.pagewire.kernel.PinLimitExceededException;
 import io.pagewire.kernel.SystemBufferFullException;
 import io.pagewire.node.nic.NicException;
+import io.pagewire.node.nic.QuotaExceededException;
+import java.util.concurrent.CompletionException;
 
 /**
  * Turns what went wrong in the node into a gRPC status a person can act on: the code says what
@@ -26,7 +28,7 @@ final class StatusMapping {
     }
 
     static StatusRuntimeException toStatus(Throwable t) {
-        Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         if (cause instanceof StatusRuntimeException status) {
             String description = status.getStatus().getDescription();
             return description == null || description.length() <= MAX_DESCRIPTION_CHARS ? status
@@ -34,7 +36,7 @@ final class StatusMapping {
         }
         Status status;
         if (cause instanceof PinLimitExceededException || cause instanceof MemoryExhaustedException
-                || cause instanceof SystemBufferFullException || cause instanceof io.pagewire.node.nic.QuotaExceededException) {
+                || cause instanceof SystemBufferFullException || cause instanceof QuotaExceededException) {
             status = Status.RESOURCE_EXHAUSTED;
         } else if (cause instanceof BadAddressException || cause instanceof NicException || cause instanceof IllegalArgumentException) {
             status = Status.INVALID_ARGUMENT;

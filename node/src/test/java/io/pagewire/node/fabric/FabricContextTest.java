@@ -20,6 +20,6 @@ class FabricContextTest {
 
     @Test
     void cutLinksParseFromAList() {
-        assertThat(FabricContext.parsePeers(" node-2, ,node-3")).containsExactly("node-2", "node-3");
+        assertThat(FabricConfiguration.CUT_LINKS.parse(" node-2, ,node-3")).containsExactly("node-2", "node-3");
     }
 }

@@ -9,6 +9,7 @@ import io.pagewire.proto.fabric.PacketBatch;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 class FaultInjectorTest {
@@ -60,7 +61,7 @@ class FaultInjectorTest {
         faults.releaseHeld("p").forEach(p -> rest.add(p.getPsn()));
         assertThat(faults.reordered()).isPositive();
         assertThat(order).isNotEqualTo(order.stream().sorted().toList());
-        assertThat(rest).containsExactlyInAnyOrderElementsOf(java.util.stream.LongStream.range(0, 40).boxed().toList());
+        assertThat(rest).containsExactlyInAnyOrderElementsOf(LongStream.range(0, 40).boxed().toList());
         for (PacketBatch b : List.of(out1, out2)) {
             for (Packet p : b.getPacketsList()) {
                 if (p.getPsn() == 0 && b == out2) {

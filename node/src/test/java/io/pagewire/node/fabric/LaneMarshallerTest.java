@@ -10,6 +10,7 @@ import io.pagewire.proto.fabric.PacketBatch;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 /** The lane marshaller's receive side: payloads are views of the receiving thread's reused message array. */
@@ -89,7 +90,7 @@ class LaneMarshallerTest {
         PacketBatch.Builder batch = PacketBatch.newBuilder();
         for (int i = 0; i < PACKETS; i++) {
             byte[] payload = new byte[PAYLOAD];
-            java.util.Arrays.fill(payload, (byte) (seed * 31 + i));
+            Arrays.fill(payload, (byte) (seed * 31 + i));
             batch.addPackets(Packet.newBuilder().setPsn(i).setRemoteAddress(0x10000L + (long) i * PAYLOAD).setPayload(ByteString.copyFrom(payload)));
         }
         return LaneFrame.newBuilder().setBatch(batch).build();

@@ -3,6 +3,8 @@ package io.pagewire.node.nic;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** A completion queue is bounded by its capacity without allocating it: every session has one, most barely used. */
@@ -28,7 +30,7 @@ class CompletionQueueTest {
     @Test
     void aHandlerThatThrowsDoesNotStopTheCompletionsAfterIt() {
         CompletionQueue cq = new CompletionQueue(0, 16);
-        java.util.List<Long> seen = new java.util.ArrayList<>();
+        List<Long> seen = new ArrayList<>();
         cq.setHandler(new CompletionQueue.Handler() {
             @Override
             public void completed(Completion completion) {

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.kernel.StorageModel;
+import io.pagewire.node.TestData;
+import java.util.Arrays;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -56,7 +58,7 @@ class CreditEnforcementTest {
             long dst = nics.eb.space().allocate(data.length);
             MemoryRegion to = nics.eb.register(dst, data.length, RegistrationMode.SHADOW, Access.all());
             byte[] before = new byte[data.length];
-            java.util.Arrays.fill(before, (byte) 7);
+            Arrays.fill(before, (byte) 7);
             nics.eb.space().store(dst, before, 0, before.length);
             assertThat(nics.eb.space().pageOut(dst, data.length)).as("every destination page out: every part parks").isEqualTo(pages);
             greedy.post(WorkRequest.write(1, from.lkey(), src, data.length, dst, to.rkey()));
@@ -89,7 +91,7 @@ class CreditEnforcementTest {
             assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_ACCESS_ERROR);
             assertThat(doomed.state()).isEqualTo(QueuePair.State.ERROR);
             // The completion can reach the queue a moment before the failing NIC thread hands the credits back.
-            io.pagewire.node.TestData.awaitTrue(() -> nics.b.creditsGranted() == 2, 10_000, "the failed pair's credits came back");
+            TestData.awaitTrue(() -> nics.b.creditsGranted() == 2, 10_000, "the failed pair's credits came back");
             QueuePair next = nics.b.createQueuePair(nics.eb, nics.cqb);
             assertThat(next.state()).as("created with the failed pair's credits").isEqualTo(QueuePair.State.INIT);
             doomed.close();
@@ -134,14 +136,14 @@ class CreditEnforcementTest {
                 nics.eb.space().load(dst[i], landed, 0, landed.length);
                 assertThat(landed).as("write " + i).isEqualTo(data);
             }
-            assertThat(nics.qb.creditsHeld() + second.creditsHeld()).as("both borrowed; together no more than the buffer" + nics.state())
+            assertThat(nics.qb.credits().held() + second.credits().held()).as("both borrowed; together no more than the buffer" + nics.state())
                     .isGreaterThan(4).isLessThanOrEqualTo(24);
-            assertThat(nics.qb.creditsHeld()).isLessThanOrEqualTo(share);
-            assertThat(second.creditsHeld()).isLessThanOrEqualTo(share);
-            assertThat(nics.b.creditsGranted()).isEqualTo(nics.qb.creditsHeld() + second.creditsHeld());
+            assertThat(nics.qb.credits().held()).isLessThanOrEqualTo(share);
+            assertThat(second.credits().held()).isLessThanOrEqualTo(share);
+            assertThat(nics.b.creditsGranted()).isEqualTo(nics.qb.credits().held() + second.credits().held());
             assertThat(nics.kernelB.systemBuffer().peakSlotsInUse()).isLessThanOrEqualTo(24);
             second.close();
-            assertThat(nics.b.creditsGranted()).as("a closed pair gives back all it borrowed").isEqualTo(nics.qb.creditsHeld());
+            assertThat(nics.b.creditsGranted()).as("a closed pair gives back all it borrowed").isEqualTo(nics.qb.credits().held());
         }
     }
 }

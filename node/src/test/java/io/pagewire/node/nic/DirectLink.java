@@ -11,28 +11,49 @@ import java.util.function.Predicate;
 
 /**
  * A wire between NICs in one JVM for protocol tests without gRPC: each node's inbound batches are
- * delivered in order on that node's own thread, payloads copied as a transport would. A test can drop
- * packets to exercise recovery.
+ * delivered in order on that node's own thread, payloads copied as a transport would; or, as a node's
+ * several lanes deliver them, on several threads at once, each queue pair's packets in order on one of
+ * them. A test can drop packets to exercise recovery.
  */
 final class DirectLink implements AutoCloseable {
     private final Map<String, Nic> nics = new ConcurrentHashMap<>();
-    private final Map<String, ExecutorService> inbound = new ConcurrentHashMap<>();
+    private final Map<String, ExecutorService[]> inbound = new ConcurrentHashMap<>();
+    private final int lanes;
     volatile Predicate<Packet> drop = p -> false;
+
+    /** One delivery thread per node. */
+    DirectLink() {
+        this(1);
+    }
+
+    /** {@code lanes} delivery threads per node; a queue pair's packets always take the same one. */
+    DirectLink(int lanes) {
+        this.lanes = lanes;
+    }
 
     PacketTransport transportFor(String from) {
         return new PacketTransport() {
             @Override
             public void send(String peer, int laneHint, PacketBatch batch) {
-                PacketBatch.Builder copy = PacketBatch.newBuilder();
+                ExecutorService[] executors = inbound.get(peer);
+                if (executors == null) {
+                    return;
+                }
+                PacketBatch.Builder[] byLane = new PacketBatch.Builder[lanes];
                 for (Packet p : batch.getPacketsList()) {
                     if (!drop.test(p)) {
-                        copy.addPackets(p.toBuilder().setPayload(ByteString.copyFrom(p.getPayload().asReadOnlyByteBuffer())));
+                        int lane = Math.floorMod(p.getDstQpn(), lanes);
+                        if (byLane[lane] == null) {
+                            byLane[lane] = PacketBatch.newBuilder();
+                        }
+                        byLane[lane].addPackets(p.toBuilder().setPayload(ByteString.copyFrom(p.getPayload().asReadOnlyByteBuffer())));
                     }
                 }
-                PacketBatch delivered = copy.build();
-                ExecutorService executor = inbound.get(peer);
-                if (executor != null) {
-                    executor.execute(() -> nics.get(peer).receive(from, delivered));
+                for (int lane = 0; lane < lanes; lane++) {
+                    if (byLane[lane] != null) {
+                        PacketBatch delivered = byLane[lane].build();
+                        executors[lane].execute(() -> nics.get(peer).router().receive(from, delivered));
+                    }
                 }
             }
 
@@ -45,15 +66,24 @@ final class DirectLink implements AutoCloseable {
 
     void add(String node, Nic nic) {
         nics.put(node, nic);
-        inbound.put(node, Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "direct-link-" + node);
-            t.setDaemon(true);
-            return t;
-        }));
+        ExecutorService[] executors = new ExecutorService[lanes];
+        for (int lane = 0; lane < lanes; lane++) {
+            String name = "direct-link-" + node + (lanes == 1 ? "" : "-" + lane);
+            executors[lane] = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, name);
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        inbound.put(node, executors);
     }
 
     @Override
     public void close() {
-        inbound.values().forEach(ExecutorService::shutdownNow);
+        for (ExecutorService[] executors : inbound.values()) {
+            for (ExecutorService executor : executors) {
+                executor.shutdownNow();
+            }
+        }
     }
 }

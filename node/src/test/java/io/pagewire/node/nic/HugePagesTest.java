@@ -8,7 +8,6 @@ import io.pagewire.kernel.KernelContext;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -17,7 +16,6 @@ import org.junit.jupiter.params.provider.EnumSource;
  * into a paged-out huge page parked in 64 KiB slots, and the TLB-reach effect that makes huge pages
  * worth having (the same sweep misses once per 2 MiB instead of once per 4 KiB).
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
 class HugePagesTest {
     private static final int HUGE = 2 << 20;
 

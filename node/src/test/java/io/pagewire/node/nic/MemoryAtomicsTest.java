@@ -7,6 +7,7 @@ import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -121,7 +122,7 @@ class MemoryAtomicsTest {
     @Test
     void misalignedWordsAndRegionsWithoutRemoteAtomicAreRefused() throws Exception {
         long base = eb.space().allocate(4096);
-        MemoryRegion writable = eb.register(base, 4096, RegistrationMode.PINNED, java.util.EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+        MemoryRegion writable = eb.register(base, 4096, RegistrationMode.PINNED, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
         assertThatThrownBy(() -> qa.post(WorkRequest.fetchAdd(1, base + 4, writable.rkey(), 1)))
                 .isInstanceOf(NicException.class).hasMessageContaining("8-byte aligned");
         Completion c = run(WorkRequest.compareSwap(2, base, writable.rkey(), 0, 1));

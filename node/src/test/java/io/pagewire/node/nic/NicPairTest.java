@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
+import java.util.EnumSet;
+import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -164,8 +167,8 @@ class NicPairTest {
         long dst = pair.eb().space().allocate(4096);
         MemoryRegion ra = pair.ea().register(src, 4096, RegistrationMode.SHADOW, Access.all());
         MemoryRegion rb = pair.eb().register(dst, 4096, RegistrationMode.SHADOW, Access.all());
-        EventCounter counter = pair.eb().createEventCounter(java.util.EnumSet.of(Access.REMOTE_WRITE));
-        java.util.List<Long> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        EventCounter counter = pair.eb().createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        List<Long> seen = new CopyOnWriteArrayList<>();
         counter.addHandler(value -> {
             throw new IllegalStateException("the application's handler is broken");
         });

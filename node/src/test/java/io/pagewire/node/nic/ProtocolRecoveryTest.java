@@ -6,6 +6,7 @@ import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -45,7 +46,7 @@ class ProtocolRecoveryTest {
         back = ea.register(ea.space().allocate(length), length, RegistrationMode.PINNED, Access.all());
         dst = eb.register(eb.space().allocate(length), length, RegistrationMode.PINNED, Access.all());
         byte[] data = new byte[length];
-        new java.util.Random(5).nextBytes(data);
+        new Random(5).nextBytes(data);
         ea.space().store(src.address(), data, 0, length);
     }
 

@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.kernel.KernelCounter;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -217,7 +219,7 @@ class SendReceiveTest {
             }
             assertThat(eb.space().isResident(buffer >>> eb.space().pageShift())).as("buffer " + i + " was paged out").isFalse();
             qb.postReceive(new ReceiveRequest(i, receiveRegion.lkey(), buffer, messageBytes));
-            java.util.Arrays.fill(data, (byte) i);
+            Arrays.fill(data, (byte) i);
             ea.space().store(src.address(), data, 0, messageBytes);
             qa.post(WorkRequest.send(i, src.lkey(), src.address(), messageBytes));
             Completion sent = take(cqa, "send " + i);
@@ -237,7 +239,7 @@ class SendReceiveTest {
             case SHADOW -> {
                 assertThat(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode)).as("parts parked in the system buffer" + state())
                         .isPositive();
-                assertThat(nics.kernelB.counters().get(io.pagewire.kernel.KernelCounter.SYSTEM_BUFFER_PARKED_BYTES)).as("bytes parked")
+                assertThat(nics.kernelB.counters().get(KernelCounter.SYSTEM_BUFFER_PARKED_BYTES)).as("bytes parked")
                         .isGreaterThanOrEqualTo(b.counters().get(NicCounter.RECEIVE_BUFFER_PARKED_PARTS, mode));
             }
             case ON_DEMAND -> {

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -88,5 +90,75 @@ class SharedReceiveQueueTest {
         qb2.close();
         assertThat(srq.destroy()).extracting(ReceiveRequest::wrId).containsExactly(6L, 7L);
         assertThat(eb.sharedReceiveQueue(srq.id())).isNull();
+    }
+
+    /**
+     * Several queue pairs on one shared receive queue, each with a WRITE_WITH_IMM in flight, race for
+     * its one posted receive, on several delivery threads as a node's lanes deliver: the winner's data
+     * lands with its receive, the others are answered RNR NAK and come again once the next receive is
+     * posted. A responder that checked for a receive, placed the data, then took the receive lost it to
+     * another pair in between (a NullPointerException, the packet dropped after its data had landed).
+     */
+    @Test
+    void writesWithImmediateDataRacingForTheLastReceiveEachTakeOneAndLandOnce() throws Exception {
+        int pairs = 8;
+        int rounds = 25;
+        try (TwoNics racing = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20), new KernelContext().physicalMemoryBytes(4 << 20),
+                new NicContext(), new NicContext().rnrDelayNs(200_000), 4)) {
+            Endpoint ea = racing.ea;
+            Endpoint eb = racing.eb;
+            SharedReceiveQueue srq = eb.createSharedReceiveQueue();
+            CompletionQueue sent = racing.a.createCompletionQueue();
+            CompletionQueue received = racing.b.createCompletionQueue();
+            List<QueuePair> senders = new ArrayList<>();
+            for (int i = 0; i < pairs; i++) {
+                QueuePair from = racing.a.createQueuePair(ea, sent);
+                QueuePair to = racing.b.createQueuePair(eb, received, srq);
+                from.connect(to.address());
+                to.connect(from.address());
+                senders.add(from);
+            }
+            long target = eb.space().allocate(pairs * 4096L);
+            MemoryRegion targetRegion = eb.register(target, pairs * 4096L, RegistrationMode.PINNED, Access.all());
+            long receiveBuffer = eb.space().allocate(4096);
+            MemoryRegion receiveRegion = eb.register(receiveBuffer, 4096, RegistrationMode.PINNED, Access.all());
+            long src = ea.space().allocate(pairs * 4096L);
+            MemoryRegion srcRegion = ea.register(src, pairs * 4096L, RegistrationMode.PINNED, Access.all());
+
+            Set<Long> immediates = new HashSet<>();
+            for (int round = 0; round < rounds; round++) {
+                for (int i = 0; i < pairs; i++) {
+                    byte[] data = new byte[512];
+                    Arrays.fill(data, (byte) (round * pairs + i));
+                    ea.space().store(src + i * 4096L, data, 0, data.length);
+                }
+                srq.post(new ReceiveRequest(round * pairs, receiveRegion.lkey(), receiveBuffer, 4096));
+                for (int i = 0; i < pairs; i++) {
+                    senders.get(i).post(WorkRequest.writeWithImm(round * pairs + i, srcRegion.lkey(), src + i * 4096L, 512,
+                            target + i * 4096L, targetRegion.rkey(), round * pairs + i));
+                }
+                for (int done = 0; done < pairs; done++) {
+                    Completion r = racing.take(received, "receive " + done + " of round " + round);
+                    assertThat(r.status()).as(r.error() + racing.state()).isEqualTo(CompletionStatus.SUCCESS);
+                    assertThat(r.bytes()).as("the receive reports the write's length").isEqualTo(512);
+                    assertThat(immediates.add((long) r.immediate())).as("immediate %d delivered twice", r.immediate()).isTrue();
+                    byte[] landed = new byte[512];
+                    int index = r.immediate() % pairs;
+                    eb.space().load(target + index * 4096L, landed, 0, 512);
+                    assertThat(landed).as("the data of the write whose receive completed").containsOnly((byte) r.immediate());
+                    if (done < pairs - 1) {
+                        srq.post(new ReceiveRequest(round * pairs + done + 1, receiveRegion.lkey(), receiveBuffer, 4096));
+                    }
+                }
+                for (int i = 0; i < pairs; i++) {
+                    Completion w = racing.takeSuccess(sent, "write of round " + round);
+                    assertThat(w.opcode()).isEqualTo(Completion.Opcode.WRITE_WITH_IMM);
+                }
+            }
+            assertThat(immediates).hasSize(pairs * rounds);
+            assertThat(racing.b.counters().get(NicCounter.DROPPED_PACKETS)).as("no packet dropped after its data landed" + racing.state()).isZero();
+            assertThat(racing.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("the losers of each race were answered RNR NAK").isPositive();
+            assertThat(srq.posted()).isZero();
+        }
     }
 }

@@ -2,6 +2,8 @@ package io.pagewire.node.nic;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class TlbTest {
@@ -63,10 +65,10 @@ class TlbTest {
 
     @Test
     void randomReplacementWithTheSameSeedEvictsTheSameEntries() {
-        java.util.List<java.util.List<Long>> runs = new java.util.ArrayList<>();
+        List<List<Long>> runs = new ArrayList<>();
         for (int run = 0; run < 2; run++) {
             Tlb tlb = new Tlb(64, 8, TlbReplacement.RANDOM, TlbIndexing.HASHED, 42);
-            java.util.List<Long> evicted = new java.util.ArrayList<>();
+            List<Long> evicted = new ArrayList<>();
             for (int i = 0; i < 1000; i++) {
                 evicted.add(insert(tlb, Tlb.key(1, i), i, false));
             }
@@ -93,18 +95,21 @@ class TlbTest {
 
     @Test
     void aDirectMappedTlbHoldsOneEntryPerSet() {
-        Tlb tlb = new Tlb(8, 1, TlbReplacement.LRU, TlbIndexing.HASHED, 1);
-        int hits = 0;
+        // Eight sets of one way, indexed by the page number's low bits: page i lives in set i % 8.
+        Tlb tlb = new Tlb(8, 1, TlbReplacement.LRU, TlbIndexing.LOW_BITS, 1);
         for (int i = 0; i < 100; i++) {
             insert(tlb, Tlb.key(1, i), i, false);
         }
+        assertThat(tlb.validEntries()).as("every set holds one entry").isEqualTo(8);
         for (int i = 0; i < 100; i++) {
-            if (tlb.lookup(Tlb.key(1, i), false) != Tlb.MISS) {
-                hits++;
-            }
+            boolean last = i >= 92; // the last page filled into each set
+            assertThat(tlb.lookup(Tlb.key(1, i), false) != Tlb.MISS).as("page %d hits", i).isEqualTo(last);
         }
-        assertThat(hits).isLessThanOrEqualTo(8);
-        assertThat(tlb.validEntries()).isLessThanOrEqualTo(8);
+        // Two pages of one set evict each other; a page of another set is untouched.
+        insert(tlb, Tlb.key(1, 200), 200, false); // set 0: evicts page 96
+        assertThat(tlb.lookup(Tlb.key(1, 96), false)).isEqualTo(Tlb.MISS);
+        assertThat(tlb.lookup(Tlb.key(1, 200), false)).isNotEqualTo(Tlb.MISS);
+        assertThat(tlb.lookup(Tlb.key(1, 97), false)).isNotEqualTo(Tlb.MISS);
     }
 
     @Test

@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * each other. {@link #state} is what a failing test prints.
  */
 final class TwoNics implements AutoCloseable {
-    final DirectLink link = new DirectLink();
+    final DirectLink link;
     final KernelAgent kernelA;
     final KernelAgent kernelB;
     final Nic a;
@@ -25,6 +25,12 @@ final class TwoNics implements AutoCloseable {
     final QueuePair qb;
 
     TwoNics(KernelContext kernelContextA, KernelContext kernelContextB, NicContext nicA, NicContext nicB) {
+        this(kernelContextA, kernelContextB, nicA, nicB, 1);
+    }
+
+    /** As above, each NIC's inbound packets delivered on {@code lanes} threads at once (a queue pair's in order). */
+    TwoNics(KernelContext kernelContextA, KernelContext kernelContextB, NicContext nicA, NicContext nicB, int lanes) {
+        link = new DirectLink(lanes);
         kernelA = KernelAgent.start(kernelContextA.name("a"));
         kernelB = KernelAgent.start(kernelContextB.name("b"));
         a = new Nic("a", kernelA, nicA, NicTimers.threaded("a"), link.transportFor("a"));

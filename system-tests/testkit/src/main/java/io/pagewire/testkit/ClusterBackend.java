@@ -3,9 +3,11 @@ package io.pagewire.testkit;
 import java.util.Arrays;
 import java.util.Locale;
 
-/** Where a test cluster's nodes run: in the test's JVM, or each in its own container. */
+/** Where a test cluster's nodes run: in the test's JVM (over gRPC's in-process transport or on loopback), or each in its own container. */
 public enum ClusterBackend {
-    /** Nodes in the test's JVM on loopback: fast, no Docker needed. */
+    /** Nodes in the test's JVM over gRPC's in-process transport: no sockets, no TLS; the quickest. */
+    IN_PROCESS,
+    /** Nodes in the test's JVM on loopback, over real HTTP/2 and mutual TLS as between containers: no Docker needed. */
     EMBEDDED,
     /** Each node in its own container on one Docker network (Testcontainers). */
     CONTAINERS;

@@ -1,5 +1,6 @@
 package io.pagewire.testkit;
 
+import io.pagewire.node.NodeConfiguration;
 import io.pagewire.node.NodeSettings;
 import java.time.Duration;
 import java.util.Collections;
@@ -19,8 +20,8 @@ public final class ClusterSpec {
     public static final String DEFAULT_IMAGE = "pagewire/node:latest";
 
     /** Settings the cluster itself gives each node; a spec may not set them. */
-    private static final Set<String> OWNED_BY_THE_CLUSTER = Set.of(NodeSettings.NODE_ID, NodeSettings.NODE_PEERS,
-            NodeSettings.NODE_HOST, NodeSettings.NODE_PORT, NodeSettings.NODE_METRICS_PORT);
+    private static final Set<String> OWNED_BY_THE_CLUSTER = Set.of(NodeConfiguration.ID.name(), NodeConfiguration.PEERS.name(),
+            NodeConfiguration.HOST.name(), NodeConfiguration.PORT.name(), NodeConfiguration.METRICS_PORT.name());
 
     private final int nodes;
     private final Map<String, String> settings = new LinkedHashMap<>();

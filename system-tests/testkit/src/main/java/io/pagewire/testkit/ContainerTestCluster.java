@@ -7,11 +7,16 @@ import com.github.dockerjava.api.model.ExposedPort;
 import com.github.dockerjava.api.model.Ports;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
+import io.pagewire.node.NodeConfiguration;
 import io.pagewire.node.NodeSettings;
+import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
 import java.io.IOException;
+import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.testcontainers.DockerClientFactory;
@@ -37,7 +42,7 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
     private final Network network = Network.newNetwork();
 
     private ContainerTestCluster(ClusterSpec spec) {
-        super(spec);
+        super(spec, true);
     }
 
     static ContainerTestCluster start(ClusterSpec spec) {
@@ -69,8 +74,8 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
     }
 
     @Override
-    public java.util.Optional<Network> network() {
-        return java.util.Optional.of(network);
+    public Optional<Network> network() {
+        return Optional.of(network);
     }
 
     @Override
@@ -83,12 +88,12 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
 
     /** The environment of node {@code id}: its identity, its peers by container name, and the spec's settings. */
     private Map<String, String> environment(String id) {
-        Map<String, String> env = new java.util.LinkedHashMap<>();
-        env.put(NodeSettings.environmentName(NodeSettings.NODE_ID), id);
-        env.put(NodeSettings.environmentName(NodeSettings.NODE_PEERS), nodes.stream().map(n -> n.id).filter(p -> !p.equals(id))
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put(NodeSettings.environmentName(NodeConfiguration.ID.name()), id);
+        env.put(NodeSettings.environmentName(NodeConfiguration.PEERS.name()), nodes.stream().map(n -> n.id).filter(p -> !p.equals(id))
                 .map(p -> p + "=" + p + ":" + VERBS_PORT).collect(Collectors.joining(",")));
         if (certificates() != null) {
-            env.put(NodeSettings.environmentName(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME), CERTIFICATES);
+            env.put(NodeSettings.environmentName(SecurityConfiguration.CERTIFICATE_DIRECTORY.name()), CERTIFICATES);
         }
         spec().settings().forEach((name, value) -> env.put(NodeSettings.environmentName(name), value));
         return env;
@@ -147,7 +152,7 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
 
         @Override
         public Pagewire connect(ConnectOptions options) {
-            return cluster.track(target(), options);
+            return cluster.track(this, options);
         }
 
         @Override
@@ -176,8 +181,8 @@ final class ContainerTestCluster extends TestClusterBase<ContainerTestCluster.Co
             running = true;
             long deadline = System.nanoTime() + cluster.spec().startTimeout().toNanos();
             while (true) {
-                try (Pagewire probe = Pagewire.connect(target(), cluster.probeOptions()
-                        .withDeadline(java.time.Duration.ofSeconds(2)))) {
+                try (Pagewire probe = cluster.open(this, cluster.probeOptions()
+                        .withDeadline(Duration.ofSeconds(2)))) {
                     probe.node();
                     break;
                 } catch (RuntimeException e) {

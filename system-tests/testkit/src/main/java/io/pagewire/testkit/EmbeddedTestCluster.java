@@ -1,20 +1,35 @@
 package io.pagewire.testkit;
 
+import io.grpc.ManagedChannel;
+import io.grpc.inprocess.InProcessChannelBuilder;
 import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Endpoint;
+import io.pagewire.client.NodeInfo;
 import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegionStats;
 import io.pagewire.node.NodeContext;
 import io.pagewire.node.NodeSettings;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
-/** The embedded backing: every node in the test's JVM on loopback, over real HTTP/2 as between containers. */
+/**
+ * The embedded backings: every node in the test's JVM, over real HTTP/2 on loopback as between
+ * containers ({@link ClusterBackend#EMBEDDED}), or over gRPC's in-process transport
+ * ({@link ClusterBackend#IN_PROCESS}), where applications reach a node by its id.
+ */
 final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.EmbeddedNode> {
-    private EmbeddedTestCluster(ClusterSpec spec) {
-        super(spec);
+    private final Transport transport;
+
+    private EmbeddedTestCluster(ClusterSpec spec, Transport transport) {
+        super(spec, transport == Transport.NETTY);
+        this.transport = transport;
     }
 
-    static EmbeddedTestCluster start(ClusterSpec spec) {
-        EmbeddedTestCluster cluster = new EmbeddedTestCluster(spec);
+    static EmbeddedTestCluster start(ClusterSpec spec, Transport transport) {
+        EmbeddedTestCluster cluster = new EmbeddedTestCluster(spec, transport);
         try {
             for (int i = 1; i <= spec.size(); i++) {
                 EmbeddedNode node = new EmbeddedNode(cluster, ClusterSpec.nodeId(i));
@@ -36,6 +51,22 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
         }
     }
 
+    /** In-process nodes are reached by their server's name, over a channel the connection's owner closes with it. */
+    @Override
+    Pagewire open(ClusterNode node, ConnectOptions options) {
+        if (transport == Transport.NETTY) {
+            return super.open(node, options);
+        }
+        ManagedChannel channel = InProcessChannelBuilder.forName(node.id()).maxInboundMessageSize(64 << 20).build();
+        Pagewire connection = Pagewire.connect(channel, options);
+        return new ChannelOwningConnection(connection, channel);
+    }
+
+    @Override
+    public io.grpc.ManagedChannel openChannel(ClusterNode node) {
+        return transport == Transport.NETTY ? super.openChannel(node) : InProcessChannelBuilder.forName(node.id()).build();
+    }
+
     @Override
     protected void stopNodes() {
         for (EmbeddedNode node : nodes) {
@@ -48,7 +79,7 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
         }
     }
 
-    /** A node of the embedded cluster; its port stays the same across restarts, so peers find it again. */
+    /** A node of the embedded cluster; its port (or in-process name) stays the same across restarts, so peers find it again. */
     static final class EmbeddedNode implements ClusterNode {
         private final EmbeddedTestCluster cluster;
         private final String id;
@@ -61,7 +92,7 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
         }
 
         void launch(int portToBind) {
-            NodeContext context = new NodeContext().nodeId(id).transport(Transport.NETTY).host("127.0.0.1").port(portToBind).metricsPort(0);
+            NodeContext context = new NodeContext().nodeId(id).transport(cluster.transport).host("127.0.0.1").port(portToBind).metricsPort(0);
             for (int i = 1; i <= cluster.spec().size(); i++) {
                 context.acceptPeer(ClusterSpec.nodeId(i));
             }
@@ -70,12 +101,14 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
             }
             NodeSettings.apply(context, cluster.spec().settings(), "the test cluster's spec");
             for (EmbeddedNode peer : cluster.nodes) {
-                if (peer != this && peer.port != 0) {
-                    context.peer(peer.id, "127.0.0.1:" + peer.port);
+                if (peer != this && (peer.port != 0 || cluster.transport == Transport.IN_PROCESS) && peer.node != null) {
+                    context.peer(peer.id, peer.target());
                 }
             }
             node = PagewireNode.start(context);
-            port = Integer.parseInt(node.target().substring(node.target().lastIndexOf(':') + 1));
+            if (cluster.transport == Transport.NETTY) {
+                port = Integer.parseInt(node.target().substring(node.target().lastIndexOf(':') + 1));
+            }
         }
 
         void halt() {
@@ -99,9 +132,10 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
             return id;
         }
 
+        /** "127.0.0.1:port", or the in-process server's name (the node's id). */
         @Override
         public String target() {
-            return "127.0.0.1:" + port;
+            return cluster.transport == Transport.NETTY ? "127.0.0.1:" + port : id;
         }
 
         @Override
@@ -111,7 +145,8 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
 
         @Override
         public Pagewire connect(ConnectOptions options) {
-            return cluster.track(live().target(), options);
+            live();
+            return cluster.track(this, options);
         }
 
         @Override
@@ -137,6 +172,11 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
                 throw new IllegalStateException(id + " is running; stop or kill it first");
             }
             launch(port);
+            for (EmbeddedNode peer : cluster.nodes) {
+                if (peer != this && peer.node != null) {
+                    node.connect(peer.id, peer.target());
+                }
+            }
             cluster.awaitLinks(cluster.spec().startTimeout());
         }
 
@@ -155,6 +195,53 @@ final class EmbeddedTestCluster extends TestClusterBase<EmbeddedTestCluster.Embe
         @Override
         public String logs() {
             return "";
+        }
+
+        /** The node itself, for tests of the node's internals (embedded backings only). */
+        PagewireNode node() {
+            return live();
+        }
+    }
+
+    /** A connection that closes the in-process channel it was made on when it closes. */
+    private record ChannelOwningConnection(Pagewire connection, ManagedChannel channel) implements Pagewire {
+        @Override
+        public NodeInfo node() {
+            return connection.node();
+        }
+
+        @Override
+        public Endpoint openEndpoint(String name) {
+            return connection.openEndpoint(name);
+        }
+
+        @Override
+        public CompletableFuture<Endpoint> openEndpointAsync(String name) {
+            return connection.openEndpointAsync(name);
+        }
+
+        @Override
+        public Map<String, Map<String, Double>> stats() {
+            return connection.stats();
+        }
+
+        @Override
+        public List<Stat> statList() {
+            return connection.statList();
+        }
+
+        @Override
+        public List<RegionStats> regionStats() {
+            return connection.regionStats();
+        }
+
+        @Override
+        public void close() {
+            try {
+                connection.close();
+            } finally {
+                channel.shutdownNow();
+            }
         }
     }
 }

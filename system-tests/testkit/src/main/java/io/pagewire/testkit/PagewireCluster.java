@@ -1,6 +1,11 @@
 package io.pagewire.testkit;
 
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.impl.GrpcPagewire;
+import io.pagewire.node.Transport;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * A running Pagewire cluster for a test: N nodes, each linked to every other, whatever backs them
@@ -11,7 +16,8 @@ public interface PagewireCluster extends AutoCloseable {
     /** Starts a cluster as the spec says and returns once every node is healthy and linked to every other. */
     static PagewireCluster start(ClusterSpec spec) {
         return switch (spec.backend()) {
-            case EMBEDDED -> EmbeddedTestCluster.start(spec);
+            case IN_PROCESS -> EmbeddedTestCluster.start(spec, Transport.IN_PROCESS);
+            case EMBEDDED -> EmbeddedTestCluster.start(spec, Transport.NETTY);
             case CONTAINERS -> ContainerTestCluster.start(spec);
         };
     }
@@ -35,19 +41,19 @@ public interface PagewireCluster extends AutoCloseable {
      * The Docker network the nodes are on (peers are node-1:7100 there), for containers a test runs
      * beside them: a Prometheus, a workload. Empty for the embedded backend.
      */
-    default java.util.Optional<org.testcontainers.containers.Network> network() {
-        return java.util.Optional.empty();
+    default Optional<org.testcontainers.containers.Network> network() {
+        return Optional.empty();
     }
 
     /**
      * How an application proves itself to these nodes: mutual TLS with the certificate the cluster
      * issued to the test ("app"), or plaintext when the spec says so.
      */
-    io.pagewire.client.ClientSecurity clientSecurity();
+    ClientSecurity clientSecurity();
 
     /** A raw gRPC channel to a node, secured like the SDK's connections (for tests that send what the SDK would not). */
     default io.grpc.ManagedChannel openChannel(ClusterNode node) {
-        return io.pagewire.client.impl.GrpcPagewire.channelBuilder(node.target(), clientSecurity()).build();
+        return GrpcPagewire.channelBuilder(node.target(), clientSecurity()).build();
     }
 
     /** Closes every SDK connection handed out so far (the extension calls it after each test). */
@@ -57,7 +63,7 @@ public interface PagewireCluster extends AutoCloseable {
      * Waits until no application session is open on any running node and none holds a frame or a pin:
      * what every test should leave behind. Fails with the nodes' figures if that does not happen in time.
      */
-    void awaitReleased(java.time.Duration timeout);
+    void awaitReleased(Duration timeout);
 
     /** Every node's counters and, for containers, its last log lines: what a failing test prints. */
     String describe();

@@ -1,22 +1,24 @@
 package io.pagewire.testkit;
 
+import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
-import io.pagewire.client.ClientSecurity;
-import io.pagewire.node.EmbeddedCluster;
-import io.pagewire.node.HeldResources;
-import io.pagewire.node.security.SecurityContext;
-import io.pagewire.node.security.TestbedCertificates;
+import io.pagewire.node.security.SecurityConfiguration;
+import io.pagewire.tools.testbed.EmbeddedCluster;
+import io.pagewire.tools.testbed.HeldResources;
+import io.pagewire.tools.testbed.TestbedCertificates;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
- * What both backings share: their nodes, the SDK connections handed out, closing (connections
- * first, then the nodes), the link and release checks, and the description of every node.
+ * What every backing shares: its nodes, the SDK connections handed out, closing (connections first,
+ * then the nodes), the link check, the check that a test released everything it held, and the
+ * description of every node a failing test prints.
  */
 abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster {
     /** The nodes, node-1 first; a backing adds them as it starts them. */
@@ -26,11 +28,12 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
     /** The cluster's CA and certificates, one per node and one for the test ("app"); null when it runs plaintext. */
     private final Path certificates;
 
-    TestClusterBase(ClusterSpec spec) {
+    /** @param networked whether the nodes have ports to secure (not over the in-process transport) */
+    TestClusterBase(ClusterSpec spec, boolean networked) {
         this.spec = spec;
-        boolean plaintext = "plaintext".equalsIgnoreCase(spec.settings().getOrDefault(SecurityContext.TRANSPORT_PROP_NAME, "mtls").trim());
-        certificates = plaintext ? null : TestbedCertificates.temporary(
-                java.util.stream.IntStream.rangeClosed(1, spec.size()).mapToObj(ClusterSpec::nodeId).toList(), EmbeddedCluster.APPLICATION);
+        boolean plaintext = "plaintext".equalsIgnoreCase(spec.settings().getOrDefault(SecurityConfiguration.TRANSPORT.name(), "mtls").trim());
+        certificates = plaintext || !networked ? null : TestbedCertificates.temporary(
+                IntStream.rangeClosed(1, spec.size()).mapToObj(ClusterSpec::nodeId).toList(), EmbeddedCluster.APPLICATION);
     }
 
     /** Where the CA and the nodes' certificates are, or null when the cluster runs plaintext. */
@@ -59,11 +62,16 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
     }
 
     /** Opens a connection that the cluster closes after the test. */
-    Pagewire track(String target, ConnectOptions options) {
-        Pagewire connection = Pagewire.connect(target, options.withSecurity(clientSecurity()));
+    Pagewire track(ClusterNode node, ConnectOptions options) {
+        Pagewire connection = open(node, options.withSecurity(clientSecurity()));
         synchronized (this) {
             return connections.add(connection);
         }
+    }
+
+    /** A connection to a node, secured as {@code options} say; the caller closes it. */
+    Pagewire open(ClusterNode node, ConnectOptions options) {
+        return Pagewire.connect(node.target(), options);
     }
 
     @Override
@@ -99,7 +107,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
             if (!node.running()) {
                 continue;
             }
-            try (Pagewire probe = Pagewire.connect(node.target(), probeOptions())) {
+            try (Pagewire probe = open(node, probeOptions())) {
                 while (true) {
                     Map<String, Map<String, Double>> stats = probe.stats();
                     double sessions = value(stats, "pagewire_sessions", "");
@@ -132,7 +140,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
         for (ClusterNode node : nodes()) {
             out.append("== ").append(node.id()).append(node.running() ? " (" + node.target() + ")" : " (not running)").append('\n');
             if (node.running()) {
-                try (Pagewire probe = Pagewire.connect(node.target(), probeOptions().withDeadline(Duration.ofSeconds(5)))) {
+                try (Pagewire probe = open(node, probeOptions().withDeadline(Duration.ofSeconds(5)))) {
                     out.append(probe.statList().stream().filter(s -> s.value() != 0)
                             .map(s -> String.format(" %s%s %s", s.name(), s.tags().isEmpty() ? "" : s.tags(), format(s.value())))
                             .collect(Collectors.joining("\n"))).append('\n');
@@ -171,7 +179,7 @@ abstract class TestClusterBase<N extends ClusterNode> implements PagewireCluster
             List<String> peers = nodes().stream().filter(p -> p != node && p.running()).map(ClusterNode::id).toList();
             List<String> down = peers;
             while (!down.isEmpty()) {
-                try (Pagewire probe = Pagewire.connect(node.target(), probeOptions())) {
+                try (Pagewire probe = open(node, probeOptions())) {
                     Map<String, Double> lanes = probe.stats().getOrDefault("pagewire_link_lanes_up", Map.of());
                     down = peers.stream().filter(p -> lanes.getOrDefault("peer=" + p, 0.0) < 1).toList();
                 } catch (RuntimeException e) {

@@ -1,11 +1,12 @@
 package io.pagewire.systemtests;
 
 import io.pagewire.client.Pagewire;
+import io.pagewire.node.TestData;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
-/** How the cluster suites read a node's meters through the SDK (test data and waiting: {@link io.pagewire.node.TestData}). */
+/** How the cluster suites read a node's meters through the SDK (test data and waiting: {@link TestData}). */
 final class ClusterChecks {
     private ClusterChecks() {
     }

@@ -9,20 +9,26 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.KeyToPath;
 import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
+import io.pagewire.node.NodeConfiguration;
 import io.pagewire.node.NodeContext;
 import io.pagewire.node.NodeSettings;
-import io.pagewire.node.security.SecurityContext;
-import io.pagewire.node.security.TestbedCertificates;
-import java.nio.file.Files;
+import io.pagewire.node.security.SecurityConfiguration;
+import io.pagewire.tools.testbed.TestbedCertificates;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * deploy/k8s read with Kubernetes' own object model and held against the node: the ports the
@@ -33,6 +39,9 @@ import org.junit.jupiter.api.Test;
 class DeployManifestsTest {
     private static final Path MANIFEST = Path.of(System.getProperty("pagewire.repository.root", "../.."), "deploy/k8s/pagewire.yaml");
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory()).configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true);
+
+    @TempDir
+    Path temporary;
 
     private static List<JsonNode> documents() throws IOException {
         List<JsonNode> documents = new ArrayList<>();
@@ -73,15 +82,13 @@ class DeployManifestsTest {
                 .hasSize((int) env.keySet().stream().filter(k -> k.startsWith("PAGEWIRE_")).count());
         NodeContext configured = new NodeContext().nodeId("pagewire-0");
         NodeSettings.apply(configured, withoutId(settings), "deploy/k8s/pagewire.yaml");
-        // The Secret the manifest mounts, made as its header says.
-        Path certs = Files.createTempDirectory("pagewire-k8s-certs-");
-        TestbedCertificates.in(certs).issueNode("pagewire-0", List.of());
-        String mounted = settings.get(SecurityContext.CERTIFICATE_DIRECTORY_PROP_NAME);
+        String mounted = settings.get(SecurityConfiguration.CERTIFICATE_DIRECTORY.name());
         assertThat(node.getVolumeMounts()).as("the certificate directory is the Secret's mount")
                 .anySatisfy(m -> assertThat(m.getMountPath()).isEqualTo(mounted));
-        configured.security().certificateDirectory(certs);
+        mountedAsInAPod(configured, settings, podsCertificates(set, "pagewire-0"));
         configured.conclude();
         assertThat(configured.security().mutualTls()).as("the nodes speak mutual TLS").isTrue();
+        assertThat(configured.security().metricsToken()).as("/metrics asks for the Secret's token").isNotBlank();
 
         assertThat(ports).containsEntry("verbs", configured.port()).containsEntry("metrics", configured.metricsPort());
         assertThat(configured.port()).isEqualTo(defaults.port());
@@ -94,26 +101,103 @@ class DeployManifestsTest {
         assertThat(annotations).containsEntry("prometheus.io/scrape", "true")
                 .containsEntry("prometheus.io/port", String.valueOf(configured.metricsPort())).containsEntry("prometheus.io/path", "/metrics");
 
-        EnvVar id = node.getEnv().stream().filter(v -> v.getName().equals(NodeSettings.environmentName(NodeSettings.NODE_ID))).findFirst().orElseThrow();
+        EnvVar id = node.getEnv().stream().filter(v -> v.getName().equals(NodeSettings.environmentName(NodeConfiguration.ID.name()))).findFirst().orElseThrow();
         assertThat(id.getValueFrom().getFieldRef().getFieldPath()).as("each pod's node id is its name").isEqualTo("metadata.name");
         List<String> expectedPeers = new ArrayList<>();
         for (int i = 0; i < set.getSpec().getReplicas(); i++) {
             String pod = set.getMetadata().getName() + "-" + i;
             expectedPeers.add(pod + "=" + pod + "." + service.getMetadata().getName() + ":" + configured.port());
         }
-        assertThat(env.get(NodeSettings.environmentName(NodeSettings.NODE_PEERS))).as("the peers are the StatefulSet's pods")
+        assertThat(env.get(NodeSettings.environmentName(NodeConfiguration.PEERS.name()))).as("the peers are the StatefulSet's pods")
                 .isEqualTo(String.join(",", expectedPeers));
 
         long heapBytes = (long) (node.getResources().getLimits().get("memory").getNumericalAmount().longValue() * 0.75);
         assertThat(configured.kernel().physicalMemoryBytes()).as("the emulated memory fits in the heap the memory limit leaves")
                 .isLessThan(heapBytes - (128L << 20));
         assertThat(node.getVolumeMounts()).anySatisfy(m -> assertThat(settings.get("pagewire.kernel.swapFile")).startsWith(m.getMountPath()));
-        assertThat(set.getSpec().getTemplate().getSpec().getVolumes()).anySatisfy(v -> assertThat(v.getSecret()).isNotNull());
+    }
+
+    /**
+     * The Secret made as the manifest's header says ({@code pagewire certs}, then {@code kubectl create
+     * secret generic} with the header's files, named as --from-file names them), mounted as the
+     * StatefulSet's volume mounts it: every file each pod's node reads is there, and neither the
+     * CA's private key nor an application's key ever is.
+     */
+    @Test
+    void theSecretHoldsWhatEachPodReadsAndNeverTheCasKey() throws IOException {
+        List<JsonNode> documents = documents();
+        assertThat(documents).as("the Secret is made from `pagewire certs`, not declared empty in the manifest")
+                .noneMatch(d -> "Secret".equals(d.path("kind").asText()));
+        StatefulSet set = one(documents, "StatefulSet", StatefulSet.class);
+        Container node = set.getSpec().getTemplate().getSpec().getContainers().get(0);
+        Map<String, String> env = new LinkedHashMap<>();
+        node.getEnv().forEach(v -> env.put(v.getName(), v.getValue()));
+        Map<String, String> settings = NodeSettings.fromEnvironment(env);
+        for (int i = 0; i < set.getSpec().getReplicas(); i++) {
+            String pod = set.getMetadata().getName() + "-" + i;
+            Path mounted = podsCertificates(set, pod);
+            try (var files = Files.list(mounted)) {
+                assertThat(files.map(f -> f.getFileName().toString()).toList()).as("what %s sees", pod)
+                        .doesNotContain("ca.key", "app.key").contains("ca.pem", pod + ".pem", pod + ".key", "metrics.token");
+            }
+            NodeContext context = new NodeContext().nodeId(pod);
+            NodeSettings.apply(context, withoutId(settings), "deploy/k8s/pagewire.yaml");
+            mountedAsInAPod(context, settings, mounted);
+            context.conclude();
+            assertThat(context.security().mutualTls()).as(pod + " speaks mutual TLS").isTrue();
+            assertThat(context.security().metricsToken()).as(pod + "'s metrics token").isEqualTo(Files.readString(mounted.resolve("metrics.token")).trim());
+        }
+    }
+
+    /**
+     * Points a node's certificate directory and metrics token file, which the manifest names under the
+     * Secret's mount, at the same files in {@code mounted}, the test's stand-in for the mount.
+     */
+    private static void mountedAsInAPod(NodeContext context, Map<String, String> settings, Path mounted) {
+        String mountPath = settings.get(SecurityConfiguration.CERTIFICATE_DIRECTORY.name());
+        String tokenFile = settings.get(SecurityConfiguration.METRICS_TOKEN_FILE.name());
+        assertThat(tokenFile).as("the metrics token is read from the Secret").startsWith(mountPath + "/");
+        context.security().certificateDirectory(mounted).metricsTokenFile(mounted.resolve(tokenFile.substring(mountPath.length() + 1)));
+    }
+
+    /** The files the command in the manifest's header puts in the Secret: each --from-file's name. */
+    private static List<String> secretFilesFromTheHeader() throws IOException {
+        List<String> files = new ArrayList<>();
+        Matcher fromFile = Pattern.compile("--from-file=certs/(\\S+)").matcher(Files.readString(MANIFEST));
+        while (fromFile.find()) {
+            files.add(fromFile.group(1));
+        }
+        assertThat(files).as("the header says how to make the Secret").isNotEmpty();
+        return files;
+    }
+
+    /**
+     * A pod's certificate directory: `pagewire certs` for every pod of the set (and its default
+     * application) in a directory, the Secret made of the files the header names, and of those what
+     * the volume's items project; a missing key fails as the kubelet would.
+     */
+    private Path podsCertificates(StatefulSet set, String pod) throws IOException {
+        Path issued = Files.createTempDirectory(temporary, "issued-");
+        TestbedCertificates ca = TestbedCertificates.in(issued);
+        for (int i = 0; i < set.getSpec().getReplicas(); i++) {
+            ca.issueNode(set.getMetadata().getName() + "-" + i, List.of());
+        }
+        ca.issueApplication("app");
+        ca.metricsToken();
+        List<String> secret = secretFilesFromTheHeader();
+        Volume volume = set.getSpec().getTemplate().getSpec().getVolumes().stream().filter(v -> v.getSecret() != null).findFirst()
+                .orElseThrow(() -> new AssertionError("the StatefulSet mounts no Secret"));
+        Path mounted = Files.createTempDirectory(temporary, pod + "-");
+        for (KeyToPath item : volume.getSecret().getItems()) {
+            assertThat(secret).as("the Secret the header makes has " + item.getKey()).contains(item.getKey());
+            Files.copy(issued.resolve(item.getKey()), mounted.resolve(item.getPath()));
+        }
+        return mounted;
     }
 
     private static Map<String, String> withoutId(Map<String, String> settings) {
         Map<String, String> copy = new LinkedHashMap<>(settings);
-        copy.remove(NodeSettings.NODE_ID);
+        copy.remove(NodeConfiguration.ID.name());
         return copy;
     }
 }

@@ -4,6 +4,7 @@ import static io.pagewire.node.TestData.crc;
 import static io.pagewire.node.TestData.pattern;
 import static io.pagewire.systemtests.ClusterChecks.total;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import io.pagewire.client.Access;
 import io.pagewire.client.Advice;
@@ -14,7 +15,9 @@ import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Opcode;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.QueuePair;
+import io.pagewire.client.RegionStats;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.kernel.StorageModel;
 import io.pagewire.testkit.ClusterSpec;
 import io.pagewire.testkit.PagewireCluster;
 import io.pagewire.testkit.WithSettings;
@@ -30,6 +33,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The node-level mechanism scenarios as an operator sees them: each mechanism shows in the meters
@@ -94,8 +99,77 @@ abstract class MechanismScenarioSuite {
         assertThat(total(p.node2(), "pagewire_rnr_naks_sent_total")).isPositive();
         assertThat(total(p.node2(), "pagewire_nic_page_faults_total", "side=receive", "kind=major", "mode=ON_DEMAND")).isPositive();
         assertThat(total(p.node1(), "pagewire_rnr_naks_received_total")).isPositive();
-        assertThat(total(p.node1(), "pagewire_retransmitted_packets_total")).isPositive();
+        double majorFaults = total(p.node2(), "pagewire_nic_page_faults_total", "side=receive", "kind=major", "mode=ON_DEMAND");
+        assertThat(total(p.node2(), "pagewire_nic_fault_service_seconds_count", "origin=receive", "kind=major"))
+                .as("each major receive fault is timed").isEqualTo(majorFaults);
+        assertThat(total(p.node2(), "pagewire_nic_fault_service_seconds_max", "origin=receive", "kind=major"))
+                .as("a major fault waits at least the swap device's read latency")
+                .isGreaterThanOrEqualTo(StorageModel.NVME.readLatencyNs() / 1e9);
+        double rnrReceived = total(p.node1(), "pagewire_rnr_naks_received_total");
+        assertThat(total(p.node1(), "pagewire_nic_wait_seconds_count", "cause=rnr")).as("RNR back-offs timed")
+                .isPositive().isLessThanOrEqualTo(rnrReceived);
+        double retransmitted = total(p.node1(), "pagewire_retransmitted_packets_total");
+        assertThat(retransmitted).isPositive();
+        // TLB lookups by side and transmission: each retransmitted packet looked its source page up
+        // again (one page per packet here), apart from the 512 first lookups; the responder's misses on
+        // first arrivals are counted apart from the lookups of the packets that came again.
+        assertThat(total(p.node1(), "pagewire_tlb_lookups_total", "side=source", "transmission=first", "mode=ON_DEMAND"))
+                .as("first lookups of the source pages").isGreaterThanOrEqualTo(512);
+        assertThat(total(p.node1(), "pagewire_tlb_lookups_total", "side=source", "transmission=retransmission", "mode=ON_DEMAND"))
+                .as("lookups for retransmitted packets").isEqualTo(retransmitted);
+        assertThat(total(p.node2(), "pagewire_tlb_lookups_total", "side=destination", "transmission=first", "result=miss", "mode=ON_DEMAND"))
+                .as("first arrivals on swapped-out pages").isPositive();
+        assertThat(total(p.node2(), "pagewire_tlb_lookups_total", "side=destination", "transmission=retransmission", "mode=ON_DEMAND"))
+                .as("lookups for packets that came again").isPositive();
+        assertThat(total(p.node2(), "pagewire_tlb_lookups_total", "side=source", "mode=ON_DEMAND")).as("a WRITE's target gathers nothing").isZero();
+        // Per region, as rdma stat mr shows it: the target took the major faults and the bytes; the source sent them.
+        RegionStats target = dstRegion.stats();
+        RegionStats source = srcRegion.stats();
+        assertThat(target.majorFaults()).as("the target region's major faults").isEqualTo((long) majorFaults);
+        assertThat(target.bytesReceived()).isEqualTo(length);
+        assertThat(source.bytesSent()).isEqualTo(length);
+        assertThat(source.bytesReceived() + target.bytesSent()).isZero();
         assertThat(crc(p.remote().load(dst, length))).isEqualTo(crc(data));
+    }
+
+    /**
+     * A source page that went to swap after its data was written comes back through the NIC's own
+     * fault, counted on the sending side: a WRITE's source at the requester, a READ's source at the
+     * responder (its fault service timed as origin read_source). Each page faults once, from swap.
+     */
+    @ParameterizedTest
+    @EnumSource(value = RegistrationMode.class, names = {"SHADOW", "ON_DEMAND"})
+    void sourcePagesOutInSwapFaultOnTheSendingSide(RegistrationMode mode, PagewireCluster cluster) {
+        Pair p = pair(cluster);
+        int pages = 16;
+        int length = pages * PAGE;
+        byte[] data = pattern(8, length);
+        long src = p.local().allocate(length);
+        p.local().store(src, data);
+        MemoryRegion srcRegion = p.local().register(src, length, mode, Access.all());
+        long dst = p.remote().allocate(length);
+        MemoryRegion dstRegion = p.remote().register(dst, length, RegistrationMode.PINNED, Access.all());
+        assertThat(p.local().pageOut(src, length)).as("the source went to swap").isEqualTo(pages);
+        double before = total(p.node1(), "pagewire_nic_page_faults_total", "side=send", "kind=major", "mode=" + mode);
+        p.qp().await(p.qp().write(srcRegion, src, length, dst, dstRegion.rkey()));
+        assertThat(total(p.node1(), "pagewire_nic_page_faults_total", "side=send", "kind=major", "mode=" + mode) - before)
+                .as("the WRITE's source pages, each faulted in from swap by the requester's NIC").isEqualTo(pages);
+        assertThat(srcRegion.stats().majorFaults()).isEqualTo(pages);
+        assertThat(crc(p.remote().load(dst, length))).isEqualTo(crc(data));
+
+        // The other way: a READ whose source, on the responder, is in swap.
+        long readSource = p.remote().allocate(length);
+        p.remote().store(readSource, data);
+        MemoryRegion readSourceRegion = p.remote().register(readSource, length, mode, Access.all());
+        assertThat(p.remote().pageOut(readSource, length)).isEqualTo(pages);
+        long into = p.local().allocate(length);
+        MemoryRegion intoRegion = p.local().register(into, length, RegistrationMode.PINNED, Access.all());
+        double responderBefore = total(p.node2(), "pagewire_nic_page_faults_total", "side=send", "kind=major", "mode=" + mode);
+        p.qp().await(p.qp().read(intoRegion, into, length, readSource, readSourceRegion.rkey()));
+        assertThat(total(p.node2(), "pagewire_nic_page_faults_total", "side=send", "kind=major", "mode=" + mode) - responderBefore)
+                .as("the READ's source pages, faulted in by the responder's NIC").isEqualTo(pages);
+        assertThat(total(p.node2(), "pagewire_nic_fault_service_seconds_count", "origin=read_source", "kind=major")).isEqualTo(pages);
+        assertThat(crc(p.local().load(into, length))).isEqualTo(crc(data));
     }
 
     @Test
@@ -115,7 +189,14 @@ abstract class MechanismScenarioSuite {
         assertThat(total(p.node2(), "pagewire_parked_parts_total", "mode=SHADOW")).isPositive();
         assertThat(total(p.node2(), "pagewire_system_buffer_parked_bytes_total")).isPositive();
         assertThat(total(p.node2(), "pagewire_system_buffer_used_bytes")).as("everything parked was placed").isZero();
-        assertThat(total(p.node1(), "pagewire_credit_waits_total")).isPositive();
+        assertThat(total(p.node2(), "pagewire_system_buffer_parts_total", "event=delivered"))
+                .isEqualTo(total(p.node2(), "pagewire_system_buffer_parts_total", "event=parked")).isPositive();
+        assertThat(total(p.node2(), "pagewire_nic_wait_seconds_count", "cause=system_buffer")).as("every parked part's time in the buffer")
+                .isEqualTo(total(p.node2(), "pagewire_parked_parts_total", "mode=SHADOW"));
+        double creditWaits = total(p.node1(), "pagewire_credit_waits_total");
+        assertThat(creditWaits).isPositive();
+        assertThat(total(p.node1(), "pagewire_nic_wait_seconds_count", "cause=credits")).as("credit waits that ended")
+                .isPositive().isLessThanOrEqualTo(creditWaits);
         assertThat(crc(p.remote().load(dst, length))).isEqualTo(crc(data));
     }
 
@@ -166,6 +247,11 @@ abstract class MechanismScenarioSuite {
         assertThat(mostPinned.get()).as("most pages pinned at once on the responder, sampled through its meters")
                 .isLessThanOrEqualTo(entries);
         assertThat(total(node2, "pagewire_tlb_entries", "state=pinned")).isLessThanOrEqualTo(entries);
+        assertThat(total(node2, "pagewire_nic_wait_seconds_count", "cause=receive_stall")).as("lane stalls while PIN_ON_MISS pinned a target page")
+                .isGreaterThanOrEqualTo(2048 - entries);
+        double stalled = total(node2, "pagewire_receive_stall_seconds_total"); // PIN_ON_MISS's alone
+        assertThat(total(node2, "pagewire_link_receive_stall_seconds_total", "peer=node-1"))
+                .as("the stalls charged to node-1's lanes, the only sender").isPositive().isCloseTo(stalled, within(1e-6));
     }
 
     @Test
@@ -198,6 +284,13 @@ abstract class MechanismScenarioSuite {
         dstRegion.advise(Advice.PREFETCH_WRITE, dst, length);
         assertThat(total(p.node2(), "pagewire_memory_pages", "state=resident") - residentBefore).isEqualTo(128);
         assertThat(total(p.node2(), "pagewire_prefetched_pages_total")).isEqualTo(128);
+        assertThat(total(p.node2(), "pagewire_nic_page_faults_total", "side=prefetch", "kind=minor", "mode=ON_DEMAND"))
+                .as("prefetch faults, counted as such").isEqualTo(128);
+        assertThat(total(p.node2(), "pagewire_nic_fault_service_seconds_count", "origin=prefetch", "kind=minor")).isEqualTo(128);
+        assertThat(dstRegion.stats().prefetchedPages()).as("the region's prefetched pages").isEqualTo(128);
+        assertThat(dstRegion.stats().minorFaults()).isEqualTo(128);
+        assertThat(srcRegion.stats().pins()).as("a PINNED registration pins every page").isEqualTo(128);
+        assertThat(total(p.node2(), "pagewire_nic_page_faults_total", "side=receive", "mode=ON_DEMAND")).as("receive faults before any write").isZero();
         p.qp().await(p.qp().write(srcRegion, src, length, dst, dstRegion.rkey()));
         assertThat(total(p.node2(), "pagewire_rnr_naks_sent_total")).isZero();
     }

@@ -77,6 +77,11 @@ abstract class MemoryPressureSuite {
         assertThat(total(responder, "pagewire_swap_outs_pages_total") - swapOutsBefore).as("the responder really paged").isPositive();
         assertThat(total(responder, "pagewire_kernel_invalidations_pages_total") - invalidationsBefore)
                 .as("the NIC was told of evictions").isPositive();
+        if (mode == RegistrationMode.SHADOW) {
+            // The shadow table mirrors every resident page, so every eviction drops an entry. (A small
+            // TLB has usually replaced an entry long before the kernel evicts its page.)
+            assertThat(total(responder, "pagewire_nic_invalidated_translations_total")).as("evictions dropped shadow table entries").isPositive();
+        }
 
         // Every chunk, read on the responder by its CPU (faulting pages back in from swap).
         for (int i = 0; i < chunks; i++) {

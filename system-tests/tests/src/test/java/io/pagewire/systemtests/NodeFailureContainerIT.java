@@ -19,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -108,7 +109,7 @@ class NodeFailureContainerIT {
         assertThat(reborn.load(rebornDst, CHUNK)).as("a write to the restarted node lands").isEqualTo(hello);
     }
 
-    private static void awaitUntil(java.util.function.BooleanSupplier condition, int seconds, String what) throws InterruptedException {
+    private static void awaitUntil(BooleanSupplier condition, int seconds, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {

@@ -9,11 +9,14 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
 import io.pagewire.client.Access;
+import io.pagewire.client.Completion;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
+import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.PagewireException;
+import io.pagewire.client.QpAddress;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
@@ -23,23 +26,28 @@ import io.pagewire.proto.verbs.VerbsGrpc;
 import io.pagewire.testkit.ClusterSpec;
 import io.pagewire.testkit.PagewireCluster;
 import io.pagewire.testkit.WithSettings;
+import java.time.Duration;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Every error path through the SDK, on a fresh two-node cluster per test: a typed exception whose
  * message says what to fix, and the node carries on. Each binding says where the nodes run and how
  * its applications connect.
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
 abstract class SdkErrorsSuite {
     private Endpoint a;
     private Endpoint b;
     private MemoryRegion src;
     private QueuePair qp;
+    private QueuePair bystander;
+    private MemoryRegion bystanderSource;
+    private MemoryRegion bystanderTarget;
 
     /** Two default test nodes; tests that need more say so with {@link WithSettings}. */
     static ClusterSpec spec() {
@@ -57,6 +65,18 @@ abstract class SdkErrorsSuite {
         long address = a.allocate(1 << 20);
         src = a.register(address, 1 << 20, RegistrationMode.PINNED, Access.all());
         qp = a.connect(b);
+        Endpoint from = cluster.node(1).connect(connectOptions()).openEndpoint("bystander-from");
+        Endpoint to = cluster.node(2).connect(connectOptions()).openEndpoint("bystander-to");
+        bystanderSource = from.register(from.allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
+        bystanderTarget = to.register(to.allocate(4096), 4096, RegistrationMode.ON_DEMAND, Access.all());
+        bystander = from.connect(to);
+        bystanderStillServed();
+    }
+
+    /** Another application's queue pair between the same nodes completes its work before and after each failure. */
+    private void bystanderStillServed() {
+        assertThat(bystander.await(bystander.write(bystanderSource, bystanderSource.address(), 64,
+                bystanderTarget.address(), bystanderTarget.rkey())).bytes()).isEqualTo(64);
     }
 
     @Test
@@ -72,6 +92,7 @@ abstract class SdkErrorsSuite {
         QueuePair fresh = a.connect(b);
         MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
         fresh.await(fresh.write(src, src.address(), 8, dst, dstRegion.rkey()));
+        bystanderStillServed();
     }
 
     @Test
@@ -79,7 +100,7 @@ abstract class SdkErrorsSuite {
         startPair(cluster);
         long dst = b.allocate(4096);
         MemoryRegion dstRegion = b.register(dst, 4096, RegistrationMode.PINNED, Access.all());
-        java.util.List<CompletableFuture<io.pagewire.client.Completion>> done = qp.post(java.util.List.of(
+        List<CompletableFuture<Completion>> done = qp.post(List.of(
                 WorkRequest.write(src, src.address(), 8, dst, dstRegion.rkey()).unsignaled(),
                 WorkRequest.write(src, src.address(), 8, dst, 0x1f2eL).unsignaled(),
                 WorkRequest.write(src, src.address(), 8, dst, dstRegion.rkey()).unsignaled()));
@@ -108,6 +129,38 @@ abstract class SdkErrorsSuite {
         assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, readOnly.rkey())))
                 .isInstanceOf(PagewireException.RemoteAccessException.class)
                 .hasMessageContaining("does not allow REMOTE_WRITE");
+        bystanderStillServed();
+    }
+
+    @Test
+    void anUnknownOrForbiddenEventCounterIsRefused(PagewireCluster cluster) {
+        startPair(cluster);
+        assertThatThrownBy(() -> qp.await(qp.fetchAdd(999, 1)))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("event counter 999 on endpoint " + b.id()).hasMessageContaining("does not exist");
+        QueuePair fresh = a.connect(b);
+        EventCounter notifyOnly = b.createEventCounter(EnumSet.of(Access.REMOTE_WRITE));
+        assertThatThrownBy(() -> fresh.await(fresh.fetchAdd(notifyOnly.id(), 1)))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("does not allow FETCH_ADD (REMOTE_ATOMIC)");
+        assertThat(notifyOnly.value()).isZero();
+        bystanderStillServed();
+    }
+
+    @Test
+    void memoryFreedUnderARegisteredRegionFailsLaterRequestsAndRevokesItsPins(PagewireCluster cluster) {
+        startPair(cluster);
+        Pagewire node2 = cluster.node(2).connect();
+        double pinnedBefore = total(node2, "pagewire_memory_pages", "state=pinned");
+        long dst = b.allocate(4 * 4096);
+        MemoryRegion dstRegion = b.register(dst, 4 * 4096, RegistrationMode.PINNED, Access.all());
+        assertThat(total(node2, "pagewire_memory_pages", "state=pinned")).isEqualTo(pinnedBefore + 4);
+        b.free(dst);
+        assertThat(total(node2, "pagewire_memory_pages", "state=pinned")).as("pins of freed memory are revoked").isEqualTo(pinnedBefore);
+        assertThatThrownBy(() -> qp.await(qp.write(src, src.address(), 8, dst, dstRegion.rkey())))
+                .isInstanceOf(PagewireException.RemoteAccessException.class)
+                .hasMessageContaining("no longer usable").hasMessageContaining("freed");
+        bystanderStillServed();
     }
 
     @Test
@@ -124,8 +177,9 @@ abstract class SdkErrorsSuite {
         assertThatThrownBy(() -> a.register(huge, 1L << 30, RegistrationMode.PINNED, Access.all()))
                 .isInstanceOf(PagewireException.ResourceExhaustedException.class)
                 .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + a.id() + " would pin 1025 MiB (1 MiB pinned now, 1 GiB more requested)");
-        assertThat(a.createEventCounter(Access.all()).awaitAsync(1, java.time.Duration.ofMillis(1)).join())
+        assertThat(a.createEventCounter(Access.all()).awaitAsync(1, Duration.ofMillis(1)).join())
                 .as("a wait that times out is not an error: it returns the value").isZero();
+        bystanderStillServed();
     }
 
     @Test
@@ -139,7 +193,7 @@ abstract class SdkErrorsSuite {
         // fired twice, at the default 200 ms, before the NAK took hold, and the write was done before the free.
         long dst = b.allocate(1 << 20);
         MemoryRegion dstRegion = b.register(dst, 1 << 20, RegistrationMode.ON_DEMAND, Access.all());
-        CompletableFuture<io.pagewire.client.Completion> write = qp.write(src, src.address(), 1 << 20, dst, dstRegion.rkey());
+        CompletableFuture<Completion> write = qp.write(src, src.address(), 1 << 20, dst, dstRegion.rkey());
         Pagewire node1 = cluster.node(1).connect();
         awaitTrue(() -> total(node1, "pagewire_rnr_naks_received_total") > 0, 10_000, "the first RNR NAK");
         // While the requester waits out the RNR delay, its source memory goes away.
@@ -201,7 +255,7 @@ abstract class SdkErrorsSuite {
         // An error that quoted a 200 KB input whole overflowed the response trailers and broke the connection's other calls.
         QueuePair fresh = a.createQueuePair();
         String hugeId = "x".repeat(200_000);
-        assertThatThrownBy(() -> fresh.connect(new io.pagewire.client.QpAddress(hugeId, 5, 32, 4096)))
+        assertThatThrownBy(() -> fresh.connect(new QpAddress(hugeId, 5, 32, 4096)))
                 .isInstanceOf(PagewireException.InvalidRequestException.class)
                 .satisfies(e -> assertThat(e.getMessage().length()).as("a bounded description").isLessThan(4096))
                 .hasMessageContaining("more characters");
@@ -210,7 +264,7 @@ abstract class SdkErrorsSuite {
 
     /** One page on node-1 to write from, an endpoint on node-2, and a queue pair between them. */
     private record Small(Endpoint local, Endpoint target, MemoryRegion source, QueuePair qp) {
-        CompletableFuture<io.pagewire.client.Completion> write(QueuePair on, long dst, long rkey) {
+        CompletableFuture<Completion> write(QueuePair on, long dst, long rkey) {
             return on.write(source, source.address(), 8, dst, rkey);
         }
     }
@@ -224,7 +278,8 @@ abstract class SdkErrorsSuite {
     }
 
     @Test
-    @WithSettings({"pagewire.kernel.physicalMemoryBytes=1MiB", "pagewire.kernel.swapBytes=0"})
+    // One application fills the node: its share must be the whole node.
+    @WithSettings({"pagewire.kernel.physicalMemoryBytes=1MiB", "pagewire.kernel.swapBytes=0", "pagewire.quota.callerShare=1"})
     void aReceiverThatCannotFaultThePageInRefusesInsteadOfStallingForever(PagewireCluster cluster) {
         Small p = smallPair(cluster);
         // Fill the responder's memory with dirty pages that cannot go anywhere (no swap).
@@ -239,6 +294,22 @@ abstract class SdkErrorsSuite {
         p.target().free(hog);
         QueuePair fresh = p.local().connect(p.target());
         assertThat(fresh.await(p.write(fresh, dst, dstRegion.rkey())).bytes()).isEqualTo(8);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = RegistrationMode.class, names = {"SHADOW", "ON_DEMAND"})
+    // One application fills the node: its share must be the whole node.
+    @WithSettings({"pagewire.kernel.physicalMemoryBytes=1MiB", "pagewire.kernel.swapBytes=0", "pagewire.quota.callerShare=1"})
+    void aReadWhoseSourceCannotBeFaultedInEndsWithAnErrorInsteadOfRnrForever(RegistrationMode mode, PagewireCluster cluster) {
+        Small p = smallPair(cluster);
+        long source = p.target().allocate(4096);
+        MemoryRegion sourceRegion = p.target().register(source, 4096, mode, Access.all());
+        // Fill the responder's memory with dirty pages that cannot go anywhere (no swap): the source page, never touched, has no frame to get.
+        long hog = p.target().allocate(1L << 20);
+        p.target().store(hog, new byte[1 << 20]);
+        assertThatThrownBy(() -> p.qp().await(p.qp().read(p.source(), p.source().address(), 8, source, sourceRegion.rkey())))
+                .isInstanceOf(PagewireException.RemoteOperationException.class)
+                .hasMessageContaining("a page fault on the READ's source failed").hasMessageContaining("out of memory");
     }
 
     @Test

@@ -14,21 +14,25 @@ import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.NodeInfo;
 import io.pagewire.client.Opcode;
 import io.pagewire.client.Pagewire;
+import io.pagewire.client.PagewireException;
 import io.pagewire.client.QpAddress;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.client.SharedReceiveQueue;
 import io.pagewire.client.WorkRequest;
+import io.pagewire.testkit.ClusterSpec;
+import io.pagewire.testkit.PagewireCluster;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import io.pagewire.testkit.ClusterSpec;
-import io.pagewire.testkit.PagewireCluster;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -36,7 +40,6 @@ import org.junit.jupiter.params.provider.EnumSource;
  * Every operation of the public SDK against a two-node cluster, as applications see it. Each
  * binding registers the cluster (embedded, or containers) and says how its applications connect.
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
 abstract class SdkOperationsSuite {
     /** The cluster every binding runs the suite on. */
     static ClusterSpec spec() {
@@ -199,7 +202,7 @@ abstract class SdkOperationsSuite {
         counter.close();
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qa.await(qa.writeWithNotify(srcRegion, src, 8, dst, everything.rkey(),
                         counter.id())))
-                .as("a closed counter refuses notifications").isInstanceOf(io.pagewire.client.PagewireException.RemoteAccessException.class)
+                .as("a closed counter refuses notifications").isInstanceOf(PagewireException.RemoteAccessException.class)
                 .hasMessageContaining("event counter " + counter.id() + " on endpoint " + b.id() + " (b) does not exist");
         b.freeAsync(dst).join();
     }
@@ -243,7 +246,7 @@ abstract class SdkOperationsSuite {
         assertThat(received.opcode()).isEqualTo(Opcode.RECV_RDMA_WITH_IMM);
         assertThat(received.bytes()).isEqualTo(4096);
         assertThat(received.immediate()).isEqualTo(-7);
-        assertThat(b.load(target, 4096)).isEqualTo(java.util.Arrays.copyOf(pattern(11, big), 4096));
+        assertThat(b.load(target, 4096)).isEqualTo(Arrays.copyOf(pattern(11, big), 4096));
         a.close();
         b.close();
     }
@@ -268,17 +271,17 @@ abstract class SdkOperationsSuite {
         Completion received = qb.await(qb.postReceive(receiveRegion, buffer, 4096));
         assertThat(received.bytes()).isEqualTo(64);
         qa.await(early);
-        assertThat(b.load(buffer, 64)).isEqualTo(java.util.Arrays.copyOf(pattern(5, 4096), 64));
+        assertThat(b.load(buffer, 64)).isEqualTo(Arrays.copyOf(pattern(5, 4096), 64));
 
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(qb.postReceive(receiveRegion, buffer + 4090, 16)))
-                .as("a buffer outside its region is refused").isInstanceOf(io.pagewire.client.PagewireException.InvalidRequestException.class);
+                .as("a buffer outside its region is refused").isInstanceOf(PagewireException.InvalidRequestException.class);
         CompletableFuture<Completion> small = qb.postReceive(receiveRegion, buffer, 16);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qa.await(qa.send(srcRegion, src, 100)))
-                .isInstanceOf(io.pagewire.client.PagewireException.RemoteOperationException.class).hasMessageContaining("length error");
+                .isInstanceOf(PagewireException.RemoteOperationException.class).hasMessageContaining("length error");
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(small))
-                .isInstanceOf(io.pagewire.client.PagewireException.LengthException.class).hasMessageContaining("16-byte receive buffer");
+                .isInstanceOf(PagewireException.LengthException.class).hasMessageContaining("16-byte receive buffer");
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qb.await(qb.postReceive(receiveRegion, buffer, 16)))
-                .as("the receiving queue pair failed with the length error").isInstanceOf(io.pagewire.client.PagewireException.FlushedException.class);
+                .as("the receiving queue pair failed with the length error").isInstanceOf(PagewireException.FlushedException.class);
         a.close();
         b.close();
     }
@@ -299,10 +302,10 @@ abstract class SdkOperationsSuite {
         Completion swapped = qp.await(qp.compareSwap(words + 8, target.rkey(), 42, 7));
         assertThat(swapped.opcode()).isEqualTo(Opcode.COMPARE_SWAP);
         assertThat(swapped.value()).isEqualTo(42);
-        assertThat(java.nio.ByteBuffer.wrap(b.load(words + 8, 8)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong())
+        assertThat(ByteBuffer.wrap(b.load(words + 8, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong())
                 .as("the word, little-endian in the peer's memory").isEqualTo(7);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> qp.await(qp.fetchAdd(words + 12, target.rkey(), 1)))
-                .as("a misaligned word is refused").isInstanceOf(io.pagewire.client.PagewireException.InvalidRequestException.class)
+                .as("a misaligned word is refused").isInstanceOf(PagewireException.InvalidRequestException.class)
                 .hasMessageContaining("8-byte aligned");
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> WorkRequest.compareSwap(words, target.rkey(), 0, 1).unsignaled())
                 .isInstanceOf(IllegalArgumentException.class);
@@ -315,7 +318,7 @@ abstract class SdkOperationsSuite {
         Endpoint server = connect(cluster, 2).openEndpoint("server");
         Endpoint client1 = connect(cluster, 1).openEndpoint("client-1");
         Endpoint client2 = connect(cluster, 1).openEndpoint("client-2");
-        io.pagewire.client.SharedReceiveQueue srq = server.createSharedReceiveQueue();
+        SharedReceiveQueue srq = server.createSharedReceiveQueue();
         long pool = server.allocate(6 * 1024);
         MemoryRegion poolRegion = server.register(pool, 6 * 1024, RegistrationMode.SHADOW, Access.all());
         List<CompletableFuture<Completion>> receives = new ArrayList<>();
@@ -353,11 +356,11 @@ abstract class SdkOperationsSuite {
                 .contains(serverSide.get(0).qpn(), serverSide.get(1).qpn());
         refill.get(10, TimeUnit.SECONDS);
         org.assertj.core.api.Assertions.assertThatThrownBy(srq::close).as("in use by two queue pairs")
-                .isInstanceOf(io.pagewire.client.PagewireException.class).hasMessageContaining("still used by 2");
+                .isInstanceOf(PagewireException.class).hasMessageContaining("still used by 2");
         serverSide.forEach(QueuePair::close);
         srq.close();
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> receives.get(5).join())
-                .hasCauseInstanceOf(io.pagewire.client.PagewireException.FlushedException.class);
+                .hasCauseInstanceOf(PagewireException.FlushedException.class);
         client1.close();
         client2.close();
         server.close();

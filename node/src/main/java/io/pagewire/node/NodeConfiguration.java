@@ -1,0 +1,39 @@
+package io.pagewire.node;
+
+import io.pagewire.config.Setting;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The knobs of a node as a whole (its identity, address, peers, event loops), each declared once:
+ * name, type with unit, default, check and doc. The kernel agent, the NIC, the fabric, security and
+ * the verbs service declare theirs in their own {@code *Configuration}; {@link NodeSettings} has all.
+ */
+public final class NodeConfiguration {
+    public static final Setting<String> ID = Setting.text("pagewire.node.id", "node-1",
+            "This node's id, which peers and queue-pair addresses name: 1 to 64 letters, digits, '.', '_' or '-'");
+    public static final Setting<String> HOST = Setting.text("pagewire.node.host", "0.0.0.0", "The address the node's gRPC port binds");
+    public static final Setting<Integer> PORT = Setting.count("pagewire.node.port", 7100,
+            "The gRPC port peers and applications reach the node on; 0 picks a free one").between(0, 65535);
+    public static final Setting<Map<String, String>> PEERS = Setting.peers("pagewire.node.peers",
+            "The nodes to link to, id=host:port, comma-separated; an entry naming this node is skipped, so one list serves every replica");
+    public static final Setting<Set<String>> ACCEPT_PEERS = Setting.ids("pagewire.node.acceptPeers",
+            "Nodes whose lanes this node accepts though it does not dial them, comma-separated");
+    public static final Setting<Integer> METRICS_PORT = Setting.count("pagewire.node.metricsPort", 9464,
+            "The port of /metrics for Prometheus; 0 picks a free one, -1 turns it off")
+            .where(v -> v >= -1 && v <= 65535, "from 0 to 65535, or -1 for none");
+    public static final Setting<Long> SHUTDOWN_GRACE = Setting.nanos("pagewire.node.shutdownGraceNs", 10_000_000_000L,
+            "How long a graceful shutdown (SIGTERM) waits for in-flight work to drain").where(v -> v >= 0, "zero or positive");
+    public static final Setting<Integer> EVENT_LOOP_THREADS = Setting.count("pagewire.node.eventLoopThreads", 1,
+            "Threads of the node's Netty event loops (its server, lanes and ring readers), like one NIC engine by default").between(1, 64);
+    public static final Setting<Long> BUSY_POLL = Setting.nanos("pagewire.node.busyPollNs", 0,
+            "Latency mode: how long an idle event loop keeps polling before it blocks; 0 blocks at once")
+            .where(v -> v >= 0 && v <= 1_000_000_000L, "from 0 to 1 s");
+
+    /** Every setting above, in declaration order. */
+    public static final List<Setting<?>> SETTINGS = Setting.declaredIn(NodeConfiguration.class);
+
+    private NodeConfiguration() {
+    }
+}

@@ -1,0 +1,79 @@
+package io.pagewire.node.nic;
+
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.Translation;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * ON_DEMAND (NIC on-demand paging): translations live in the TLB without pins. A miss walks the
+ * kernel's page table; a resident page is cached (unless an invalidation raced with the walk), a
+ * non-resident one is faulted in asynchronously. A receive into it raises a NIC page fault and answers
+ * RNR NAK until the page is in; as mlx5's responder fault handler does, the fault covers the rest of
+ * the operation, not the one page, up to {@link #MAX_FAULT_AHEAD_BYTES}, so the requester's resend finds
+ * them in instead of meeting one RNR NAK, and one go-back-N resend, per page. Kernel invalidations
+ * drop entries.
+ */
+final class OnDemandPolicy extends TlbPolicy {
+    /** How far past the missing page one fault reaches (mlx5's MAX_PREFETCH_LEN). */
+    static final long MAX_FAULT_AHEAD_BYTES = 4L << 20;
+
+    OnDemandPolicy(Nic nic) {
+        super(nic, RegistrationMode.ON_DEMAND, false);
+    }
+
+    @Override
+    long resolve(MemoryRegion region, long vpn, boolean write, Side side) {
+        AddressSpace space = region.endpoint().space();
+        Translation t = space.translate(vpn);
+        if (t == null) {
+            return NOT_RESIDENT;
+        }
+        cache(space, vpn, t);
+        return Tlb.pack(t.frame(), t.generation());
+    }
+
+    @Override
+    void faultServed(MemoryRegion region, long vpn, Translation translation) {
+        cache(region.endpoint().space(), vpn, translation);
+    }
+
+    /** Puts a translation the kernel gave into the TLB, unless an invalidation overtook it. */
+    private void cache(AddressSpace space, long vpn, Translation t) {
+        Tlb.Reservation reservation = reserve(Tlb.key(space.id(), vpn));
+        if (reservation != null) {
+            tlb.fill(reservation, t.frame(), t.generation(), false, () -> space.isCurrent(t));
+        }
+    }
+
+    @Override
+    Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking) {
+        String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
+        if (failed != null) {
+            throw new KernelException("a page fault on the destination failed: " + failed);
+        }
+        if (!nic.responderFaults().raise(region, vpn, true, side)) {
+            // Its fault is in flight: raised with the rest of this operation (up to the reach below)
+            // when the first packet met a missing page, so a resend that meets it again, once per
+            // RNR NAK until the pages are in, looks at nothing more.
+            return Verdict.NOT_READY;
+        }
+        AddressSpace space = region.endpoint().space();
+        int shift = space.pageShift();
+        long regionEnd = region.implicit() ? Long.MAX_VALUE : region.address() + region.length();
+        long end = Math.min(Math.min(operationEnd, regionEnd), (vpn << shift) + MAX_FAULT_AHEAD_BYTES);
+        long aheadPages = ((end - 1) >> shift) - vpn; // pages after this one that the operation still writes
+        if (aheadPages > 0) {
+            for (long ahead : space.nonResidentPages(vpn + 1, (int) aheadPages)) {
+                nic.responderFaults().raise(region, ahead, true, side);
+            }
+        }
+        return Verdict.NOT_READY;
+    }
+
+    @Override
+    CompletableFuture<Void> advise(MemoryRegion region, long firstVpn, int pages, Endpoint.Advice advice) {
+        return prefetchByFaults(region, firstVpn, pages, advice);
+    }
+}

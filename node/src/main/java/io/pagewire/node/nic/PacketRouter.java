@@ -1,0 +1,260 @@
+package io.pagewire.node.nic;
+
+import com.google.protobuf.ByteString;
+import io.pagewire.proto.fabric.Packet;
+import io.pagewire.proto.fabric.PacketBatch;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The NIC's port to the wire: it hands every received packet to its queue pair (a bad one is counted
+ * and dropped, never stopping its batch), acknowledges what a read pass brought once the pass ends,
+ * sends what queue pairs build through the {@link PacketTransport} (or back in, for a pair between two
+ * endpoints of this node), holds queue pairs that wait for a lane to take data, and tells them of
+ * their peer's link coming back or their peer restarting.
+ */
+public final class PacketRouter implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(PacketRouter.class.getName());
+
+    private final Nic nic;
+    private final NicCounters counters;
+    private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
+    private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
+    private volatile PacketTransport transport;
+    /** Carries batches between queue pairs of this node; made at the first such batch. */
+    private ExecutorService loopback;
+
+    PacketRouter(Nic nic, PacketTransport transport) {
+        this.nic = nic;
+        this.counters = nic.counters();
+        this.transport = transport;
+    }
+
+    /** Sets the transport packets leave through, when it could only be built after the NIC. */
+    public void attach(PacketTransport value) {
+        transport = value;
+    }
+
+    /** A batch of packets from a peer. A bad packet is counted and dropped or refused; it never stops the batch. */
+    public void receive(String peer, PacketBatch batch) {
+        List<QueuePair> touched = new ArrayList<>(2);
+        execute(peer, batch, touched, receivePass.get());
+        for (QueuePair qp : touched) {
+            qp.afterBatch();
+        }
+    }
+
+    /**
+     * As {@link #receive(String, PacketBatch)}, for a transport that reads many batches in one pass:
+     * what the batches call for afterwards (acknowledgements, and the sends they allow) waits until
+     * the pass ends, so that the batches of one pass are acknowledged together, as a NIC coalesces
+     * acknowledgements (and an operating system its interrupts). The first batch of a pass on a
+     * thread hands {@code passes} the task that does it.
+     */
+    public void receive(String peer, PacketBatch batch, ReceivePasses passes) {
+        ReceivePass pass = receivePass.get();
+        execute(peer, batch, pass.touched, pass);
+        if (!pass.touched.isEmpty() && !pass.scheduled) {
+            pass.scheduled = true;
+            passes.atPassEnd(pass);
+        }
+    }
+
+    /** How a transport that reads in passes runs a task once its current pass ends (on the same thread). */
+    public interface ReceivePasses {
+        void atPassEnd(Runnable task);
+    }
+
+    /**
+     * The queue pairs that batches received on one thread touched in its current pass, and the peer
+     * whose batch the thread is executing (what a lane's stall is charged to).
+     */
+    private static final class ReceivePass implements Runnable {
+        final List<QueuePair> touched = new ArrayList<>(4);
+        boolean scheduled;
+        String executingFor;
+
+        @Override
+        public void run() {
+            scheduled = false;
+            try {
+                for (int i = 0; i < touched.size(); i++) {
+                    touched.get(i).afterBatch();
+                }
+            } finally {
+                touched.clear();
+            }
+        }
+    }
+
+    /** Hands every packet of a batch to its queue pair, noting each queue pair touched. */
+    private void execute(String peer, PacketBatch batch, List<QueuePair> touched, ReceivePass thread) {
+        String outer = thread.executingFor;
+        thread.executingFor = peer;
+        try {
+            executePackets(peer, batch, touched);
+        } finally {
+            thread.executingFor = outer;
+        }
+    }
+
+    private void executePackets(String peer, PacketBatch batch, List<QueuePair> touched) {
+        for (Packet packet : batch.getPacketsList()) {
+            counters.increment(NicCounter.PACKETS_RECEIVED);
+            counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
+            QueuePair qp = nic.queuePair(packet.getDstQpn());
+            QpAddress connected = qp == null ? null : qp.peer();
+            if (connected == null || !connected.node().equals(peer) || connected.qpn() != packet.getSrcQpn()) {
+                counters.increment(NicCounter.DROPPED_PACKETS);
+                continue;
+            }
+            try {
+                qp.receive(packet);
+            } catch (RuntimeException e) {
+                counters.increment(NicCounter.DROPPED_PACKETS);
+                LOG.log(System.Logger.Level.WARNING, "packet " + packet.getOpcode() + " psn " + packet.getPsn() + " for " + qp
+                        + " from " + peer + " failed", e);
+            }
+            if (!touched.contains(qp)) {
+                touched.add(qp);
+            }
+        }
+    }
+
+    /** The link to a peer can take data again: queue pairs that stopped for it carry on. */
+    public void onPeerWritable(String peer) {
+        Set<QueuePair> waiting = waitingForLink.get(peer);
+        if (waiting == null) {
+            return;
+        }
+        for (QueuePair qp : List.copyOf(waiting)) {
+            waiting.remove(qp);
+            qp.kick();
+        }
+    }
+
+    /** A link to a peer was (re)established: queue pairs to it send again what is unacknowledged. */
+    public void onPeerReconnected(String peer) {
+        for (QueuePair qp : nic.queuePairs()) {
+            QpAddress p = qp.peer();
+            if (p != null && p.node().equals(peer)) {
+                qp.replay();
+            }
+        }
+    }
+
+    /** A peer restarted: the queue pairs connected to it fail, since the ones they were connected to are gone. */
+    public void onPeerRestarted(String peer) {
+        for (QueuePair qp : nic.queuePairs()) {
+            QpAddress p = qp.peer();
+            if (p != null && p.node().equals(peer)) {
+                qp.peerRestarted();
+            }
+        }
+    }
+
+    void transmit(String peer, int laneHint, PacketBatch batch) {
+        for (Packet packet : batch.getPacketsList()) {
+            counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());
+        }
+        counters.add(NicCounter.PACKETS_SENT, batch.getPacketsCount());
+        if (peer.equals(nic.nodeId())) {
+            loopback(batch);
+            return;
+        }
+        PacketTransport t = transport;
+        if (t != null) {
+            t.send(peer, laneHint, batch);
+        }
+    }
+
+    /**
+     * A queue pair between two endpoints of this node: the batch comes back in on the NIC's loopback
+     * thread, as it would from a link (never on the sender's thread, which holds its queue pair's
+     * lock). Payloads are copied first, as a transport copies them into its buffers: they are views
+     * of frames locked only until this returns.
+     */
+    private void loopback(PacketBatch batch) {
+        PacketBatch.Builder copy = PacketBatch.newBuilder();
+        for (Packet packet : batch.getPacketsList()) {
+            copy.addPackets(packet.getPayload().isEmpty() ? packet
+                    : packet.toBuilder().setPayload(ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build());
+        }
+        PacketBatch delivered = copy.build();
+        try {
+            loopbackThread().execute(() -> receive(nic.nodeId(), delivered));
+        } catch (RejectedExecutionException e) {
+            // Closing: nothing is delivered any more.
+        }
+    }
+
+    private synchronized ExecutorService loopbackThread() {
+        if (loopback == null) {
+            loopback = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "pagewire-nic-loopback-" + nic.nodeId());
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return loopback;
+    }
+
+    boolean isWritable(String peer, int laneHint) {
+        if (peer.equals(nic.nodeId())) {
+            return true;
+        }
+        PacketTransport t = transport;
+        return t != null && t.isWritable(peer, laneHint);
+    }
+
+    void waitForWritable(String peer, QueuePair qp) {
+        if (waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp)) {
+            counters.increment(NicCounter.LINK_WAITS);
+        }
+        // The link may have turned writable between the check and the registration.
+        if (isWritable(peer, qp.laneHint())) {
+            nic.timers().schedule(1_000, () -> onPeerWritable(peer));
+        }
+    }
+
+    /** Nanoseconds the packets from each peer waited while PIN_ON_MISS pinned their pages, by peer. */
+    private final Map<String, LongAdder> receiveStallByPeer = new ConcurrentHashMap<>();
+
+    /**
+     * A receive stalled the lane it came on (U-Net/MM): charged to the peer whose batch this thread
+     * is executing. A stall outside a batch's execution (none is known) counts in the NIC's total only.
+     */
+    void laneStalled(long nanos) {
+        String peer = receivePass.get().executingFor;
+        if (peer != null) {
+            receiveStallByPeer.computeIfAbsent(peer, p -> new LongAdder()).add(nanos);
+        }
+    }
+
+    /** Nanoseconds packets from {@code peer} waited while PIN_ON_MISS pinned their destination pages. */
+    public long receiveStallNanos(String peer) {
+        LongAdder stalled = receiveStallByPeer.get(peer);
+        return stalled == null ? 0 : stalled.sum();
+    }
+
+    /** A queue pair closed: it waits for no lane any more. */
+    void forget(QueuePair qp) {
+        for (Set<QueuePair> waiting : waitingForLink.values()) {
+            waiting.remove(qp);
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (loopback != null) {
+            loopback.shutdownNow();
+        }
+    }
+}

@@ -1,0 +1,410 @@
+package io.pagewire.node.nic;
+
+import com.google.protobuf.ByteString;
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.BadAddressException;
+import io.pagewire.kernel.KernelException;
+import io.pagewire.kernel.SystemBufferFullException;
+import io.pagewire.proto.fabric.Opcode;
+import io.pagewire.proto.fabric.Packet;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.TreeMap;
+
+/**
+ * Where a responder's received data goes: the pages of an RDMA WRITE's target, or of the posted
+ * receive a SEND lands in, each under its region's {@link RegionPolicy} (PIN_ON_MISS stalls while the
+ * kernel pins, ON_DEMAND raises a fault and says not ready, SHADOW parks the part in the system
+ * buffer). Parked data is credited and followed by what it makes visible (a notification, a receive's
+ * completion) only once it is in place, so neither is ever seen before its data, and both stay in
+ * PSN order. The {@link Responder} decides what to execute and when; this places it. Guarded by the
+ * queue pair's lock.
+ */
+final class ReceivePlacement {
+    /** What became of a request's data. */
+    enum Result {
+        /** In place, or parked and placed later. */
+        PLACED,
+        /** Not taken: answer RNR NAK, the requester sends it again. */
+        NOT_READY,
+        /** Refused: the target's key, range or right was bad, or its memory went ({@link #error()} says). */
+        ACCESS_ERROR,
+        /** Refused: the target's memory could not be brought in. */
+        OPERATIONAL_ERROR,
+        /** Refused: the packet does not fit the message it continues. */
+        INVALID,
+        /** The SEND does not fit its receive buffer: the receive fails (see {@link #failReceive}), the request is refused. */
+        LENGTH_ERROR,
+        /** The receive buffer's region went: the receive fails, the request is refused. */
+        PROTECTION_ERROR,
+        /** The receive buffer's page could not be brought in: the receive fails, the request is refused. */
+        MEMORY_ERROR
+    }
+
+    private final QueuePair qp;
+    private final Nic nic;
+    private final NicCounters counters;
+    private final DmaEngine dma;
+    private final Credits credits;
+    private final int mtu;
+    private String error;
+
+    /** Parked parts not yet in place, by PSN. */
+    private final TreeMap<Long, Integer> parkedByPsn = new TreeMap<>();
+    /** Notifications and receive completions waiting for parked data before them, in PSN order. */
+    private final ArrayDeque<Delivery> deliveries = new ArrayDeque<>();
+    /** The posted receive the SEND in progress lands in, and the PSN that SEND began at. */
+    private ReceiveQueue.Posted receiving;
+    private long receivingFirstPsn;
+    /** The receive a WRITE_WITH_IMM took and holds until its data is placed (a resend after RNR keeps it), and its PSN. */
+    private ReceiveQueue.Posted immediateReceive;
+    private long immediateReceivePsn = -1;
+    /** Bytes of the WRITE in progress so far (a WRITE_WITH_IMM's receive completion reports its length). */
+    private long writeMessageBytes;
+    /** The address range [from, end) of the WRITE message being received, as its first packet gave it. */
+    private long writeMessageFrom;
+    private long writeMessageEnd;
+
+    ReceivePlacement(QueuePair qp) {
+        this.qp = qp;
+        this.nic = qp.nic();
+        this.counters = nic.counters();
+        this.dma = nic.dma();
+        this.credits = qp.credits();
+        this.mtu = nic.context().mtuBytes();
+    }
+
+    /** Why the last result was an error. */
+    String error() {
+        return error;
+    }
+
+    // ---- RDMA WRITE ------------------------------------------------------------------------------------------
+
+    /**
+     * Places an RDMA WRITE packet's data in {@code region} (already checked for the key, range and right),
+     * then what it makes visible: {@code notify}'s increment for WRITE_WITH_NOTIFY, a receive's completion
+     * for WRITE_WITH_IMM, which takes the next posted receive first (none: NOT_READY).
+     */
+    Result write(MemoryRegion region, Packet packet, EventCounter notify, Outbox out) {
+        long psn = packet.getPsn();
+        boolean immediate = packet.getOpcode() == Opcode.WRITE_LAST_WITH_IMMEDIATE || packet.getOpcode() == Opcode.WRITE_ONLY_WITH_IMMEDIATE;
+        if (immediate && immediateReceivePsn != psn) {
+            // Taken before the data lands, so no other queue pair of a shared receive queue can take
+            // the last one meanwhile; held across resends until the data is in.
+            releaseImmediateReceive();
+            ReceiveQueue.Posted taken = qp.receives().take();
+            if (taken == null) {
+                counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+                return Result.NOT_READY;
+            }
+            immediateReceive = taken;
+            immediateReceivePsn = psn;
+        }
+        ByteString payload = packet.getPayload();
+        RegionPolicy policy = region.policy();
+        int direct;
+        try {
+            direct = place(region, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
+        } catch (SystemBufferFullException e) {
+            return Result.NOT_READY;
+        } catch (RegionInvalidException | BadAddressException e) {
+            releaseImmediateReceive();
+            return fail(Result.ACCESS_ERROR, e.getMessage());
+        } catch (KernelException e) {
+            releaseImmediateReceive();
+            return fail(Result.OPERATIONAL_ERROR, e.getMessage());
+        }
+        if (direct < 0) {
+            return Result.NOT_READY;
+        }
+        region.counters().received(payload.size());
+        if (policy.spendsCredits()) {
+            credits.grant(direct); // parked parts are credited when they are placed
+            credits.borrow();
+        }
+        writeMessageBytes = (startsWriteMessage(packet.getOpcode()) ? 0 : writeMessageBytes) + payload.size();
+        if (notify != null) {
+            if (visibleNow(psn)) {
+                deliver(notify); // the common case: nothing parked before it, nothing allocated
+            } else {
+                deliveries.add(new Delivery(psn, notify, null, null, 0, null));
+            }
+        }
+        if (immediate) {
+            ReceiveRequest receive = immediateReceive.request();
+            immediateReceive = null;
+            immediateReceivePsn = -1;
+            deliverWhenVisible(new Delivery(psn, null, receive, Completion.Opcode.RECV_RDMA_WITH_IMM, writeMessageBytes,
+                    packet.getImmediate()));
+        }
+        return Result.PLACED;
+    }
+
+    /** Puts a receive a WRITE_WITH_IMM took back at the head of its queue: the write was refused. */
+    private void releaseImmediateReceive() {
+        if (immediateReceive != null) {
+            qp.receives().restore(immediateReceive);
+            immediateReceive = null;
+            immediateReceivePsn = -1;
+        }
+    }
+
+    /**
+     * Where the WRITE message this packet belongs to ends: its first packet carries the message's length
+     * (as InfiniBand's RETH carries the DMA length), which is kept for the packets after it. A packet
+     * outside what was kept (or a sender that sent no length) counts as its own end.
+     */
+    private long writeOperationEnd(Packet packet) {
+        long from = packet.getRemoteAddress();
+        long packetEnd = from + packet.getPayload().size();
+        if (startsWriteMessage(packet.getOpcode())) {
+            writeMessageFrom = from;
+            writeMessageEnd = Math.max(packetEnd, from + Integer.toUnsignedLong(packet.getLength()));
+        }
+        return from >= writeMessageFrom && packetEnd <= writeMessageEnd ? writeMessageEnd : packetEnd;
+    }
+
+    /** Whether a WRITE packet is its message's first (FIRST, or an ONLY of any flavour). */
+    private static boolean startsWriteMessage(Opcode opcode) {
+        return opcode == Opcode.WRITE_FIRST || opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY
+                || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE;
+    }
+
+    // ---- SEND ---------------------------------------------------------------------------------------------
+
+    /**
+     * Places a SEND segment: the first takes the oldest posted receive (none: NOT_READY), each lands at
+     * its offset in that buffer under the buffer's policy, and the last completes the receive once
+     * every part is in place.
+     */
+    Result send(Packet packet, Outbox out) {
+        ByteString payload = packet.getPayload();
+        Opcode opcode = packet.getOpcode();
+        long psn = packet.getPsn();
+        boolean first = opcode == Opcode.SEND_FIRST || opcode == Opcode.SEND_ONLY || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+        boolean last = opcode != Opcode.SEND_FIRST && opcode != Opcode.SEND_MIDDLE;
+        if (payload.size() > mtu || (!last && payload.size() != mtu)) {
+            return fail(Result.INVALID, "SEND segment of " + payload.size() + " bytes: segments are " + mtu
+                    + " bytes (the MTU) but the last, which may be shorter");
+        }
+        if (first && (receiving == null || receivingFirstPsn != psn)) {
+            if (receiving != null) {
+                return fail(Result.INVALID, "a new SEND began at psn " + psn + " before the one from psn " + receivingFirstPsn + " ended");
+            }
+            ReceiveQueue.Posted next = qp.receives().take();
+            if (next == null) {
+                counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+                return Result.NOT_READY;
+            }
+            receiving = next;
+            receivingFirstPsn = psn;
+        } else if (!first && receiving == null) {
+            return fail(Result.INVALID, opcode + " at psn " + psn + " continues no SEND");
+        }
+        ReceiveRequest buffer = receiving.request();
+        long offset = (psn - receivingFirstPsn) * mtu;
+        if (offset + payload.size() > buffer.length()) {
+            return fail(Result.LENGTH_ERROR, "length error: the SEND from psn " + receivingFirstPsn + " is longer than the " + buffer.length()
+                    + "-byte receive buffer posted for it (at least " + (offset + payload.size()) + " bytes)");
+        }
+        MemoryRegion region = receiving.region();
+        int direct;
+        try {
+            direct = place(region, buffer.address() + offset, buffer.address() + buffer.length(), payload, psn, Side.RECEIVE_BUFFER,
+                    packet.getRetransmitted(), out);
+        } catch (SystemBufferFullException e) {
+            return Result.NOT_READY;
+        } catch (RegionInvalidException | BadAddressException e) {
+            return fail(Result.PROTECTION_ERROR, e.getMessage());
+        } catch (KernelException e) {
+            return fail(Result.MEMORY_ERROR, e.getMessage());
+        }
+        if (direct < 0) {
+            counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
+            return Result.NOT_READY;
+        }
+        region.counters().received(payload.size());
+        // The requester spent a packet's credits for this segment; what it did not park comes back now, the rest when placed.
+        int parked = DmaEngine.pagesSpanned(buffer.address() + offset, payload.size(), dma.pageShift()) - direct;
+        credits.grant(Credits.perPacket(payload.size(), dma.pageShift()) - parked);
+        credits.borrow();
+        if (last) {
+            boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+            receiving = null;
+            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(),
+                    immediate ? packet.getImmediate() : null));
+        }
+        return Result.PLACED;
+    }
+
+    /** The receive being filled cannot take this message: it completes with {@code status} (a local length or protection error). */
+    void failReceive(CompletionStatus status, String reason) {
+        if (receiving != null) {
+            ReceiveRequest buffer = receiving.request();
+            receiving = null;
+            qp.completeReceive(buffer, Completion.Opcode.RECV, status, 0, reason, false, 0);
+        }
+    }
+
+    /** The queue pair failed or closed: the receive a message was landing in completes as flushed. */
+    void abandon(String reason) {
+        failReceive(CompletionStatus.FLUSHED, reason);
+        if (immediateReceive != null) {
+            ReceiveRequest buffer = immediateReceive.request();
+            immediateReceive = null;
+            immediateReceivePsn = -1;
+            qp.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0);
+        }
+    }
+
+    private Result fail(Result result, String why) {
+        error = why;
+        return result;
+    }
+
+    // ---- pages ---------------------------------------------------------------------------------------------
+
+    /**
+     * Writes a received payload at [va, va + size) of a region page by page; a page that is missing is
+     * left to the region's policy.
+     *
+     * @return how many parts were written directly (the rest were parked), or -1 when the policy says
+     *         the receiver is not ready (nothing after the missing page was written)
+     */
+    private int place(MemoryRegion region, long va, long operationEnd, ByteString payload, long psn, Side side, boolean again, Outbox out) {
+        RegionPolicy policy = region.policy();
+        AddressSpace space = region.endpoint().space();
+        ByteBuffer src = payload.asReadOnlyByteBuffer();
+        int pageSize = dma.pageSize();
+        int length = src.remaining();
+        int direct = 0;
+        RegionPolicy.Parking parking = null;
+        while (src.hasRemaining()) {
+            long at = va + (length - src.remaining());
+            int offset = (int) (at & (pageSize - 1));
+            int chunk = Math.min(pageSize - offset, src.remaining());
+            long vpn = at >>> dma.pageShift();
+            long t = policy.queuedBehind(space, vpn) ? RegionPolicy.NOT_RESIDENT : dma.acquire(region, vpn, true, side, again, out::flush);
+            int limit = src.limit();
+            src.limit(src.position() + chunk);
+            try {
+                if (t != RegionPolicy.NOT_RESIDENT) {
+                    try {
+                        dma.memory().write(Tlb.frameOf(t), offset, src);
+                    } finally {
+                        dma.release(t, true);
+                    }
+                    direct++;
+                } else {
+                    if (parking == null) {
+                        parking = (s, address, part) -> park(s, address, part, psn);
+                    }
+                    if (policy.missing(region, vpn, at, operationEnd, src, side, parking) == RegionPolicy.Verdict.NOT_READY) {
+                        return -1;
+                    }
+                }
+            } finally {
+                src.limit(limit);
+            }
+        }
+        return direct;
+    }
+
+    private void park(AddressSpace space, long address, ByteBuffer part, long psn) {
+        if (!credits.mayPark(qp.parkedPartsHeld())) {
+            // More than this node granted: a sender that ignores its credits (or claimed more than it was
+            // given) waits with RNR NAKs instead of taking other queue pairs' share of the buffer.
+            throw new SystemBufferFullException("queue pair " + qp.qpn() + " already has its " + credits.held()
+                    + " granted parts parked; its sender overran its credits");
+        }
+        // Recorded first: the completion may run at once on this thread if the page is already coming in.
+        parkedByPsn.merge(psn, 1, Integer::sum);
+        qp.parkStarted();
+        try {
+            long parkedAt = nic.clock().nanoTime();
+            nic.kernel().systemBuffer().park(space, address, part, failure -> {
+                nic.waited(WaitCause.SYSTEM_BUFFER, nic.clock().nanoTime() - parkedAt);
+                qp.onParkedPartDone(psn, failure);
+            });
+        } catch (RuntimeException e) {
+            parkedByPsn.merge(psn, -1, (a, b) -> a + b == 0 ? null : a + b);
+            qp.parkAbandoned();
+            throw e;
+        }
+    }
+
+    /**
+     * A parked part is in place (or was dropped with its memory): it is credited, and what waited for it
+     * becomes visible.
+     *
+     * @return false for a part this placement does not know
+     */
+    boolean parkedPartDone(long psn) {
+        Integer left = parkedByPsn.get(psn);
+        if (left == null) {
+            return false;
+        }
+        if (left == 1) {
+            parkedByPsn.remove(psn);
+        } else {
+            parkedByPsn.put(psn, left - 1);
+        }
+        credits.grant(1);
+        while (!deliveries.isEmpty() && lowestParkedPsn() > deliveries.peek().psn()) {
+            deliver(deliveries.poll());
+        }
+        return true;
+    }
+
+    /** The lowest PSN with data still parked, or {@link Long#MAX_VALUE}: nothing at or after it may be acknowledged or read yet. */
+    long lowestParkedPsn() {
+        return parkedByPsn.isEmpty() ? Long.MAX_VALUE : parkedByPsn.firstKey();
+    }
+
+    // ---- what data makes visible -----------------------------------------------------------------------
+
+    /** Delivers at once unless parked data before it (or an earlier delivery) still waits. */
+    private void deliverWhenVisible(Delivery delivery) {
+        if (visibleNow(delivery.psn())) {
+            deliver(delivery);
+        } else {
+            deliveries.add(delivery);
+        }
+    }
+
+    /** Whether what a packet at {@code psn} makes visible may be delivered now: no parked data and no delivery before it waits. */
+    private boolean visibleNow(long psn) {
+        return deliveries.isEmpty() && lowestParkedPsn() > psn;
+    }
+
+    private void deliver(EventCounter counter) {
+        counter.getAndAdd(1);
+        counters.increment(NicCounter.NOTIFICATIONS_DELIVERED);
+    }
+
+    private void deliver(Delivery delivery) {
+        if (delivery.counter() != null) {
+            deliver(delivery.counter());
+        } else {
+            Integer immediate = delivery.immediate();
+            qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
+                    immediate != null, immediate == null ? 0 : immediate);
+        }
+    }
+
+    /** The placement state, for diagnostics. */
+    String describe() {
+        return String.format("parked psns=%d deliveriesWaiting=%d receivesPosted=%d%s%s", parkedByPsn.size(), deliveries.size(),
+                qp.receives().size(), receiving == null ? "" : " receiving wr " + receiving.request().wrId() + " from psn " + receivingFirstPsn,
+                immediateReceive == null ? "" : " holding wr " + immediateReceive.request().wrId() + " for psn " + immediateReceivePsn);
+    }
+
+    /**
+     * What becomes visible once a message's data is in place: an event counter's increment, or a
+     * posted receive's completion (with its byte count and, when the sender gave one, immediate data).
+     */
+    private record Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes,
+            Integer immediate) {
+    }
+}

@@ -1,0 +1,144 @@
+package io.pagewire.node.verbs;
+
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import io.pagewire.node.nic.Access;
+import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.proto.verbs.AdviseRequest;
+import io.pagewire.proto.verbs.AdviseResponse;
+import io.pagewire.proto.verbs.AllocateRequest;
+import io.pagewire.proto.verbs.AllocateResponse;
+import io.pagewire.proto.verbs.DeregisterRegionRequest;
+import io.pagewire.proto.verbs.DeregisterRegionResponse;
+import io.pagewire.proto.verbs.FreeRequest;
+import io.pagewire.proto.verbs.FreeResponse;
+import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.LoadResponse;
+import io.pagewire.proto.verbs.PageOutRequest;
+import io.pagewire.proto.verbs.PageOutResponse;
+import io.pagewire.proto.verbs.RegisterRegionRequest;
+import io.pagewire.proto.verbs.RegisterRegionResponse;
+import io.pagewire.proto.verbs.StoreRequest;
+import io.pagewire.proto.verbs.StoreResponse;
+import java.util.Set;
+
+/**
+ * The calls on a session's memory: allocate, free, page out, store and load its virtual memory, and
+ * register, deregister and advise its regions (what {@code ibv_reg_mr} and {@code ibv_advise_mr} do).
+ */
+final class MemoryCalls {
+    /** Largest single Load, so that a response fits the message limit. */
+    private static final int MAX_LOAD = 16 << 20;
+
+    private final VerbsContext context;
+    private final Sessions sessions;
+    private final ControlCalls control;
+
+    MemoryCalls(VerbsContext context, Sessions sessions, ControlCalls control) {
+        this.context = context;
+        this.sessions = sessions;
+        this.control = control;
+    }
+
+    void allocate(AllocateRequest request, StreamObserver<AllocateResponse> response) {
+        control.paced(response, () -> {
+            Session session = sessions.get(request.getEndpoint());
+            long limit = context.virtualBytesPerSession();
+            synchronized (session.allocation) {
+                long allocated = session.endpoint.space().allocatedBytes();
+                if (request.getLength() > limit - allocated) {
+                    throw Status.RESOURCE_EXHAUSTED.withDescription("endpoint " + session.endpoint.id() + " has " + allocated
+                            + " bytes of virtual memory; " + request.getLength() + " more would pass its limit of " + limit
+                            + " (pagewire.quota.virtualBytesPerSession)").asRuntimeException();
+                }
+                long address = session.endpoint.space().allocate(request.getLength());
+                return AllocateResponse.newBuilder().setAddress(address).build();
+            }
+        });
+    }
+
+    void free(FreeRequest request, StreamObserver<FreeResponse> response) {
+        control.paced(response, () -> {
+            sessions.get(request.getEndpoint()).endpoint.space().free(request.getAddress());
+            return FreeResponse.getDefaultInstance();
+        });
+    }
+
+    void pageOut(PageOutRequest request, StreamObserver<PageOutResponse> response) {
+        control.paced(response, () -> PageOutResponse.newBuilder()
+                .setPages(sessions.get(request.getEndpoint()).endpoint.space().pageOut(request.getAddress(), request.getLength())).build());
+    }
+
+    void store(StoreRequest request, StreamObserver<StoreResponse> response) {
+        ControlCalls.answer(response, () -> {
+            sessions.get(request.getEndpoint()).endpoint.space().store(request.getAddress(), request.getData().asReadOnlyByteBuffer());
+            return StoreResponse.getDefaultInstance();
+        });
+    }
+
+    void load(LoadRequest request, StreamObserver<LoadResponse> response) {
+        ControlCalls.answer(response, () -> {
+            long length = Integer.toUnsignedLong(request.getLength());
+            if (length > MAX_LOAD) {
+                throw new IllegalArgumentException("a load takes at most " + MAX_LOAD + " bytes, asked for " + length);
+            }
+            byte[] data = new byte[request.getLength()];
+            sessions.get(request.getEndpoint()).endpoint.space().load(request.getAddress(), data, 0, data.length);
+            return LoadResponse.newBuilder().setData(UnsafeByteOperations.unsafeWrap(data)).build();
+        });
+    }
+
+    // ---- registration ---------------------------------------------------------------------------------
+
+    void registerRegion(RegisterRegionRequest request, StreamObserver<RegisterRegionResponse> response) {
+        control.paced(response, () -> {
+            Endpoint endpoint = sessions.get(request.getEndpoint()).endpoint;
+            Set<Access> access = WireCodes.access(request.getAccessList());
+            MemoryRegion region;
+            if (request.getImplicit()) {
+                region = endpoint.registerImplicit(access);
+            } else {
+                region = endpoint.register(request.getAddress(), request.getLength(), WireCodes.mode(request.getMode()), access);
+            }
+            return RegisterRegionResponse.newBuilder().setLkey(region.lkey()).setRkey(region.rkey())
+                    .setAddress(region.address()).setLength(region.length()).build();
+        });
+    }
+
+    void deregisterRegion(DeregisterRegionRequest request, StreamObserver<DeregisterRegionResponse> response) {
+        control.paced(response, () -> {
+            Endpoint endpoint = sessions.get(request.getEndpoint()).endpoint;
+            endpoint.deregister(sessions.get(request.getEndpoint()).region(request.getLkey()));
+            return DeregisterRegionResponse.getDefaultInstance();
+        });
+    }
+
+    void advise(AdviseRequest request, StreamObserver<AdviseResponse> response) {
+        control.pacedStart(response, () -> adviseNow(request, response));
+    }
+
+    private void adviseNow(AdviseRequest request, StreamObserver<AdviseResponse> response) {
+        try {
+            Endpoint endpoint = sessions.get(request.getEndpoint()).endpoint;
+            Endpoint.Advice advice = switch (request.getAdvice()) {
+                case PREFETCH -> Endpoint.Advice.PREFETCH;
+                case PREFETCH_WRITE -> Endpoint.Advice.PREFETCH_WRITE;
+                case PREFETCH_NO_FAULT -> Endpoint.Advice.PREFETCH_NO_FAULT;
+                default -> throw new IllegalArgumentException("advice must be PREFETCH, PREFETCH_WRITE or PREFETCH_NO_FAULT");
+            };
+            endpoint.advise(sessions.get(request.getEndpoint()).region(request.getLkey()), request.getAddress(), request.getLength(), advice)
+                    .whenComplete((done, error) -> {
+                        if (error != null) {
+                            response.onError(StatusMapping.toStatus(error));
+                        } else {
+                            response.onNext(AdviseResponse.getDefaultInstance());
+                            response.onCompleted();
+                        }
+                    });
+        } catch (RuntimeException e) {
+            response.onError(StatusMapping.toStatus(e));
+        }
+    }
+}

@@ -1,0 +1,116 @@
+package io.pagewire.ring;
+
+import java.nio.charset.StandardCharsets;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+/**
+ * A COMPLETION record on a session's event ring: how one work request or posted receive ended,
+ * written by the node and read by the application. Opcodes and statuses are the numbers of
+ * {@code verbs.proto}'s enums; the error is UTF-8, empty on success.
+ *
+ * <pre>
+ *   0                                       8                   12                  16
+ *   +---------------------------------------+-------------------+-------------------+
+ *   | work request id                       | queue pair number | opcode            |
+ *   +---------------------------------------+-------------------+-------------------+
+ *  16                  20                  24                                      32
+ *   | status            | error length      | bytes                                 |
+ *   +-------------------+-------------------+---------------------------------------+
+ *  32                                      40                  44                  48
+ *   | value (FETCH_ADD, COMPARE_SWAP)       | flags             | immediate         |
+ *   +---------------------------------------+-------------------+-------------------+
+ *  48
+ *   | error (error length bytes)            ...
+ *   +----------------------------------------
+ *
+ *   flags: bit 0 ({@link #HAS_IMMEDIATE_FLAG}) set when the completion carries immediate data.
+ * </pre>
+ */
+public final class CompletionRecord {
+    /** The record's type on the event ring. */
+    public static final int TYPE = 1;
+    public static final int FIXED_BYTES = 48;
+    /** In a completion's flags: it carries immediate data. */
+    public static final int HAS_IMMEDIATE_FLAG = 1;
+
+    private static final int WR_ID = 0;
+    private static final int QPN = 8;
+    private static final int OPCODE = 12;
+    private static final int STATUS = 16;
+    private static final int ERROR_LENGTH = 20;
+    private static final int BYTES = 24;
+    private static final int VALUE = 32;
+    private static final int FLAGS = 40;
+    private static final int IMMEDIATE = 44;
+
+    private CompletionRecord() {
+    }
+
+    /** The length of a record carrying an error of {@code errorBytes} bytes. */
+    public static int length(int errorBytes) {
+        return FIXED_BYTES + errorBytes;
+    }
+
+    public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, int opcode, int status, long bytes, long value,
+            boolean hasImmediate, int immediate, byte[] error) {
+        b.putLong(record + WR_ID, wrId);
+        b.putInt(record + QPN, qpn);
+        b.putInt(record + OPCODE, opcode);
+        b.putInt(record + STATUS, status);
+        b.putInt(record + ERROR_LENGTH, error.length);
+        b.putLong(record + BYTES, bytes);
+        b.putLong(record + VALUE, value);
+        b.putInt(record + FLAGS, hasImmediate ? HAS_IMMEDIATE_FLAG : 0);
+        b.putInt(record + IMMEDIATE, immediate);
+        b.putBytes(record + FIXED_BYTES, error);
+    }
+
+    public static long wrId(DirectBuffer b, int record) {
+        return b.getLong(record + WR_ID);
+    }
+
+    public static int qpn(DirectBuffer b, int record) {
+        return b.getInt(record + QPN);
+    }
+
+    public static int opcode(DirectBuffer b, int record) {
+        return b.getInt(record + OPCODE);
+    }
+
+    public static int status(DirectBuffer b, int record) {
+        return b.getInt(record + STATUS);
+    }
+
+    public static long bytes(DirectBuffer b, int record) {
+        return b.getLong(record + BYTES);
+    }
+
+    public static long value(DirectBuffer b, int record) {
+        return b.getLong(record + VALUE);
+    }
+
+    public static boolean hasImmediate(DirectBuffer b, int record) {
+        return (b.getInt(record + FLAGS) & HAS_IMMEDIATE_FLAG) != 0;
+    }
+
+    public static int immediate(DirectBuffer b, int record) {
+        return b.getInt(record + IMMEDIATE);
+    }
+
+    /** The error, or null on success (or for a record too short to hold what its length field says). */
+    public static String error(DirectBuffer b, int record, int length) {
+        int errorLength = b.getInt(record + ERROR_LENGTH);
+        if (errorLength <= 0 || errorLength > length - FIXED_BYTES) {
+            return null;
+        }
+        return b.getStringWithoutLengthUtf8(record + FIXED_BYTES, errorLength);
+    }
+
+    /** A text as a record carries it. */
+    public static byte[] utf8(String text) {
+        return text == null ? EMPTY : text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static final byte[] EMPTY = new byte[0];
+}

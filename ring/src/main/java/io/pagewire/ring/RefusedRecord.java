@@ -1,0 +1,60 @@
+package io.pagewire.ring;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+/**
+ * A REFUSED record on a session's event ring: a posted work request or receive the node would not
+ * take (a bad key, range or queue), with the reason in UTF-8. Written by the node, read by the
+ * application, which completes the request with the error.
+ *
+ * <pre>
+ *   0                                       8                   12                  16
+ *   +---------------------------------------+-------------------+-------------------+
+ *   | work request id                       | queue pair number | error length      |
+ *   +---------------------------------------+-------------------+-------------------+
+ *  16
+ *   | error (error length bytes)            ...
+ *   +----------------------------------------
+ * </pre>
+ */
+public final class RefusedRecord {
+    /** The record's type on the event ring. */
+    public static final int TYPE = 2;
+    public static final int FIXED_BYTES = 16;
+
+    private static final int WR_ID = 0;
+    private static final int QPN = 8;
+    private static final int ERROR_LENGTH = 12;
+
+    private RefusedRecord() {
+    }
+
+    public static int length(int errorBytes) {
+        return FIXED_BYTES + errorBytes;
+    }
+
+    public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, byte[] error) {
+        b.putLong(record + WR_ID, wrId);
+        b.putInt(record + QPN, qpn);
+        b.putInt(record + ERROR_LENGTH, error.length);
+        b.putBytes(record + FIXED_BYTES, error);
+    }
+
+    public static long wrId(DirectBuffer b, int record) {
+        return b.getLong(record + WR_ID);
+    }
+
+    public static int qpn(DirectBuffer b, int record) {
+        return b.getInt(record + QPN);
+    }
+
+    /** The reason, or "" for a record too short to hold what its length field says. */
+    public static String error(DirectBuffer b, int record, int length) {
+        int errorLength = b.getInt(record + ERROR_LENGTH);
+        if (errorLength <= 0 || errorLength > length - FIXED_BYTES) {
+            return "";
+        }
+        return b.getStringWithoutLengthUtf8(record + FIXED_BYTES, errorLength);
+    }
+}

@@ -1,0 +1,11 @@
+package io.pagewire.systemtests;
+
+import io.pagewire.testkit.ClusterBackend;
+import io.pagewire.testkit.PagewireClusterExtension;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** {@link LossyFabricSuite} on nodes in this JVM over gRPC's in-process transport: no sockets, no TLS. */
+class LossyFabricInProcessTest extends LossyFabricSuite {
+    @RegisterExtension
+    static final PagewireClusterExtension PAGEWIRE = new PagewireClusterExtension(spec().backend(ClusterBackend.IN_PROCESS));
+}

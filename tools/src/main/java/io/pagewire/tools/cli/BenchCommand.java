@@ -1,0 +1,99 @@
+package io.pagewire.tools.cli;
+
+import io.pagewire.tools.perf.Bench;
+import io.pagewire.tools.perf.BenchReport;
+import io.pagewire.tools.perf.Ucx;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code pagewire bench}: the data path against the link under it, interleaved rounds, one table and one plot. */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Measures Pagewire's data path beside the raw gRPC link under it (and UCX over TCP where",
+            "ucx_perftest is installed: apt-get install ucx-utils), in interleaved rounds on two node processes it",
+            "starts on loopback and an embedded pair. Writes bench.md (medians, ranges, ratios with their targets),",
+            "bench.csv (every round), bench.png (each ratio against its target) and bench-round-trips.csv (every write round trip",
+            "behind the round-trip figures, with its start time) to --out, and prints the table."})
+final class BenchCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--rounds", description = "Rounds; every figure is taken once per round (default ${DEFAULT-VALUE}).", defaultValue = "3")
+    int rounds;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "Where the table, the rounds and the plot go (default ${DEFAULT-VALUE}).",
+            defaultValue = "bench-results")
+    Path out;
+
+    @Option(names = "--page", paramLabel = "FILE",
+            description = "Also writes the benchmark page there (docs/benchmarks.md), linking the plot in --out.")
+    Path page;
+
+    @Option(names = "--quick", description = "Short runs (seconds, not minutes): to check the command, not to quote figures.")
+    boolean quick;
+
+    @Option(names = "--no-ucx", description = "Skip UCX even when ucx_perftest is installed.")
+    boolean noUcx;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter stdout = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (rounds < 1) {
+            err.println("pagewire bench: --rounds must be at least 1");
+            err.flush();
+            return 2;
+        }
+        Files.createDirectories(out);
+        Ucx ucx = noUcx ? Ucx.absent() : Ucx.find();
+        String header = String.format("## pagewire bench, %s%n%nMachine: %s. %d round(s), interleaved; %s. %s",
+                ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z")), machine(), rounds,
+                quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
+                        + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
+                        + " process's JIT compilers are quiet, at most 20)",
+                ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).");
+        Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx);
+        bench.run(rounds);
+        BenchReport report = new BenchReport(bench.figures, header);
+        String markdown = report.markdown();
+        Files.writeString(out.resolve("bench.md"), markdown, StandardCharsets.UTF_8);
+        Files.writeString(out.resolve("bench.csv"), report.csv(), StandardCharsets.UTF_8);
+        report.plot(out.resolve("bench.png"));
+        try (Writer w = Files.newBufferedWriter(out.resolve("bench-round-trips.csv"), StandardCharsets.UTF_8)) {
+            bench.writeRoundTrips(w);
+        }
+        if (page != null) {
+            Path pageDirectory = page.toAbsolutePath().getParent();
+            Files.createDirectories(pageDirectory);
+            String png = pageDirectory.relativize(out.resolve("bench.png").toAbsolutePath()).toString();
+            Files.writeString(page, report.page(png), StandardCharsets.UTF_8);
+        }
+        stdout.println(markdown);
+        stdout.println("wrote " + out.resolve("bench.md") + ", " + out.resolve("bench.csv") + ", " + out.resolve("bench.png") + ", "
+                + out.resolve("bench-round-trips.csv"));
+        stdout.flush();
+        return 0;
+    }
+
+    private static String machine() {
+        String cpu = "unknown CPU";
+        try {
+            cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(cpu);
+        } catch (IOException | RuntimeException e) {
+            // not Linux: the JVM's figures below still say enough
+        }
+        return String.format("%d cores (%s), %s %s, Java %s", Runtime.getRuntime().availableProcessors(), cpu,
+                System.getProperty("os.name"), System.getProperty("os.arch"), System.getProperty("java.version"));
+    }
+}

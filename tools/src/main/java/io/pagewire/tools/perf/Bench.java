@@ -1,0 +1,314 @@
+package io.pagewire.tools.perf;
+
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Pagewire;
+import io.pagewire.client.RegistrationMode;
+import io.pagewire.node.Transport;
+import io.pagewire.node.fabric.FabricConfiguration;
+import io.pagewire.node.metrics.ProcessCpu;
+import io.pagewire.tools.testbed.EmbeddedCluster;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongSupplier;
+
+/**
+ * The measurements of {@code pagewire bench}: Pagewire's data path beside the raw gRPC link under it
+ * (and UCX over TCP where {@code ucx_perftest} is installed), every figure taken once per round, the
+ * rounds interleaved (A B A B ...) so that drift on a shared machine hits both sides alike.
+ *
+ * <p>Figures are keyed by name; {@link BenchReport} turns the rounds into medians, ranges and ratios.
+ */
+public final class Bench {
+    /**
+     * The bench measures the emulator over a plain link: its nodes run plaintext (said explicitly,
+     * as a local experiment), so TLS's cipher work is in neither Pagewire's figures nor the baseline's.
+     */
+    private static final ConnectOptions PLAINTEXT = ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext());
+    static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
+    static final int LATENCY_SIZE = 64;
+
+    /**
+     * How long each measurement runs. {@code nodeWarmupSeconds} of traffic go through each pair of node
+     * processes, then an unrecorded round 0, before the first round: on a 2-core machine their JIT
+     * compilers keep a core busy for the first 30-40 s of traffic, and again whenever a path runs for
+     * the first time, which no short per-figure warm-up can hide.
+     */
+    public record Budget(double bandwidthSeconds, double nodeWarmupSeconds, double warmupSeconds, int latencyIterations, int latencyWarmup) {
+        public static Budget full() {
+            return new Budget(3, 20, 1, 3000, 1000);
+        }
+
+        public static Budget quick() {
+            return new Budget(0.5, 0.5, 0.2, 200, 50);
+        }
+    }
+
+    private final Budget budget;
+    private final PrintWriter log;
+    private final Path logDirectory;
+    private final Ucx ucx;
+    /** The {@code pagewire} command's main class, which the node processes run. */
+    private final Class<?> command;
+    /** Every figure's value, one per round, in the order they were first measured. */
+    public final Map<String, List<Double>> figures = new LinkedHashMap<>();
+    /** The round being measured; 0 while a pass only warms the nodes up, which records nothing. */
+    private int round;
+    /** Every round trip behind the write round-trip figures, for {@link #writeRoundTrips}. */
+    private final List<RoundTrips> roundTrips = new ArrayList<>();
+
+    /** The round trips one figure took in one round. */
+    private record RoundTrips(String figure, int round, LatencySamples samples) {
+    }
+
+    public Bench(Class<?> command, Budget budget, PrintWriter log, Path logDirectory, Ucx ucx) {
+        this.command = command;
+        this.budget = budget;
+        this.log = log;
+        this.logDirectory = logDirectory;
+        this.ucx = ucx;
+    }
+
+    /** Runs every round against a default pair and a latency-mode pair of node processes, and an embedded pair. */
+    public void run(int rounds) throws Exception {
+        try (NodeProcesses pair = new NodeProcesses(command, "default", Map.of(), logDirectory);
+                NodeProcesses spinning = new NodeProcesses(command, "busy-poll", Map.of("pagewire.node.busyPollNs", "50us"), logDirectory)) {
+            for (NodeProcesses nodes : List.of(pair, spinning)) {
+                log.printf("# warming up the node processes (%.0f s of 4 KiB writes)%n", budget.nodeWarmupSeconds());
+                log.flush();
+                try (Pagewire a = Pagewire.connect(nodes.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(nodes.responder(), PLAINTEXT);
+                        Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+                    perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, Long.MAX_VALUE, (long) (budget.nodeWarmupSeconds() * 1e9), 0, 1,
+                            128, done -> { });
+                }
+            }
+            // Each size, mode, wait and the raw stream bring their own code paths, which C2 compiles (and
+            // recompiles as type profiles change) the first times they run, in the nodes and here: a
+            // round 0 runs every one of them unrecorded, so that no round measures a compiler thread
+            // taking one of the two cores (it made busy-polling's p99 milliseconds).
+            log.printf("# round 0: every path once, not recorded (JIT warm-up)%n");
+            log.flush();
+            bandwidth(pair, budget.warmupSeconds());
+            latency(pair, spinning);
+            modes(pair);
+            for (round = 1; round <= rounds; round++) {
+                log.printf("# round %d of %d%n", round, rounds);
+                log.flush();
+                double warmup = budget.warmupSeconds();
+                bandwidth(pair, warmup);
+                latency(pair, spinning);
+                modes(pair);
+                embedded();
+                if (ucx.available()) {
+                    ucx();
+                }
+            }
+        }
+    }
+
+    private void bandwidth(NodeProcesses pair, double warmup) throws Exception {
+        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT);
+                Pagewire remoteA = Pagewire.connect(pair.requester(), PLAINTEXT.withSharedMemory(false));
+                NodeProbe probeA = new NodeProbe(pair.requester(), ClientSecurity.plaintext());
+                NodeProbe probeB = new NodeProbe(pair.responder(), ClientSecurity.plaintext())) {
+            String peer = probeB.describe().getNodeId();
+            LongSupplier cpu = () -> ProcessCpu.nanos() + probeA.cpuNs() + probeB.cpuNs();
+            for (int size : BANDWIDTH_SIZES) {
+                String kib = label(size);
+                // A B A B: Pagewire, the link, Pagewire in the other mode.
+                Perftest.BandwidthRow pinned = bandwidth(a, b, RegistrationMode.PINNED, size, warmup, cpu);
+                record("write_bw " + kib + " PINNED MB/s", pinned.averageMbPerSec());
+                record("write_bw " + kib + " PINNED CPU s/GB", pinned.cpuSecondsPerGb());
+                Perftest.BandwidthRow link = probeA.linkBandwidth(peer, size, Long.MAX_VALUE, (long) (warmup * 1e9),
+                        (long) (budget.bandwidthSeconds() * 1e9), cpu);
+                record("grpc stream " + kib + " MB/s", link.averageMbPerSec());
+                record("grpc stream " + kib + " CPU s/GB", link.cpuSecondsPerGb());
+                Perftest.BandwidthRow odp = bandwidth(a, b, RegistrationMode.ON_DEMAND, size, warmup, cpu);
+                record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
+                record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
+            }
+            // perftest's tx depth (128) keeps 512 KiB of 4 KiB writes in flight, where the raw stream
+            // may have the lanes' whole flow-control window (4 MiB) on the way: the same again with
+            // as many bytes in flight as the link allows it, to tell the pipe's depth from its cost.
+            int linkDepth = FabricConfiguration.FLOW_CONTROL_WINDOW.defaultValue() / 4096;
+            Perftest.BandwidthRow deep = bandwidth(a, b, RegistrationMode.PINNED, 4096, warmup, cpu, linkDepth);
+            record("write_bw 4 KiB PINNED, link-window depth MB/s", deep.averageMbPerSec());
+            record("write_bw 4 KiB PINNED, link-window depth CPU s/GB", deep.cpuSecondsPerGb());
+            Perftest.BandwidthRow remote = bandwidth(remoteA, b, RegistrationMode.PINNED, 4096, warmup, cpu);
+            record("write_bw 4 KiB PINNED, remote application (gRPC verbs) MB/s", remote.averageMbPerSec());
+        }
+    }
+
+    private Perftest.BandwidthRow bandwidth(Pagewire a, Pagewire b, RegistrationMode mode, int size, double warmup,
+            LongSupplier cpu) {
+        return bandwidth(a, b, mode, size, warmup, cpu, TX_DEPTH);
+    }
+
+    private Perftest.BandwidthRow bandwidth(Pagewire a, Pagewire b, RegistrationMode mode, int size, double warmup,
+            LongSupplier cpu, int txDepth) {
+        try (Perftest perftest = new Perftest(a, b, mode, false)) {
+            perftest.cpuClock(cpu);
+            return perftest.bandwidth(Perftest.Test.WRITE_BW, size, Long.MAX_VALUE, (long) (budget.bandwidthSeconds() * 1e9),
+                    (long) (warmup * 1e9), 1, txDepth, done -> { });
+        }
+    }
+
+    /** Requests in flight per queue pair, perftest's default for its bandwidth tests. */
+    static final int TX_DEPTH = 128;
+
+    private void latency(NodeProcesses pair, NodeProcesses spinning) throws Exception {
+        for (boolean busy : new boolean[] {false, true}) {
+            NodeProcesses nodes = busy ? spinning : pair;
+            String how = busy ? "busy-poll" : "default";
+            ConnectOptions options = PLAINTEXT.withBusyPoll(busy);
+            try (Pagewire a = Pagewire.connect(nodes.requester(), options); Pagewire b = Pagewire.connect(nodes.responder(), options);
+                    NodeProbe probeA = new NodeProbe(nodes.requester(), ClientSecurity.plaintext());
+                    NodeProbe probeB = new NodeProbe(nodes.responder(), ClientSecurity.plaintext())) {
+                LatencySamples samples = new LatencySamples();
+                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false, samples);
+                record("write RTT 64 B " + how + " p50 us", write.typical() * 2);
+                record("write RTT 64 B " + how + " p99 us", write.p99() * 2);
+                if (recording()) {
+                    roundTrips.add(new RoundTrips("write RTT 64 B " + how, round, samples));
+                }
+                Perftest.LatencyRow link = probeA.linkPingPong(probeB.describe().getNodeId(), LATENCY_SIZE, budget.latencyIterations(),
+                        budget.latencyWarmup(), false);
+                record("grpc ping-pong RTT 64 B " + how + " p50 us", link.typical());
+                record("grpc ping-pong RTT 64 B " + how + " p99 us", link.p99());
+                Perftest.LatencyRow read = latency(a, b, RegistrationMode.PINNED, Perftest.Test.READ_LAT, busy, false);
+                record("read RTT 64 B " + how + " p50 us", read.typical());
+            }
+            if (!busy) {
+                try (Pagewire remoteA = Pagewire.connect(nodes.requester(), options.withSharedMemory(false));
+                        Pagewire remoteB = Pagewire.connect(nodes.responder(), options.withSharedMemory(false))) {
+                    Perftest.LatencyRow write = latency(remoteA, remoteB, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, false, false);
+                    record("write RTT 64 B default, remote application (gRPC verbs) p50 us", write.typical() * 2);
+                }
+            }
+        }
+    }
+
+    /**
+     * Warm translations in each mode against PINNED, and what a minor receive fault adds: one
+     * ping-pong whose pings take turns between the variants (PINNED, PIN_ON_MISS, SHADOW, ON_DEMAND,
+     * then PIN_ON_MISS onto a page never touched), so that each difference is measured in the same
+     * moments; apart, the machine's drift between runs (tens of microseconds) is larger than what is
+     * measured.
+     */
+    private void modes(NodeProcesses pair) throws Exception {
+        try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT);
+                Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
+            List<Perftest.Variant> variants = new ArrayList<>();
+            for (RegistrationMode mode : RegistrationMode.values()) {
+                variants.add(new Perftest.Variant(mode, false));
+            }
+            variants.add(new Perftest.Variant(RegistrationMode.PIN_ON_MISS, true));
+            List<Perftest.LatencyRow> rows = perftest.interleavedWriteLatency(variants, LATENCY_SIZE, budget.latencyIterations(),
+                    budget.latencyWarmup());
+            for (int i = 0; i < variants.size(); i++) {
+                Perftest.Variant v = variants.get(i);
+                record(v.freshPages() ? "write RTT 64 B " + v.mode() + ", minor receive fault each ping p50 us"
+                        : "write RTT 64 B warm " + v.mode() + " p50 us", rows.get(i).typical() * 2);
+            }
+        }
+    }
+
+    private void embedded() throws Exception {
+        for (boolean busy : new boolean[] {false, true}) {
+            String how = busy ? "busy-poll" : "default";
+            try (EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> {
+                c.security().plaintext();
+                c.busyPollNs(busy ? Perftest.BUSY_POLL_NS : 0);
+            });
+                    Pagewire a = Pagewire.connect(cluster.node(1).target(), PLAINTEXT.withBusyPoll(busy));
+                    Pagewire b = Pagewire.connect(cluster.node(2).target(), PLAINTEXT.withBusyPoll(busy))) {
+                Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, busy, false);
+                record("write RTT 64 B embedded " + how + " p50 us", write.typical() * 2);
+            }
+        }
+    }
+
+    private Perftest.LatencyRow latency(Pagewire a, Pagewire b, RegistrationMode mode, Perftest.Test test, boolean busy, boolean fresh)
+            throws Exception {
+        return latency(a, b, mode, test, busy, fresh, null);
+    }
+
+    /** As above; the measured round trips (not the warm-up's) also go to {@code samples} unless it is null. */
+    private Perftest.LatencyRow latency(Pagewire a, Pagewire b, RegistrationMode mode, Perftest.Test test, boolean busy, boolean fresh,
+            LatencySamples samples) throws Exception {
+        try (Perftest perftest = new Perftest(a, b, mode, busy)) {
+            // Warm-up ping-pongs until this JVM's compilers are quiet: a round of a few thousand round
+            // trips is over in well under a second, and a compiler thread still at work on the path
+            // takes one of two cores from the pollers (measured: busy-polling p99 2.4-2.7 ms over
+            // 3,000 pings of a fresh process, 0.15 ms over 100,000).
+            CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+            boolean watched = jit != null && jit.isCompilationTimeMonitoringSupported();
+            for (int batch = 0; watched && batch < MAX_WARMUP_BATCHES; batch++) {
+                long compiledMs = jit.getTotalCompilationTime();
+                perftest.latency(test, LATENCY_SIZE, budget.latencyWarmup(), 0, fresh, done -> { });
+                if (jit.getTotalCompilationTime() == compiledMs) {
+                    break;
+                }
+            }
+            perftest.recordSamples(samples);
+            return perftest.latency(test, LATENCY_SIZE, budget.latencyIterations(), budget.latencyWarmup(), fresh, done -> { });
+        }
+    }
+
+    /**
+     * Writes every round trip behind the write round-trip figures as CSV ({@code figure,round,} then
+     * {@link LatencySamples#HEADER}'s columns), so that a round whose p99 stands out can be taken apart
+     * afterwards: clustered slow round trips point at one event (a collection, a compiler), scattered
+     * ones at the scheduler.
+     */
+    public void writeRoundTrips(Writer out) throws IOException {
+        out.write("figure,round," + LatencySamples.HEADER + "\n");
+        for (RoundTrips r : roundTrips) {
+            r.samples().writeRows(out, r.figure() + "," + r.round() + ",");
+        }
+        out.flush();
+    }
+
+    /** At most this many warm-up batches of a latency figure wait for the compilers to be quiet. */
+    private static final int MAX_WARMUP_BATCHES = 20;
+
+    private void ucx() {
+        for (int size : BANDWIDTH_SIZES) {
+            Double mb = ucx.putBandwidthMbPerSec(size, budget);
+            if (mb != null) {
+                record("ucx ucp_put_bw " + label(size) + " MB/s", mb);
+            }
+        }
+        Double lat = ucx.putLatencyUs(LATENCY_SIZE, budget);
+        if (lat != null) {
+            // ucx_perftest reports half a round trip, as perftest does.
+            record("ucx ucp_put_lat RTT 64 B p50 us", lat * 2);
+        }
+    }
+
+    /** Whether what is measured now counts (round 0 only warms up). */
+    private boolean recording() {
+        return round > 0;
+    }
+
+    private void record(String name, double value) {
+        if (!recording()) {
+            return;
+        }
+        figures.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+        log.printf("  %-72s %12.2f%n", name, value);
+        log.flush();
+    }
+
+    static String label(int size) {
+        return size >= 1 << 20 ? (size >> 20) + " MiB" : (size >> 10) + " KiB";
+    }
+}

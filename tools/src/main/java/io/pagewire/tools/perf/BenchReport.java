@@ -1,0 +1,234 @@
+package io.pagewire.tools.perf;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.CategoryChart;
+import org.knowm.xchart.CategoryChartBuilder;
+import org.knowm.xchart.style.Styler;
+
+/**
+ * What {@code pagewire bench} writes: every figure's median and range over the rounds, then the ratios
+ * the data path is held to (each against a baseline measured in the same rounds, round by round),
+ * with their targets, as a markdown table, a CSV of the raw rounds, and a PNG plot of the ratios.
+ */
+public final class BenchReport {
+    /** A ratio with its target: {@code numerator / denominator} (or their difference) per round, median taken. */
+    record Ratio(String name, String numerator, String denominator, Kind kind, double target) {
+        /** How the two figures combine and which way the target points. */
+        enum Kind {
+            /** numerator / denominator must be at least the target. */
+            AT_LEAST,
+            /** numerator / denominator must be at most the target. */
+            AT_MOST,
+            /** numerator / denominator - 1 must be at most the target (an overhead). */
+            OVERHEAD_AT_MOST,
+            /** numerator - denominator must be at most the target (an added time). */
+            ADDED_AT_MOST
+        }
+    }
+
+    /** The ratios issue 8 holds the data path to, each named by the figures it is made of. */
+    static List<Ratio> ratios() {
+        List<Ratio> ratios = new ArrayList<>();
+        for (int size : Bench.BANDWIDTH_SIZES) {
+            String kib = Bench.label(size);
+            for (String mode : new String[] {"PINNED", "ON_DEMAND"}) {
+                ratios.add(new Ratio("write_bw " + kib + " " + mode + " / grpc stream", "write_bw " + kib + " " + mode + " MB/s",
+                        "grpc stream " + kib + " MB/s", Ratio.Kind.AT_LEAST, 0.9));
+                ratios.add(new Ratio("CPU per GB " + kib + " " + mode + " / grpc stream", "write_bw " + kib + " " + mode + " CPU s/GB",
+                        "grpc stream " + kib + " CPU s/GB", Ratio.Kind.AT_MOST, 1.5));
+            }
+        }
+        ratios.add(new Ratio("write_bw 4 KiB PINNED, link-window depth / grpc stream", "write_bw 4 KiB PINNED, link-window depth MB/s",
+                "grpc stream 4 KiB MB/s", Ratio.Kind.AT_LEAST, 0.9));
+        ratios.add(new Ratio("write RTT p50 default / grpc ping-pong", "write RTT 64 B default p50 us",
+                "grpc ping-pong RTT 64 B default p50 us", Ratio.Kind.AT_MOST, 1.5));
+        ratios.add(new Ratio("write RTT p50 busy-poll / ucx put_lat", "write RTT 64 B busy-poll p50 us",
+                "ucx ucp_put_lat RTT 64 B p50 us", Ratio.Kind.AT_MOST, 3));
+        ratios.add(new Ratio("write RTT p99 / p50, busy-poll", "write RTT 64 B busy-poll p99 us", "write RTT 64 B busy-poll p50 us",
+                Ratio.Kind.AT_MOST, 3));
+        ratios.add(new Ratio("write RTT p99 / p50, default", "write RTT 64 B default p99 us", "write RTT 64 B default p50 us",
+                Ratio.Kind.AT_MOST, 3));
+        for (String mode : new String[] {"PIN_ON_MISS", "SHADOW", "ON_DEMAND"}) {
+            ratios.add(new Ratio("warm translation overhead " + mode + " vs PINNED", "write RTT 64 B warm " + mode + " p50 us",
+                    "write RTT 64 B warm PINNED p50 us", Ratio.Kind.OVERHEAD_AT_MOST, 0.05));
+        }
+        ratios.add(new Ratio("minor receive fault, added us", "write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us",
+                "write RTT 64 B warm PIN_ON_MISS p50 us", Ratio.Kind.ADDED_AT_MOST, 10));
+        return ratios;
+    }
+
+    private final Map<String, List<Double>> figures;
+    private final String header;
+
+    public BenchReport(Map<String, List<Double>> figures, String header) {
+        this.figures = figures;
+        this.header = header;
+    }
+
+    /** What the benchmark page says before the latest run's tables: what is measured, and how. */
+    private static final String METHOD = """
+            # Benchmarks
+
+            <!-- Written by `pagewire bench --out docs/bench --page docs/benchmarks.md` from its latest run; do not edit. -->
+
+            What Pagewire measures must not drown in what the emulator costs, so `pagewire bench` measures the data path
+            against the link it runs on, in the same run, and judges ratios taken round by round rather than absolute
+            figures, which drift on a shared machine:
+
+            - two pairs of node processes on loopback (default, and latency mode), 20 s of traffic through each, then an
+              unrecorded round 0 over every path, so that no measured round sees the JIT compilers at work;
+            - per round, interleaved with its baseline: `write_bw` at 4 KiB, 64 KiB and 1 MiB (PINNED and warm ON_DEMAND)
+              with CPU per GB, against the raw gRPC stream between the same processes; 4 KiB with as many bytes in
+              flight as the lanes' flow-control window; a remote application (the gRPC verbs path);
+            - 64 B write and read round trips, default and busy-polling, against a plain gRPC ping-pong and UCX's
+              `ucp_put_lat` over TCP where `ucx_perftest` is installed; an embedded pair;
+            - each mode's warm translation against PINNED, and a minor receive fault, in one ping-pong whose pings take
+              turns between the modes, so that differences of a few microseconds are measured in the same moments.
+
+            Bandwidth runs as perftest's `ib_write_bw` does: 128 requests in flight, posted in lists of 16, one in 100
+            signalled, each signalled completion's callback posting what it retired again. Each round-trip figure is taken
+            after warm-up batches that go on until the JIT compilers did nothing during one. The run also writes
+            `bench.csv` (every round), `bench.png` (each ratio against its target) and `bench-round-trips.csv` (every
+            round trip behind the round-trip figures) beside this page.
+
+            """;
+
+    /** The benchmark page: what is measured, then this run's tables and its plot ({@code png}, relative to the page). */
+    public String page(String png) {
+        return METHOD + markdown().replaceFirst("^## ", "## Latest run: ") + "\n![each ratio against its target](" + png + ")\n";
+    }
+
+    /** The markdown: the figures, then the ratios with their targets. */
+    public String markdown() {
+        StringBuilder out = new StringBuilder(header).append("\n\n");
+        out.append("| figure | median | range | rounds |\n|---|---:|---:|---:|\n");
+        figures.forEach((name, values) -> out.append(String.format(Locale.ROOT, "| %s | %.2f | %.2f – %.2f | %d |%n", name,
+                median(values), min(values), max(values), values.size())));
+        out.append("\n| ratio | median | range | target | met |\n|---|---:|---:|---:|:---:|\n");
+        for (Ratio ratio : ratios()) {
+            List<Double> values = perRound(ratio);
+            if (values.isEmpty()) {
+                out.append(String.format(Locale.ROOT, "| %s | – | – | %s | not measured (%s) |%n", ratio.name(), target(ratio),
+                        figures.containsKey(ratio.numerator()) ? ratio.denominator() : ratio.numerator()));
+                continue;
+            }
+            double m = median(values);
+            out.append(String.format(Locale.ROOT, "| %s | %s | %s – %s | %s | %s |%n", ratio.name(), format(ratio, m),
+                    format(ratio, min(values)), format(ratio, max(values)), target(ratio), met(ratio, m) ? "yes" : "**no**"));
+        }
+        return out.toString();
+    }
+
+    /** The raw rounds: one line per figure and round. */
+    public String csv() {
+        StringBuilder out = new StringBuilder("figure,round,value\n");
+        figures.forEach((name, values) -> {
+            for (int i = 0; i < values.size(); i++) {
+                out.append('"').append(name).append("\",").append(i + 1).append(',').append(values.get(i)).append('\n');
+            }
+        });
+        return out.toString();
+    }
+
+    /** A bar chart of each measured ratio as a share of its target (1.0 = exactly on target; bars past 1 miss it). */
+    public void plot(Path png) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        List<String> names = new ArrayList<>();
+        List<Double> shares = new ArrayList<>();
+        for (Ratio ratio : ratios()) {
+            List<Double> values = perRound(ratio);
+            if (values.isEmpty()) {
+                continue;
+            }
+            double m = median(values);
+            // Distance from the target in the direction that counts, so that < 1 is met for every kind.
+            double share = switch (ratio.kind()) {
+                case AT_LEAST -> m <= 0 ? 10 : ratio.target() / m;
+                case AT_MOST, OVERHEAD_AT_MOST, ADDED_AT_MOST -> ratio.target() == 0 ? 0 : Math.max(0, m) / ratio.target();
+            };
+            names.add(ratio.name());
+            shares.add(Math.min(share, 10));
+        }
+        CategoryChart chart = new CategoryChartBuilder().width(1400).height(700).title("pagewire bench: each ratio against its target")
+                .xAxisTitle("ratio").yAxisTitle("measured / target (below 1 meets it)").build();
+        chart.getStyler().setLegendVisible(true);
+        chart.getStyler().setXAxisLabelRotation(60);
+        chart.getStyler().setChartTitleVisible(true);
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
+        if (names.isEmpty()) {
+            names.add("nothing measured");
+            shares.add(0.0);
+        }
+        chart.addSeries("measured / target", names, shares);
+        chart.addSeries("target", names, Collections.nCopies(names.size(), 1.0))
+                .setChartCategorySeriesRenderStyle(org.knowm.xchart.CategorySeries.CategorySeriesRenderStyle.Line);
+        chart.getStyler().setOverlapped(true);
+        Files.createDirectories(png.toAbsolutePath().getParent());
+        BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
+    }
+
+    /** The ratio in each round in which both of its figures were measured. */
+    List<Double> perRound(Ratio ratio) {
+        List<Double> a = figures.get(ratio.numerator());
+        List<Double> b = figures.get(ratio.denominator());
+        List<Double> out = new ArrayList<>();
+        if (a == null || b == null) {
+            return out;
+        }
+        for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
+            out.add(switch (ratio.kind()) {
+                case AT_LEAST, AT_MOST -> a.get(i) / b.get(i);
+                case OVERHEAD_AT_MOST -> a.get(i) / b.get(i) - 1;
+                case ADDED_AT_MOST -> a.get(i) - b.get(i);
+            });
+        }
+        return out;
+    }
+
+    static boolean met(Ratio ratio, double value) {
+        return switch (ratio.kind()) {
+            case AT_LEAST -> value >= ratio.target();
+            case AT_MOST, OVERHEAD_AT_MOST, ADDED_AT_MOST -> value <= ratio.target();
+        };
+    }
+
+    private static String format(Ratio ratio, double value) {
+        return switch (ratio.kind()) {
+            case AT_LEAST, AT_MOST -> String.format(Locale.ROOT, "%.2fx", value);
+            case OVERHEAD_AT_MOST -> String.format(Locale.ROOT, "%+.1f%%", value * 100);
+            case ADDED_AT_MOST -> String.format(Locale.ROOT, "%+.1f us", value);
+        };
+    }
+
+    private static String target(Ratio ratio) {
+        return switch (ratio.kind()) {
+            case AT_LEAST -> String.format(Locale.ROOT, "≥ %.2fx", ratio.target());
+            case AT_MOST -> String.format(Locale.ROOT, "≤ %.2fx", ratio.target());
+            case OVERHEAD_AT_MOST -> String.format(Locale.ROOT, "≤ %.0f%%", ratio.target() * 100);
+            case ADDED_AT_MOST -> String.format(Locale.ROOT, "≤ %.0f us", ratio.target());
+        };
+    }
+
+    static double median(List<Double> values) {
+        List<Double> sorted = new ArrayList<>(values);
+        sorted.sort(Double::compare);
+        int n = sorted.size();
+        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+    }
+
+    private static double min(List<Double> values) {
+        return values.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN);
+    }
+
+    private static double max(List<Double> values) {
+        return values.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+    }
+}
