@@ -95,9 +95,9 @@ public final class BenchReport {
 
             Bandwidth runs as perftest's `ib_write_bw` does: 128 requests in flight, posted in lists of 16, one in 100
             signalled, each signalled completion's callback posting what it retired again. Each round-trip figure is taken
-            after warm-up batches that go on until the JIT compilers did nothing during one. The run also writes
-            `bench.csv` (every round), `bench.png` (each ratio against its target) and `bench-round-trips.csv` (every
-            round trip behind the round-trip figures) beside this page.
+            after warm-up batches that go on until the JIT compilers did nothing during one. The run also writes, into its
+            `--out` directory, `bench.csv` (every round), `bench.png` (each ratio against its target, below),
+            `bench-round-trips.csv` (every round trip behind the round-trip figures) and the node processes' logs.
 
             """;
 
