@@ -1,20 +1,24 @@
 package io.pagewire.examples;
 
-/** The hop times of a ring run, summed as they are taken: what {@link NotifyRing.Result} reports. */
+import java.util.Arrays;
+
+/** The hop times of a ring run, kept as they are taken: what {@link NotifyRing.Result} reports. */
 final class HopTimes {
-    private long hops;
-    private double totalMicros;
-    private double maxMicros;
+    private double[] micros = new double[64];
+    private int hops;
 
     /** One hop that began at {@code startNs} ({@link System#nanoTime}) ended now. */
     void hopEnded(long startNs) {
-        double micros = (System.nanoTime() - startNs) / 1e3;
-        totalMicros += micros;
-        maxMicros = Math.max(maxMicros, micros);
-        hops++;
+        if (hops == micros.length) {
+            micros = Arrays.copyOf(micros, hops * 2);
+        }
+        micros[hops++] = (System.nanoTime() - startNs) / 1e3;
     }
 
     NotifyRing.Result result(int members, int rounds) {
-        return new NotifyRing.Result(members, rounds, hops, hops == 0 ? 0 : totalMicros / hops, maxMicros);
+        double[] sorted = Arrays.copyOf(micros, hops);
+        Arrays.sort(sorted);
+        return new NotifyRing.Result(members, rounds, hops, hops == 0 ? 0 : Arrays.stream(sorted).sum() / hops,
+                hops == 0 ? 0 : sorted[hops / 2], hops == 0 ? 0 : sorted[hops - 1]);
     }
 }

@@ -23,13 +23,13 @@ import java.util.zip.CRC32;
  * checks the message that landed in its buffer, and passes it on to the next member the same way.
  *
  * <pre>
- *   java -cp node/target/pagewire.jar io.pagewire.client.examples.NotifyRing \
+ *   java -cp tools/target/pagewire.jar io.pagewire.examples.NotifyRing \
  *       localhost:7101 localhost:7102 localhost:7103 --rounds 100 --size 8192 --mode SHADOW
  * </pre>
  */
 public final class NotifyRing {
     /** What a run of the ring measured. */
-    public record Result(int members, int rounds, long hops, double averageHopMicros, double maxHopMicros) {
+    public record Result(int members, int rounds, long hops, double averageHopMicros, double medianHopMicros, double maxHopMicros) {
     }
 
     private NotifyRing() {

@@ -30,7 +30,7 @@ record RingArguments(List<String> targets, int rounds, int size, RegistrationMod
 
     /** Prints what a ring run measured. */
     static void print(NotifyRing.Result result) {
-        System.out.printf(Locale.ROOT, "ring of %d members, %d rounds: %d hops, %.1f us per hop on average, %.1f us at most%n",
-                result.members(), result.rounds(), result.hops(), result.averageHopMicros(), result.maxHopMicros());
+        System.out.printf(Locale.ROOT, "ring of %d members, %d rounds: %d hops, %.1f us per hop on average, %.1f us the median, %.1f us at most%n",
+                result.members(), result.rounds(), result.hops(), result.averageHopMicros(), result.medianHopMicros(), result.maxHopMicros());
     }
 }

@@ -22,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
  * another's buffer addresses or keys, only its queue pair, as with U-Net's send and receive queues.
  *
  * <pre>
- *   java -cp node/target/pagewire.jar io.pagewire.client.examples.SendRing \
+ *   java -cp tools/target/pagewire.jar io.pagewire.examples.SendRing \
  *       localhost:7101 localhost:7102 localhost:7103 --rounds 100 --size 8192 --mode ON_DEMAND
  * </pre>
  */
