@@ -11,8 +11,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -20,10 +25,12 @@ import picocli.CommandLine.Spec;
 /** {@code pagewire bench}: the data path against the link under it, interleaved rounds, one table and one plot. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Measures Pagewire's data path beside the raw gRPC link under it (and UCX over TCP where",
-            "ucx_perftest is installed: apt-get install ucx-utils), in interleaved rounds on two node processes it",
-            "starts on loopback and an embedded pair. Writes bench.md (medians, ranges, ratios with their targets),",
-            "bench.csv (every round), bench.png (each ratio against its target) and bench-round-trips.csv (every write round trip",
-            "behind the round-trip figures, with its start time) to --out, and prints the table."})
+            "ucx_perftest is installed: apt-get install ucx-utils), in interleaved rounds on node processes it starts on",
+            "loopback (plaintext, and with mutual TLS) and an embedded pair; with --testbed, also on two nodes of a running",
+            "testbed (deploy/testbed.sh bench runs the compose testbed's), each configuration against its own link.",
+            "Writes bench.md (medians, ranges, ratios with their targets), bench.csv (every round), bench.png (each ratio",
+            "against its target) and bench-round-trips.csv (every write round trip behind the round-trip figures, with its",
+            "start time) to --out, and prints the table."})
 final class BenchCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -38,6 +45,18 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--page", paramLabel = "FILE",
             description = "Also writes the benchmark page there (docs/benchmarks.md), linking the plot in --out.")
     Path page;
+
+    @Option(names = {"-s", "--set"}, paramLabel = "NAME=VALUE",
+            description = "A node setting for every node process the bench starts, e.g. --set pagewire.fabric.onReadyThresholdBytes=256KiB.")
+    Map<String, String> settings = new LinkedHashMap<>();
+
+    @Option(names = "--testbed", paramLabel = "HOST:PORT,HOST:PORT", split = ",",
+            description = "Two nodes of a running testbed (the requester's first) to measure beside the host processes, reached with"
+                    + " --certs/--plaintext/--token as any application reaches them.")
+    List<String> testbed = new ArrayList<>();
+
+    @Mixin
+    ClientSecurityOptions testbedSecurity = new ClientSecurityOptions();
 
     @Option(names = "--quick", description = "Short runs (seconds, not minutes): to check the command, not to quote figures.")
     boolean quick;
@@ -61,8 +80,18 @@ final class BenchCommand implements Callable<Integer> {
                 quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
                         + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
                         + " process's JIT compilers are quiet, at most 20)",
-                ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).");
-        Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx);
+                ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).")
+                + (settings.isEmpty() ? " Node processes: default settings." : " Node processes: " + settings + ".")
+                + (testbed.isEmpty() ? " Testbed: not measured (no --testbed; deploy/testbed.sh bench measures the compose testbed's)."
+                        : " Testbed: the nodes at " + String.join(" and ", testbed) + ", reached from this host.");
+        if (!testbed.isEmpty() && testbed.size() != 2) {
+            err.println("pagewire bench: --testbed takes two nodes, HOST:PORT,HOST:PORT (the requester's first), not " + testbed);
+            err.flush();
+            return 2;
+        }
+        Bench.SecuredPair testbedPair = testbed.isEmpty() ? null
+                : new Bench.SecuredPair(Bench.TESTBED, testbed.get(0), testbed.get(1), testbedSecurity.security());
+        Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx, settings, testbedPair);
         bench.run(rounds);
         BenchReport report = new BenchReport(bench.figures, header);
         String markdown = report.markdown();

@@ -4,10 +4,12 @@ import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
+import io.pagewire.examples.NotifyRing;
 import io.pagewire.node.Transport;
 import io.pagewire.node.fabric.FabricConfiguration;
 import io.pagewire.node.metrics.ProcessCpu;
 import io.pagewire.tools.testbed.EmbeddedCluster;
+import io.pagewire.tools.testbed.TestbedCertificates;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
@@ -23,16 +25,28 @@ import java.util.function.LongSupplier;
 /**
  * The measurements of {@code pagewire bench}: Pagewire's data path beside the raw gRPC link under it
  * (and UCX over TCP where {@code ucx_perftest} is installed), every figure taken once per round, the
- * rounds interleaved (A B A B ...) so that drift on a shared machine hits both sides alike.
+ * rounds interleaved (A B A B ...) so that drift on a shared machine hits both sides alike; and the
+ * same data path over the configurations users run, each against its own link: host processes with
+ * mutual TLS, and the nodes of a running testbed (the compose testbed's, reached as a user reaches
+ * them) when one is given.
  *
  * <p>Figures are keyed by name; {@link BenchReport} turns the rounds into medians, ranges and ratios.
  */
 public final class Bench {
     /**
-     * The bench measures the emulator over a plain link: its nodes run plaintext (said explicitly,
-     * as a local experiment), so TLS's cipher work is in neither Pagewire's figures nor the baseline's.
+     * The emulator's own figures are taken over a plain link: those node processes run plaintext (said
+     * explicitly, as a local experiment), so TLS's cipher work is in neither Pagewire's figures nor the
+     * baseline's. The secured configurations are measured beside them ({@link SecuredPair}).
      */
     private static final ConnectOptions PLAINTEXT = ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext());
+    /** The figures' prefix for the plaintext host node processes, measured again beside the secured ones. */
+    static final String PLAIN = "plaintext";
+    /** The figures' prefix for host node processes with mutual TLS. */
+    static final String MTLS = "mTLS";
+    /** The figures' prefix for the nodes of a running testbed given to the bench. */
+    public static final String TESTBED = "testbed";
+    /** The message a ring hop carries, as the ring example's default. */
+    static final int RING_MESSAGE = 8192;
     static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
     static final int LATENCY_SIZE = 64;
 
@@ -69,22 +83,62 @@ public final class Bench {
     private record RoundTrips(String figure, int round, LatencySamples samples) {
     }
 
+    /**
+     * Two nodes measured as a configuration users run, under a figure prefix: their addresses (the
+     * requester's first) and how the bench's applications and probes reach them.
+     */
+    public record SecuredPair(String label, String requester, String responder, ClientSecurity security) {
+    }
+
+    /** Node settings ({@code --set}) for every node process the bench starts; empty for the defaults. */
+    private final Map<String, String> nodeSettings;
+    /** A running testbed's two nodes to measure beside the host processes, or null. */
+    private final SecuredPair testbed;
+
     public Bench(Class<?> command, Budget budget, PrintWriter log, Path logDirectory, Ucx ucx) {
+        this(command, budget, log, logDirectory, ucx, Map.of(), null);
+    }
+
+    public Bench(Class<?> command, Budget budget, PrintWriter log, Path logDirectory, Ucx ucx, Map<String, String> nodeSettings,
+            SecuredPair testbed) {
         this.command = command;
         this.budget = budget;
         this.log = log;
         this.logDirectory = logDirectory;
         this.ucx = ucx;
+        this.nodeSettings = Map.copyOf(nodeSettings);
+        this.testbed = testbed;
     }
 
-    /** Runs every round against a default pair and a latency-mode pair of node processes, and an embedded pair. */
+    private Map<String, String> settings(Map<String, String> own) {
+        Map<String, String> all = new LinkedHashMap<>(nodeSettings);
+        all.putAll(own);
+        return all;
+    }
+
+    /**
+     * Runs every round against a default pair and a latency-mode pair of plaintext node processes, a
+     * pair with mutual TLS, the testbed's nodes when given, and an embedded pair.
+     */
     public void run(int rounds) throws Exception {
-        try (NodeProcesses pair = new NodeProcesses(command, "default", Map.of(), logDirectory);
-                NodeProcesses spinning = new NodeProcesses(command, "busy-poll", Map.of("pagewire.node.busyPollNs", "50us"), logDirectory)) {
-            for (NodeProcesses nodes : List.of(pair, spinning)) {
-                log.printf("# warming up the node processes (%.0f s of 4 KiB writes)%n", budget.nodeWarmupSeconds());
+        Path certificates = TestbedCertificates.temporary(List.of("node-1", "node-2"), "app");
+        try (NodeProcesses pair = new NodeProcesses(command, "default", settings(Map.of()), logDirectory, null);
+                NodeProcesses spinning = new NodeProcesses(command, "busy-poll", settings(Map.of("pagewire.node.busyPollNs", "50us")),
+                        logDirectory, null);
+                NodeProcesses secured = new NodeProcesses(command, "mtls", settings(Map.of()), logDirectory, certificates)) {
+            // The configurations users run, the plaintext pair again first: each is compared with its neighbour in time.
+            List<SecuredPair> configurations = new ArrayList<>(List.of(new SecuredPair(PLAIN, pair.requester(), pair.responder(), pair.security()),
+                    new SecuredPair(MTLS, secured.requester(), secured.responder(), secured.security())));
+            if (testbed != null) {
+                configurations.add(testbed);
+            }
+            List<SecuredPair> warmed = new ArrayList<>(configurations);
+            warmed.add(1, new SecuredPair("busy-poll", spinning.requester(), spinning.responder(), spinning.security()));
+            for (SecuredPair nodes : warmed) {
+                log.printf("# warming up the %s nodes (%.0f s of 4 KiB writes)%n", nodes.label(), budget.nodeWarmupSeconds());
                 log.flush();
-                try (Pagewire a = Pagewire.connect(nodes.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(nodes.responder(), PLAINTEXT);
+                ConnectOptions options = ConnectOptions.defaults().withSecurity(nodes.security());
+                try (Pagewire a = Pagewire.connect(nodes.requester(), options); Pagewire b = Pagewire.connect(nodes.responder(), options);
                         Perftest perftest = new Perftest(a, b, RegistrationMode.PINNED, false)) {
                     perftest.bandwidth(Perftest.Test.WRITE_BW, 4096, Long.MAX_VALUE, (long) (budget.nodeWarmupSeconds() * 1e9), 0, 1,
                             128, done -> { });
@@ -99,6 +153,7 @@ public final class Bench {
             bandwidth(pair, budget.warmupSeconds());
             latency(pair, spinning);
             modes(pair);
+            secured(configurations, budget.warmupSeconds());
             for (round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
                 log.flush();
@@ -106,15 +161,99 @@ public final class Bench {
                 bandwidth(pair, warmup);
                 latency(pair, spinning);
                 modes(pair);
+                secured(configurations, warmup);
                 embedded();
                 if (ucx.available()) {
                     ucx();
                 }
             }
+        } finally {
+            TestbedCertificates.deleteDirectory(certificates);
         }
     }
 
+    /**
+     * The configurations users run, each against its own link and beside the plaintext pair, size by
+     * size (plaintext, then each secured pair, so that drift falls on all alike): write_bw with the raw
+     * gRPC stream between the same two nodes, write round trips with the raw ping-pong, and the ring
+     * example's hop. The host pair with mutual TLS is also measured as a remote application (no rings),
+     * which is how an application on the host reaches nodes in containers.
+     */
+    private void secured(List<SecuredPair> pairs, double warmup) throws Exception {
+        for (int size : BANDWIDTH_SIZES) {
+            for (SecuredPair nodes : pairs) {
+                securedBandwidth(nodes, size, warmup, true);
+            }
+        }
+        for (SecuredPair nodes : pairs) {
+            securedLatency(nodes, true);
+        }
+        SecuredPair mtls = pairs.get(1);
+        securedBandwidth(mtls, 65536, warmup, false);
+        securedLatency(mtls, false);
+        for (SecuredPair nodes : pairs) {
+            record("ring hop 8 KiB " + nodes.label() + " us", ringHop(nodes, true));
+        }
+        record("ring hop 8 KiB " + mtls.label() + ", remote application us", ringHop(mtls, false));
+    }
+
+    /** Connections to a secured pair: with rings where the node offers them, or as a remote application. */
+    private static ConnectOptions options(SecuredPair nodes, boolean sharedMemory) {
+        return ConnectOptions.defaults().withSecurity(nodes.security()).withSharedMemory(sharedMemory);
+    }
+
+    private static String remote(boolean sharedMemory) {
+        return sharedMemory ? "" : ", remote application";
+    }
+
+    private void securedBandwidth(SecuredPair nodes, int size, double warmup, boolean sharedMemory) throws Exception {
+        String kib = label(size);
+        try (Pagewire a = Pagewire.connect(nodes.requester(), options(nodes, sharedMemory));
+                Pagewire b = Pagewire.connect(nodes.responder(), options(nodes, true));
+                NodeProbe probeA = new NodeProbe(nodes.requester(), nodes.security());
+                NodeProbe probeB = new NodeProbe(nodes.responder(), nodes.security())) {
+            LongSupplier cpu = () -> ProcessCpu.nanos() + probeA.cpuNs() + probeB.cpuNs();
+            Perftest.BandwidthRow pinned = bandwidth(a, b, RegistrationMode.PINNED, size, warmup, cpu);
+            record(nodes.label() + " write_bw " + kib + " PINNED" + remote(sharedMemory) + " MB/s", pinned.averageMbPerSec());
+            if (sharedMemory) {
+                record(nodes.label() + " write_bw " + kib + " PINNED CPU s/GB", pinned.cpuSecondsPerGb());
+                Perftest.BandwidthRow link = probeA.linkBandwidth(probeB.describe().getNodeId(), size, Long.MAX_VALUE, (long) (warmup * 1e9),
+                        (long) (budget.bandwidthSeconds() * 1e9), cpu);
+                record(nodes.label() + " grpc stream " + kib + " MB/s", link.averageMbPerSec());
+                record(nodes.label() + " grpc stream " + kib + " CPU s/GB", link.cpuSecondsPerGb());
+            }
+        }
+    }
+
+    private void securedLatency(SecuredPair nodes, boolean sharedMemory) throws Exception {
+        try (Pagewire a = Pagewire.connect(nodes.requester(), options(nodes, sharedMemory));
+                Pagewire b = Pagewire.connect(nodes.responder(), options(nodes, sharedMemory));
+                NodeProbe probeA = new NodeProbe(nodes.requester(), nodes.security());
+                NodeProbe probeB = new NodeProbe(nodes.responder(), nodes.security())) {
+            Perftest.LatencyRow write = latency(a, b, RegistrationMode.PINNED, Perftest.Test.WRITE_LAT, false, false);
+            record(nodes.label() + " write RTT 64 B" + remote(sharedMemory) + " p50 us", write.typical() * 2);
+            if (sharedMemory) {
+                record(nodes.label() + " write RTT 64 B p99 us", write.p99() * 2);
+                Perftest.LatencyRow link = probeA.linkPingPong(probeB.describe().getNodeId(), LATENCY_SIZE, budget.latencyIterations(),
+                        budget.latencyWarmup(), false);
+                record(nodes.label() + " grpc ping-pong RTT 64 B p50 us", link.typical());
+            }
+        }
+    }
+
+    /**
+     * The ring example ({@link NotifyRing}) between two applications on the pair's two nodes, its
+     * median time per hop in microseconds: store the message, write it with a notification into the
+     * next member's inbox, wait for that member's counter, load and check what landed.
+     */
+    private double ringHop(SecuredPair nodes, boolean sharedMemory) {
+        int rounds = Math.max(20, budget.latencyIterations() / 5);
+        return NotifyRing.run(List.of(nodes.requester(), nodes.responder()), rounds, RING_MESSAGE, RegistrationMode.PINNED,
+                options(nodes, sharedMemory)).medianHopMicros();
+    }
+
     private void bandwidth(NodeProcesses pair, double warmup) throws Exception {
+        // Plaintext node processes: the emulator over a plain link.
         try (Pagewire a = Pagewire.connect(pair.requester(), PLAINTEXT); Pagewire b = Pagewire.connect(pair.responder(), PLAINTEXT);
                 Pagewire remoteA = Pagewire.connect(pair.requester(), PLAINTEXT.withSharedMemory(false));
                 NodeProbe probeA = new NodeProbe(pair.requester(), ClientSecurity.plaintext());

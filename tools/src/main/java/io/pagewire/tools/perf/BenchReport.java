@@ -30,7 +30,9 @@ public final class BenchReport {
             /** numerator / denominator - 1 must be at most the target (an overhead). */
             OVERHEAD_AT_MOST,
             /** numerator - denominator must be at most the target (an added time). */
-            ADDED_AT_MOST
+            ADDED_AT_MOST,
+            /** numerator / denominator, shown to tell costs apart, held to no target. */
+            SHOWN
         }
     }
 
@@ -62,6 +64,55 @@ public final class BenchReport {
         }
         ratios.add(new Ratio("minor receive fault, added us", "write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us",
                 "write RTT 64 B warm PIN_ON_MISS p50 us", Ratio.Kind.ADDED_AT_MOST, 10));
+        ratios.addAll(securedRatios());
+        return ratios;
+    }
+
+    /**
+     * The configurations users run: host processes with mutual TLS against the plaintext ones (what
+     * security costs), each against its own link (what Pagewire adds on it), and the testbed's nodes
+     * against the host processes with the same security (what containers cost).
+     */
+    static List<Ratio> securedRatios() {
+        String p = Bench.PLAIN;
+        String m = Bench.MTLS;
+        String t = Bench.TESTBED;
+        List<Ratio> ratios = new ArrayList<>();
+        for (int size : Bench.BANDWIDTH_SIZES) {
+            String kib = Bench.label(size);
+            ratios.add(new Ratio(m + " write_bw " + kib + " PINNED / plaintext", m + " write_bw " + kib + " PINNED MB/s",
+                    p + " write_bw " + kib + " PINNED MB/s", Ratio.Kind.AT_LEAST, 0.8));
+            ratios.add(new Ratio(m + " write_bw " + kib + " PINNED / " + m + " grpc stream", m + " write_bw " + kib + " PINNED MB/s",
+                    m + " grpc stream " + kib + " MB/s", Ratio.Kind.AT_LEAST, 0.9));
+            ratios.add(new Ratio(m + " grpc stream " + kib + " / plaintext", m + " grpc stream " + kib + " MB/s", p + " grpc stream " + kib + " MB/s",
+                    Ratio.Kind.SHOWN, 0));
+        }
+        ratios.add(new Ratio(m + " write RTT p50 / plaintext", m + " write RTT 64 B p50 us", p + " write RTT 64 B p50 us",
+                Ratio.Kind.AT_MOST, 1.2));
+        ratios.add(new Ratio(m + " write RTT p50 / " + m + " grpc ping-pong", m + " write RTT 64 B p50 us", m + " grpc ping-pong RTT 64 B p50 us",
+                Ratio.Kind.AT_MOST, 1.5));
+        ratios.add(new Ratio(m + " grpc ping-pong / plaintext", m + " grpc ping-pong RTT 64 B p50 us", p + " grpc ping-pong RTT 64 B p50 us",
+                Ratio.Kind.SHOWN, 0));
+        ratios.add(new Ratio("ring hop " + m + " / plaintext", "ring hop 8 KiB " + m + " us", "ring hop 8 KiB " + p + " us", Ratio.Kind.SHOWN, 0));
+        for (int size : Bench.BANDWIDTH_SIZES) {
+            String kib = Bench.label(size);
+            ratios.add(new Ratio(t + " write_bw " + kib + " PINNED / " + m + " host", t + " write_bw " + kib + " PINNED MB/s",
+                    m + " write_bw " + kib + " PINNED MB/s", Ratio.Kind.AT_LEAST, 0.7));
+            ratios.add(new Ratio(t + " grpc stream " + kib + " (node to node) / " + m + " host", t + " grpc stream " + kib + " MB/s",
+                    m + " grpc stream " + kib + " MB/s", Ratio.Kind.AT_LEAST, 0.7));
+        }
+        ratios.add(new Ratio(t + " write_bw 64 KiB PINNED / " + m + " host, remote application", t + " write_bw 64 KiB PINNED MB/s",
+                m + " write_bw 64 KiB PINNED, remote application MB/s", Ratio.Kind.SHOWN, 0));
+        ratios.add(new Ratio(t + " write RTT p50 / " + m + " host", t + " write RTT 64 B p50 us", m + " write RTT 64 B p50 us",
+                Ratio.Kind.AT_MOST, 1.5));
+        ratios.add(new Ratio(t + " write RTT p50 / " + m + " host, remote application", t + " write RTT 64 B p50 us",
+                m + " write RTT 64 B, remote application p50 us", Ratio.Kind.SHOWN, 0));
+        ratios.add(new Ratio(t + " grpc ping-pong (node to node) / " + m + " host", t + " grpc ping-pong RTT 64 B p50 us",
+                m + " grpc ping-pong RTT 64 B p50 us", Ratio.Kind.SHOWN, 0));
+        ratios.add(new Ratio("ring hop " + t + " / " + m + " host", "ring hop 8 KiB " + t + " us", "ring hop 8 KiB " + m + " us",
+                Ratio.Kind.AT_MOST, 2));
+        ratios.add(new Ratio("ring hop " + t + " / " + m + " host, remote application", "ring hop 8 KiB " + t + " us",
+                "ring hop 8 KiB " + m + ", remote application us", Ratio.Kind.SHOWN, 0));
         return ratios;
     }
 
@@ -93,6 +144,22 @@ public final class BenchReport {
             - each mode's warm translation against PINNED, and a minor receive fault, in one ping-pong whose pings take
               turns between the modes, so that differences of a few microseconds are measured in the same moments.
 
+            The configurations users run are measured beside these, size by size in the same rounds, each against its own
+            link (the raw gRPC stream and ping-pong between the same two nodes, over the same security and network path),
+            so that what Pagewire adds and what the path costs are told apart:
+
+            - **plaintext**: the default pair again, next in time to the others;
+            - **mTLS**: two node processes with mutual TLS (certificates made for the run), the default of every
+              testbed; also as a remote application (no rings), the way an application reaches nodes it cannot share
+              memory with;
+            - **testbed**: two nodes of a running testbed given with `--testbed` (`deploy/testbed.sh bench` gives the
+              compose testbed's node-1 and node-2, reached from the host with the testbed's certificates, and starts
+              the host processes with the compose nodes' memory settings), against the mTLS host processes; its
+              node-to-node lanes cross the compose network;
+            - the ring example (`NotifyRing`, 8 KiB, two members) on each: its median time per hop.
+
+            A ratio without a target is shown to tell costs apart (for example what TLS costs the raw gRPC stream itself).
+
             Bandwidth runs as perftest's `ib_write_bw` does: 128 requests in flight, posted in lists of 16, one in 100
             signalled, each signalled completion's callback posting what it retired again. Each round-trip figure is taken
             after warm-up batches that go on until the JIT compilers did nothing during one. The run also writes, into its
@@ -122,7 +189,7 @@ public final class BenchReport {
             }
             double m = median(values);
             out.append(String.format(Locale.ROOT, "| %s | %s | %s – %s | %s | %s |%n", ratio.name(), format(ratio, m),
-                    format(ratio, min(values)), format(ratio, max(values)), target(ratio), met(ratio, m) ? "yes" : "**no**"));
+                    format(ratio, min(values)), format(ratio, max(values)), target(ratio), ratio.kind() == Ratio.Kind.SHOWN ? "–" : met(ratio, m) ? "yes" : "**no**"));
         }
         return out.toString();
     }
@@ -145,7 +212,7 @@ public final class BenchReport {
         List<Double> shares = new ArrayList<>();
         for (Ratio ratio : ratios()) {
             List<Double> values = perRound(ratio);
-            if (values.isEmpty()) {
+            if (values.isEmpty() || ratio.kind() == Ratio.Kind.SHOWN) {
                 continue;
             }
             double m = median(values);
@@ -153,6 +220,7 @@ public final class BenchReport {
             double share = switch (ratio.kind()) {
                 case AT_LEAST -> m <= 0 ? 10 : ratio.target() / m;
                 case AT_MOST, OVERHEAD_AT_MOST, ADDED_AT_MOST -> ratio.target() == 0 ? 0 : Math.max(0, m) / ratio.target();
+                case SHOWN -> 0;
             };
             names.add(ratio.name());
             shares.add(Math.min(share, 10));
@@ -185,7 +253,7 @@ public final class BenchReport {
         }
         for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
             out.add(switch (ratio.kind()) {
-                case AT_LEAST, AT_MOST -> a.get(i) / b.get(i);
+                case AT_LEAST, AT_MOST, SHOWN -> a.get(i) / b.get(i);
                 case OVERHEAD_AT_MOST -> a.get(i) / b.get(i) - 1;
                 case ADDED_AT_MOST -> a.get(i) - b.get(i);
             });
@@ -197,12 +265,13 @@ public final class BenchReport {
         return switch (ratio.kind()) {
             case AT_LEAST -> value >= ratio.target();
             case AT_MOST, OVERHEAD_AT_MOST, ADDED_AT_MOST -> value <= ratio.target();
+            case SHOWN -> true;
         };
     }
 
     private static String format(Ratio ratio, double value) {
         return switch (ratio.kind()) {
-            case AT_LEAST, AT_MOST -> String.format(Locale.ROOT, "%.2fx", value);
+            case AT_LEAST, AT_MOST, SHOWN -> String.format(Locale.ROOT, "%.2fx", value);
             case OVERHEAD_AT_MOST -> String.format(Locale.ROOT, "%+.1f%%", value * 100);
             case ADDED_AT_MOST -> String.format(Locale.ROOT, "%+.1f us", value);
         };
@@ -214,6 +283,7 @@ public final class BenchReport {
             case AT_MOST -> String.format(Locale.ROOT, "≤ %.2fx", ratio.target());
             case OVERHEAD_AT_MOST -> String.format(Locale.ROOT, "≤ %.0f%%", ratio.target() * 100);
             case ADDED_AT_MOST -> String.format(Locale.ROOT, "≤ %.0f us", ratio.target());
+            case SHOWN -> "–";
         };
     }
 

@@ -12,12 +12,14 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Two {@code pagewire node} processes on loopback, linked to each other, started from this JVM's own
- * class path (so the benchmark measures exactly the build that runs it) and stopped by their PIDs.
+ * Two {@code pagewire node} processes on loopback, linked to each other, in plaintext or with mutual
+ * TLS, started from this JVM's own class path (so the benchmark measures exactly the build that runs
+ * it) and stopped by their PIDs.
  */
 public final class NodeProcesses implements AutoCloseable {
     private final List<Process> processes = new ArrayList<>();
     private final List<String> targets = new ArrayList<>();
+    private final ClientSecurity security;
     /** Stops the processes if this JVM ends before {@link #close} (a bench ended with Ctrl-C): none is left running. */
     private final Thread stopAtExit = new Thread(this::stop, "pagewire-node-processes-stop");
 
@@ -25,8 +27,11 @@ public final class NodeProcesses implements AutoCloseable {
      * @param command the main class of the {@code pagewire} command, whose {@code node} subcommand each process runs
      * @param settings extra node settings ({@code --set name=value}) for both nodes
      * @param logDirectory where each node's output goes
+     * @param certificates where {@code node-1}, {@code node-2} and the application {@code app} have their
+     *     certificates (as {@code pagewire certs} writes them), for mutual TLS; null for plaintext
      */
-    NodeProcesses(Class<?> command, String label, Map<String, String> settings, Path logDirectory) {
+    NodeProcesses(Class<?> command, String label, Map<String, String> settings, Path logDirectory, Path certificates) {
+        security = certificates == null ? ClientSecurity.plaintext() : ClientSecurity.mutualTls(certificates, "app");
         int[] ports = {freePort(), freePort()};
         Runtime.getRuntime().addShutdownHook(stopAtExit);
         try {
@@ -35,10 +40,14 @@ public final class NodeProcesses implements AutoCloseable {
                 List<String> line = new ArrayList<>(List.of(javaBinary(), "-cp", System.getProperty("java.class.path"),
                         command.getName(), "node", "--id", "node-" + (i + 1), "--host", "127.0.0.1",
                         "--port", String.valueOf(ports[i]), "--metrics-port", "-1", "--peer",
-                        "node-" + (peer + 1) + "=127.0.0.1:" + ports[peer], "--set", "pagewire.security.transport=plaintext"));
+                        "node-" + (peer + 1) + "=127.0.0.1:" + ports[peer], "--set", certificates == null
+                                ? "pagewire.security.transport=plaintext" : "pagewire.security.certificateDirectory=" + certificates));
                 settings.forEach((name, value) -> line.addAll(List.of("--set", name + "=" + value)));
                 File log = logDirectory.resolve(label + "-node-" + (i + 1) + ".log").toFile();
-                processes.add(new ProcessBuilder(line).redirectErrorStream(true).redirectOutput(log).start());
+                ProcessBuilder builder = new ProcessBuilder(line).redirectErrorStream(true).redirectOutput(log);
+                // The pair's settings are the ones given here, not whatever PAGEWIRE_ variables this shell has.
+                builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
+                processes.add(builder.start());
                 targets.add("127.0.0.1:" + ports[i]);
             }
             for (String target : targets) {
@@ -49,6 +58,11 @@ public final class NodeProcesses implements AutoCloseable {
             throw e instanceof IOException io ? new UncheckedIOException("cannot start the node processes: " + io.getMessage(), io)
                     : (RuntimeException) e;
         }
+    }
+
+    /** How applications and probes reach the pair. */
+    ClientSecurity security() {
+        return security;
     }
 
     String requester() {
@@ -67,7 +81,7 @@ public final class NodeProcesses implements AutoCloseable {
                     throw new IllegalStateException("a node process ended with code " + p.exitValue() + " before it served");
                 }
             }
-            try (NodeProbe probe = new NodeProbe(target, ClientSecurity.plaintext())) {
+            try (NodeProbe probe = new NodeProbe(target, security)) {
                 if (!probe.describe().getPeersList().isEmpty()) {
                     return;
                 }

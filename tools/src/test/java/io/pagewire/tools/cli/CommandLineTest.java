@@ -135,15 +135,33 @@ class CommandLineTest {
     }
 
     @Test
+    @Timeout(value = 6, unit = TimeUnit.MINUTES) // four node pairs and a testbed, every figure once
     void benchWritesItsTableRoundsAndPlot(@org.junit.jupiter.api.io.TempDir Path out) throws Exception {
         Path page = out.resolve("docs/benchmarks.md");
-        Run run = run(Map.of(), "bench", "--quick", "--rounds", "1", "--no-ucx", "--out", out.resolve("docs/bench").toString(),
-                "--page", page.toString());
+        Run run;
+        // A testbed of two nodes with mutual TLS, reached with its certificates as deploy/testbed.sh bench reaches the compose one.
+        try (EmbeddedCluster testbed = EmbeddedCluster.start(2, Transport.NETTY, context -> { })) {
+            run = run(Map.of(), "bench", "--quick", "--rounds", "1", "--no-ucx", "--out", out.resolve("docs/bench").toString(),
+                    "--page", page.toString(), "--testbed", testbed.node(1).target() + "," + testbed.node(2).target(),
+                    "--certs", testbed.certificates().toString());
+        }
         out = out.resolve("docs/bench");
         assertThat(run.exitCode()).as(run.err()).isZero();
         assertThat(run.out()).contains("| write_bw 4 KiB PINNED / grpc stream |", "| write RTT p50 default / grpc ping-pong |",
                 "| warm translation overhead ON_DEMAND vs PINNED |", "| minor receive fault, added us |",
-                "| write RTT 64 B default, remote application (gRPC verbs) p50 us |", "UCX: not measured");
+                "| write RTT 64 B default, remote application (gRPC verbs) p50 us |", "UCX: not measured", "Testbed: the nodes at");
+        // The configurations users run, each measured (a ratio with a value, not "not measured"), the held ones with a target.
+        for (String ratio : List.of("mTLS write_bw 4 KiB PINNED / plaintext", "mTLS write_bw 1 MiB PINNED / mTLS grpc stream",
+                "mTLS write RTT p50 / plaintext", "mTLS grpc stream 64 KiB / plaintext", "testbed write_bw 64 KiB PINNED / mTLS host",
+                "testbed grpc stream 64 KiB (node to node) / mTLS host", "testbed write RTT p50 / mTLS host", "ring hop testbed / mTLS host",
+                "ring hop testbed / mTLS host, remote application")) {
+            assertThat(run.out()).as(ratio).containsPattern("\\| " + Pattern.quote(ratio) + " \\| [\\d.]+x \\|");
+        }
+        assertThat(run.out()).containsPattern("\\| mTLS write_bw 64 KiB PINNED / plaintext \\| [\\d.]+x \\| [\\d.]+x – [\\d.]+x \\| ≥ 0.80x \\|")
+                .containsPattern("\\| ring hop testbed / mTLS host \\| [\\d.]+x \\| [\\d.]+x – [\\d.]+x \\| ≤ 2.00x \\|");
+        Run lonely = run(Map.of(), "bench", "--quick", "--testbed", "localhost:7101");
+        assertThat(lonely.exitCode()).isEqualTo(2);
+        assertThat(lonely.err()).contains("--testbed takes two nodes");
         assertThat(out.resolve("bench.md")).exists();
         assertThat(Files.readAllLines(out.resolve("bench.csv"))).first().isEqualTo("figure,round,value");
         List<String> roundTrips = Files.readAllLines(out.resolve("bench-round-trips.csv"));
@@ -156,6 +174,7 @@ class CommandLineTest {
         assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
         assertThat(Files.readString(page)).as("the benchmark page: the method, the latest run, its plot")
                 .startsWith("# Benchmarks").contains("## Latest run: pagewire bench", "| write_bw 4 KiB PINNED / grpc stream |",
+                        "| ring hop testbed / mTLS host |",
                         "![each ratio against its target](bench/bench.png)");
     }
 

@@ -30,7 +30,7 @@ class NodeProcessesTest {
     /** A JVM that starts a pair of node processes, prints their PIDs, and waits to be ended. */
     public static final class HoldsNodes {
         public static void main(String[] args) throws Exception {
-            NodeProcesses nodes = new NodeProcesses(PagewireCommand.class, "held", Map.of(), Path.of(args[0]));
+            NodeProcesses nodes = new NodeProcesses(PagewireCommand.class, "held", Map.of(), Path.of(args[0]), null);
             System.out.println("pids " + nodes.pids().stream().map(String::valueOf).reduce((a, b) -> a + " " + b).orElseThrow());
             System.out.flush();
             Thread.sleep(TimeUnit.MINUTES.toMillis(2));
