@@ -6,6 +6,7 @@
 #   deploy/testbed.sh up [ARGS]       # start in the background (up -d), once every node is healthy
 #   deploy/testbed.sh down [-v]       # stop and remove (-v: also the swap and Prometheus volumes)
 #   deploy/testbed.sh certs DIR       # copy the CA, the "app" certificate and the metrics token out, for the host
+#   deploy/testbed.sh bench [ARGS]    # up, then `pagewire bench` with node-1 and node-2 as its testbed (ARGS: bench's)
 #   deploy/testbed.sh ps | logs -f | ... any other compose command, as is (no rebuild)
 #   deploy/testbed.sh stop-engine     # stop the dockerd this script started (not one that was running)
 # Host ports are variables: PAGEWIRE_HOST_PORT_NODE1=17101 deploy/testbed.sh up (see docker-compose.yml).
@@ -38,6 +39,10 @@ if [ "$1" = up ]; then
   # The Prometheus image; build-node-image.sh sees to the two the node image is built on.
   "$root/deploy/base-image/build-base-images.sh" prometheus
   "$root/deploy/docker/build-node-image.sh" "$PAGEWIRE_NODE_IMAGE"
+  # The nodes' ring directory, shared with applications on the host (docker-compose.yml): the nodes'
+  # user (7100) makes their files there, owner-only, as in /tmp.
+  rings=${PAGEWIRE_TESTBED_RINGS:-/dev/shm/pagewire-testbed}
+  mkdir -p "$rings" && chmod 1777 "$rings"
   # Detached unless the caller says otherwise; compose waits for healthy nodes before Prometheus.
   detach=(-d)
   for arg in "$@"; do
@@ -58,6 +63,18 @@ if [ "$1" = certs ]; then
   chmod 600 "$out/app.key" "$out/metrics.token"
   echo "testbed: CA, application certificate and metrics token in $out (pagewire stat --certs $out localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101};" \
     "curl -H \"Authorization: Bearer \$(cat $out/metrics.token)\" localhost:${PAGEWIRE_HOST_PORT_NODE1_METRICS:-9101}/metrics)" >&2
+  exit 0
+fi
+if [ "$1" = bench ]; then
+  shift
+  "$0" up
+  certs=$(mktemp -d /tmp/pagewire-testbed-certs.XXXXXX)
+  trap 'rm -rf "$certs"' EXIT
+  "$0" certs "$certs"
+  # The host processes the testbed is compared with get the compose nodes' own settings.
+  "$root/pagewire" bench --testbed "localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101},localhost:${PAGEWIRE_HOST_PORT_NODE2:-7102}" --certs "$certs" \
+    --set pagewire.kernel.physicalMemoryBytes=256MiB --set pagewire.kernel.swapBytes=1GiB \
+    --set pagewire.kernel.memlockLimitBytes=64MiB --set pagewire.nic.tlbEntries=1024 "$@"
   exit 0
 fi
 exec "${compose[@]}" "$@"

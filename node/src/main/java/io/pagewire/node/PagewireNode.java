@@ -109,7 +109,7 @@ public final class PagewireNode implements AutoCloseable {
         this.scheduler = timers;
         this.verbs = new VerbsService(context.nodeId(), context.verbs(), nic, fabric, eventLoops, context.busyPollNs(), metrics::snapshot,
                 scheduler, verbsExecutor);
-        metrics.bindSessions(verbs::sessionCount);
+        metrics.bindSessions(verbs::sessionCount, verbs::sessionsOnRings);
         metrics.bindPacing(verbs::pacedOperations, verbs::pacingRefusals);
         this.authentication = new CallerAuthentication(context.security(),
                 Set.of(VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));

@@ -60,6 +60,8 @@ public enum Metric {
 
     // ---- applications ---------------------------------------------------------------------------------------
     SESSIONS(Meter.gauge("pagewire.sessions", "Application sessions open on the node (each one's endpoints end with it)")),
+    SESSIONS_ON_RINGS(Meter.gauge("pagewire.sessions.rings",
+            "Open sessions whose application posts and polls through shared-memory rings (co-located); the rest use their gRPC stream")),
     CONTROL_PACED(Meter.counter("pagewire.control.paced",
             "Control-plane operations (session opens, allocations, registrations, queue pairs, counters) of callers over their rate"
                     + " (pagewire.quota.controlOpsPerSecond): started later, or refused for waiting too long"), "outcome"),

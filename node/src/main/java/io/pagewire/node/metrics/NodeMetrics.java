@@ -197,9 +197,10 @@ public final class NodeMetrics {
         return tags;
     }
 
-    /** Registers the count of open application sessions (the verbs service exists after the meters). */
-    public void bindSessions(IntSupplier sessions) {
+    /** Registers the counts of open application sessions, all and on rings (the verbs service exists after the meters). */
+    public void bindSessions(IntSupplier sessions, IntSupplier onRings) {
         gauge(Metric.SESSIONS, sessions, IntSupplier::getAsInt, Tags.empty());
+        gauge(Metric.SESSIONS_ON_RINGS, onRings, IntSupplier::getAsInt, Tags.empty());
     }
 
     /** Control-plane operations the verbs service started later or refused because their caller was over its rate. */

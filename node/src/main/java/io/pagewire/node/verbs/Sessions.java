@@ -115,6 +115,10 @@ final class Sessions {
         return open.size();
     }
 
+    int onRings() {
+        return (int) open.values().stream().filter(session -> session.rings() != null).count();
+    }
+
     /** Ends every session (the node is shutting down): streams complete, endpoints close. */
     void closeAll() {
         for (Session session : List.copyOf(open.values())) {

@@ -95,6 +95,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
         return sessions.count();
     }
 
+    /** Open sessions whose application attached shared-memory rings. */
+    public int sessionsOnRings() {
+        return sessions.onRings();
+    }
+
     /** Control-plane operations started later than asked (their caller was over its rate). */
     public long pacedOperations() {
         return control.delayed();

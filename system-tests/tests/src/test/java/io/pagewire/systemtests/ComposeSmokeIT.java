@@ -2,6 +2,11 @@ package io.pagewire.systemtests;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Pagewire;
+import io.pagewire.examples.FirstProgram;
+import io.pagewire.tools.testbed.TestbedCertificates;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -11,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -21,7 +27,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
- * healthy, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
+ * healthy, an application on the host maps a node's rings through the shared ring directory and writes
+ * between two nodes, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
  */
 class ComposeSmokeIT {
@@ -38,6 +45,11 @@ class ComposeSmokeIT {
             env.put("PAGEWIRE_HOST_PORT_" + port, String.valueOf(freePort()));
         }
         String project = "pagewire-smoke-" + ProcessHandle.current().pid();
+        // The ring directory, shared with this host as deploy/testbed.sh shares it (writable by the nodes' user).
+        Path rings = Files.createDirectories(Path.of("/dev/shm").toFile().isDirectory() ? Path.of("/dev/shm", project) : Files.createTempDirectory(project));
+        Files.setPosixFilePermissions(rings, PosixFilePermissions.fromString("rwxrwxrwx"));
+        env.put("PAGEWIRE_TESTBED_RINGS", rings.toString());
+        Path certificates = Files.createTempDirectory("pagewire-smoke-certs");
         try {
             Result up = compose(env, project, 300, "up", "-d", "--no-build");
             assertThat(up.code()).as("compose up:\n" + up.output()).isZero();
@@ -46,6 +58,21 @@ class ComposeSmokeIT {
                 String health = run(30, "docker", "inspect", "-f", "{{.State.Health.Status}}", id).output().strip();
                 assertThat(health).as(node + " is healthy once Prometheus has started").isEqualTo("healthy");
             }
+            String node1 = compose(env, project, 30, "ps", "-q", "node-1").output().strip();
+            for (String file : List.of("ca.pem", "app.pem", "app.key", "metrics.token")) {
+                Result copied = run(30, "docker", "cp", node1 + ":/var/lib/pagewire/certs/" + file, certificates.resolve(file).toString());
+                assertThat(copied.code()).as("docker cp " + file + ":\n" + copied.output()).isZero();
+            }
+            ConnectOptions app = ConnectOptions.defaults().withSecurity(ClientSecurity.mutualTls(certificates, "app"));
+            String token = Files.readString(certificates.resolve("metrics.token")).strip();
+            try (Pagewire host = Pagewire.connect("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), app)) {
+                host.openEndpoint("on-the-host");
+                assertThat(metric(env.get("PAGEWIRE_HOST_PORT_NODE1_METRICS"), token, "pagewire_sessions_rings"))
+                        .as("an application on the host maps the rings of a node in a container (the shared ring directory)").isEqualTo(1.0);
+            }
+            FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
+            assertThat(first.message()).isEqualTo("hello, pagewire");
+
             Result workload = compose(env, project, 180, "--profile", "workload", "run", "--rm", "workload");
             assertThat(workload.code()).as("the workload:\n" + workload.output()).isZero();
             assertThat(workload.output()).contains("write_bw").containsPattern("65536\\s+\\d+");
@@ -71,7 +98,18 @@ class ComposeSmokeIT {
             Result down = compose(env, project, 120, "down", "-v", "--remove-orphans");
             System.out.println("compose logs (last lines):\n" + logs.output());
             assertThat(down.code()).as("compose down:\n" + down.output()).isZero();
+            TestbedCertificates.deleteDirectory(certificates);
+            TestbedCertificates.deleteDirectory(rings);
         }
+    }
+
+    /** The first sample of a meter in a node's /metrics, read with the testbed's token. */
+    private static double metric(String port, String token, String name) throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/metrics"))
+                .header("Authorization", "Bearer " + token).build(), HttpResponse.BodyHandlers.ofString()).body();
+        return body.lines().filter(line -> line.startsWith(name + " ") || line.startsWith(name + "{"))
+                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
+                .findFirst().orElseThrow(() -> new AssertionError(name + " is not in the node's /metrics:\n" + body));
     }
 
     private record Result(int code, String output) {

@@ -9,6 +9,7 @@ import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
+import io.pagewire.client.Pagewire;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
@@ -117,6 +118,9 @@ class SharedMemoryRingsTest extends SdkFixture {
         Endpoint a = connect(cluster.node(1)).openEndpoint("a");
         Endpoint b = connect(cluster.node(2)).openEndpoint("b");
         assertThat(ringFiles()).as("one ring file per session").hasSize(2);
+        assertThat(sessionsOnRings(1)).as("node-1's gauge of sessions on rings").isEqualTo(1);
+        track(Pagewire.connect(cluster.node(1).target(), connectOptions().withSharedMemory(false))).openEndpoint("remote");
+        assertThat(sessionsOnRings(1)).as("a session on its stream is not on rings").isEqualTo(1);
         for (Path file : ringFiles()) {
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
                     .as("whoever maps a session's rings can post as that session: owner only").isEqualTo("rw-------");
@@ -321,7 +325,14 @@ class SharedMemoryRingsTest extends SdkFixture {
         qp.await(qp.write(pair.local(), pair.src(), 1, pair.dst(), pair.remote().rkey()));
         assertThat(pair.b().load(pair.dst(), 1)).containsExactly(42);
         assertThat(ringFiles()).isEmpty();
+        assertThat(sessionsOnRings(1)).isZero();
         qp.close();
+    }
+
+    /** The node's gauge of open sessions whose application attached rings. */
+    private double sessionsOnRings(int node) {
+        return connect(cluster.node(node)).stats().getOrDefault("pagewire_sessions_rings", Map.of()).values().stream()
+                .mapToDouble(Double::doubleValue).sum();
     }
 
     /** An endpoint on each of the two nodes, with one registered PINNED page each. */
