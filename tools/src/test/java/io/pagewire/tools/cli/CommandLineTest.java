@@ -153,7 +153,7 @@ class CommandLineTest {
         // The configurations users run, each measured (a ratio with a value, not "not measured"), the held ones with a target.
         for (String ratio : List.of("mTLS write_bw 4 KiB PINNED / plaintext", "mTLS write_bw 1 MiB PINNED / mTLS grpc stream",
                 "mTLS write RTT p50 / plaintext", "mTLS grpc stream 64 KiB / plaintext", "testbed write_bw 64 KiB PINNED / mTLS host",
-                "testbed grpc stream 64 KiB (node to node) / mTLS host", "testbed write RTT p50 / mTLS host", "ring hop testbed / mTLS host",
+                "testbed grpc stream 64 KiB (node to node) / mTLS host", "testbed grpc ping-pong (node to node) / mTLS host", "testbed write RTT p50 / mTLS host", "ring hop testbed / mTLS host",
                 "ring hop testbed / mTLS host, remote application")) {
             assertThat(run.out()).as(ratio).containsPattern("\\| " + Pattern.quote(ratio) + " \\| [\\d.]+x \\|");
         }
