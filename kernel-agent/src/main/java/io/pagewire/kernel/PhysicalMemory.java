@@ -147,10 +147,6 @@ public final class PhysicalMemory {
     }
 
     /**
-     * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
-     * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
-     */
-    /**
      * Adds to the little-endian 8-byte word at a frame's {@code offset} atomically (against every other
      * atomic on the frame) and returns its value before: a NIC's FETCH_ADD. Only under a DMA lock; the
      * offset must be 8-byte aligned.
@@ -178,10 +174,15 @@ public final class PhysicalMemory {
         return arrayOffset(frame, offset);
     }
 
+    /**
+     * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
+     * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
+     */
     public byte[] array(int frame) {
         return chunkOf(frame).array();
     }
 
+    /** Where a frame's byte {@code offset} is in its {@link #array}. */
     public int arrayOffset(int frame, int offset) {
         checkRange(frame, offset, 0);
         return chunkOf(frame).arrayOffset() + byteOffset(frame, offset);
