@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 /** How the cluster suites read a node's meters through the SDK (test data and waiting: {@link TestData}). */
-final class ClusterChecks {
+public final class ClusterChecks {
     private ClusterChecks() {
     }
 
@@ -15,7 +15,7 @@ final class ClusterChecks {
      * A meter of the node summed over the series whose tags include every one given ("mode=SHADOW",
      * "kind=major"); with no tags, over all of them. 0 when the node has no such series yet.
      */
-    static double total(Pagewire node, String meter, String... tags) {
+    public static double total(Pagewire node, String meter, String... tags) {
         Map<String, Double> byTags = node.stats().get(meter);
         if (byTags == null) {
             return 0;

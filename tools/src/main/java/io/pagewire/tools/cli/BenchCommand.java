@@ -9,8 +9,6 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -75,8 +73,8 @@ final class BenchCommand implements Callable<Integer> {
         }
         Files.createDirectories(out);
         Ucx ucx = noUcx ? Ucx.absent() : Ucx.find();
-        String header = String.format("## pagewire bench, %s%n%nMachine: %s. %d round(s), interleaved; %s. %s",
-                ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z")), machine(), rounds,
+        // No date: the page says what the latest run measured; when it ran is its commit's business.
+        String header = String.format("## pagewire bench%n%nMachine: %s. %d round(s), interleaved; %s. %s", machine(), rounds,
                 quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
                         + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
                         + " process's JIT compilers are quiet, at most 20)",

@@ -13,6 +13,7 @@ import io.pagewire.client.Pagewire;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.WorkRequest;
+import io.pagewire.systemtests.ClusterChecks;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -331,8 +332,7 @@ class SharedMemoryRingsTest extends SdkFixture {
 
     /** The node's gauge of open sessions whose application attached rings. */
     private double sessionsOnRings(int node) {
-        return connect(cluster.node(node)).stats().getOrDefault("pagewire_sessions_rings", Map.of()).values().stream()
-                .mapToDouble(Double::doubleValue).sum();
+        return ClusterChecks.total(connect(cluster.node(node)), "pagewire_sessions_rings");
     }
 
     /** An endpoint on each of the two nodes, with one registered PINNED page each. */
