@@ -1,5 +1,7 @@
 package io.pagewire.client;
 
+import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
@@ -32,8 +34,43 @@ public interface Endpoint extends AutoCloseable {
      */
     int pageOut(long address, long length);
 
+    /**
+     * Whether this process reaches the endpoint's pages directly, as the node's CPU: it maps the
+     * node's memory (a co-located application of the node's user, with shared memory on), so the
+     * stores, loads, word atomics and waits below run at memory speed with no call while a page is
+     * resident. Otherwise each of them is a call to the node, with the same results.
+     */
+    boolean sharesMemory();
+
     /** Copies bytes into memory, as a CPU store would (faulting pages in). */
     void store(long address, byte[] data);
+
+    /** Copies the remaining bytes of {@code src} into memory at {@code address}, advancing its position: a bulk copy. */
+    void store(long address, ByteBuffer src);
+
+    /** Copies {@code dst.remaining()} bytes of memory at {@code address} into {@code dst}, advancing its position. */
+    void load(long address, ByteBuffer dst);
+
+    /** The 8-byte little-endian word at an 8-byte aligned address, read as one atomic load. */
+    long loadLong(long address);
+
+    /** Writes the 8-byte little-endian word at an 8-byte aligned address as one atomic store. */
+    void storeLong(long address, long value);
+
+    /** Replaces the word at {@code address} with {@code value} if it is {@code expected}, atomically; returns what it was. */
+    long compareAndSwapLong(long address, long expected, long value);
+
+    /** Adds {@code delta} to the word at {@code address}, atomically; returns what it was. */
+    long fetchAddLong(long address, long delta);
+
+    /**
+     * Waits until the 8-byte word at {@code address} is no longer {@code value}, and returns it: how a
+     * receiver learns that an RDMA WRITE landed, by watching its own buffer, as {@code ib_write_lat}
+     * does. On a busy-polling connection the thread spins on the word; otherwise it spins briefly, then
+     * sleeps until the node places received data over the word. Without shared memory it polls the
+     * node with loads. Returns {@code value} itself only when the timeout passed.
+     */
+    long awaitChange(long address, long value, Duration timeout);
 
     CompletableFuture<Void> storeAsync(long address, byte[] data);
 

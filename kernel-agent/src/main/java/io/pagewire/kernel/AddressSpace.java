@@ -1,6 +1,8 @@
 package io.pagewire.kernel;
 
+import io.pagewire.ring.PageTableFile;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -44,6 +46,10 @@ public final class AddressSpace implements AutoCloseable {
     private final Account account;
     private int swappedPages;
     private boolean closed;
+    /** The page table as CPUs (applications that map the node's memory) see it, or null: none does. */
+    private PageTableFile cpuTable;
+    /** The CPU slot of the session that maps this space's pages (its guards hold this value), or 0. */
+    private int cpuSlot;
 
     AddressSpace(KernelAgent kernel, int id, Account account) {
         this.kernel = kernel;
@@ -217,6 +223,40 @@ public final class AddressSpace implements AutoCloseable {
         }
     }
 
+    /** Adds to the 8-byte little-endian word at an 8-byte aligned address as a CPU's atomic would; returns it before. */
+    public long fetchAddLong(long address, long delta) {
+        return atomicWord(address, false, delta, 0);
+    }
+
+    /** Replaces the word with {@code swap} if it equals {@code compare}, as a CPU's atomic would; returns it before. */
+    public long compareAndSwapLong(long address, long compare, long swap) {
+        return atomicWord(address, true, compare, swap);
+    }
+
+    private long atomicWord(long address, boolean compareSwap, long operand, long swap) {
+        if ((address & 7) != 0) {
+            throw new BadAddressException(String.format("an atomic needs an 8-byte aligned address, not 0x%x", address));
+        }
+        kernel.lock();
+        try {
+            checkOpen();
+            requireAllocated(address, 8);
+            int frame = lockFrameForCpu(address >>> pageShift, true);
+            kernel.unlock();
+            long before = 0;
+            try {
+                int offset = (int) (address & (pageSize - 1));
+                before = compareSwap ? memory.compareAndExchangeLong(frame, offset, operand, swap) : memory.getAndAddLong(frame, offset, operand);
+                return before;
+            } finally {
+                memory.unlockDma(frame, !compareSwap || before == operand);
+                kernel.lock();
+            }
+        } finally {
+            kernel.unlock();
+        }
+    }
+
     /**
      * Touches one page as the CPU would, faulting it in if needed.
      *
@@ -246,6 +286,70 @@ public final class AddressSpace implements AutoCloseable {
             throw new IllegalStateException("frame " + frame + " of a resident page is being reclaimed under the kernel lock");
         }
         return frame;
+    }
+
+    // ---- CPUs: an application that maps the node's memory -------------------------------------
+
+    /** How much virtual memory a CPU reaches through its page table: past it, the node's calls. */
+    public static final long CPU_VISIBLE_BYTES = 16L << 30;
+
+    /**
+     * Lets the application of this space reach its pages directly: makes the CPU-visible page table
+     * at {@code path} (filled with the pages resident now, kept up to date from here on) and a CPU
+     * slot for its guards. Both go when the space closes.
+     *
+     * @return the CPU slot the application's guards hold
+     */
+    public int shareWithCpu(Path path) {
+        kernel.lock();
+        try {
+            checkOpen();
+            if (cpuTable != null) {
+                throw new KernelException(this + " already shares its pages with a CPU");
+            }
+            long firstVpn = FIRST_ADDRESS >>> pageShift;
+            PageTableFile table = PageTableFile.create(path, id, pageShift, firstVpn, CPU_VISIBLE_BYTES >>> pageShift);
+            pageTable.forEach(firstVpn, END_ADDRESS >>> pageShift, (vpn, entry) -> {
+                if (entry.present()) {
+                    table.map(vpn, entry.frame);
+                }
+            });
+            cpuSlot = memory.openCpuSlot();
+            cpuTable = table;
+            return cpuSlot;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** The CPU slot of the application that shares this space's pages, or 0. */
+    public int cpuSlot() {
+        kernel.lock();
+        try {
+            return cpuSlot;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Where the CPU-visible page table is, or null when no CPU shares this space. */
+    public Path cpuPageTable() {
+        PageTableFile table = cpuTable;
+        return table == null ? null : table.path();
+    }
+
+    /** A page got a frame: its CPU-visible entry says so (after the frame's state word does). */
+    private void mapForCpu(long vpn, int frame) {
+        if (cpuTable != null) {
+            cpuTable.map(vpn, frame);
+        }
+    }
+
+    /** A page lost its frame: its CPU-visible entry goes (the frame is already marked reclaiming). */
+    private void unmapForCpu(long vpn) {
+        if (cpuTable != null) {
+            cpuTable.unmap(vpn);
+        }
     }
 
     // ---- the NIC's interface: translations, faults, pins --------------------------------------
@@ -567,7 +671,14 @@ public final class AddressSpace implements AutoCloseable {
             allocatedBytes = 0;
             listeners.clear();
             kernel.forget(this);
-            kernel.drainAndFree(taken.frames, taken.count, this);
+            try {
+                kernel.drainAndFree(taken.frames, taken.count, this);
+            } finally {
+                if (cpuTable != null) {
+                    memory.closeCpuSlot(cpuSlot);
+                    cpuTable.deleteFile();
+                }
+            }
         } finally {
             kernel.unlock();
         }
@@ -631,6 +742,7 @@ public final class AddressSpace implements AutoCloseable {
             }
             memory.assign(frame, write);
             entry.frame = frame;
+            mapForCpu(vpn, frame);
             kernel.frames().attach(frame, this, vpn, entry);
             residentPages++;
             if (!listeners.isEmpty()) {
@@ -681,6 +793,7 @@ public final class AddressSpace implements AutoCloseable {
      */
     void evict(long vpn, PageTableEntry entry, int slot, boolean dirty) {
         notifyInvalidate(vpn, 1, InvalidationReason.EVICTION);
+        unmapForCpu(vpn);
         entry.frame = -1;
         entry.swapSlot = slot;
         entry.inTransit = dirty;
@@ -702,6 +815,7 @@ public final class AddressSpace implements AutoCloseable {
         entry.inTransit = false;
         if (failure != null) {
             entry.frame = frame;
+            mapForCpu(vpn, frame);
             entry.swapSlot = -1;
             swappedPages--;
             residentPages++;
@@ -751,6 +865,7 @@ public final class AddressSpace implements AutoCloseable {
             }
             if (present) {
                 kernel.takeFrameFromUnmappedPage(entry.frame);
+                unmapForCpu(vpn);
                 taken.add(entry.frame);
                 entry.frame = -1;
                 residentPages--;

@@ -75,12 +75,12 @@ final class FrameTable {
     }
 
     /**
-     * Whether reclaim may take this frame now: it holds a page, no pin and no DMA holds it, and its
+     * Whether reclaim may take this frame now: it holds a page, no pin, DMA or CPU copy holds it, and its
      * contents can go somewhere (it is clean, or a swap slot is there for it).
      */
     boolean isEvictable(int frame) {
         PageTableEntry entry = ownerEntry[frame];
-        if (entry == null || entry.pinCount > 0 || memory.dmaLockCount(frame) > 0 || memory.isReclaiming(frame)) {
+        if (entry == null || entry.pinCount > 0 || memory.isReclaiming(frame) || memory.isHeld(frame)) {
             return false;
         }
         return !needsNewSwapSlot(frame, entry) || !swap.isFull();

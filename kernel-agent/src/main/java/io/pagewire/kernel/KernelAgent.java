@@ -29,6 +29,8 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class KernelAgent implements AutoCloseable {
     /** How many victims reclaim tries before it reports memory exhausted (each try can lose a race with DMA). */
     private static final int RECLAIM_ATTEMPTS = 64;
+    /** How long freeing waits for a CPU's copy into an unmapped page before it takes the guard back. */
+    private static final long CPU_COPY_GRACE_NS = 20_000_000L;
 
     private final KernelContext context;
     private final ReentrantLock lock = new ReentrantLock();
@@ -50,7 +52,7 @@ public final class KernelAgent implements AutoCloseable {
 
     private KernelAgent(KernelContext context) {
         this.context = context;
-        this.memory = new PhysicalMemory(context.pageSizeBytes(), context.frameCount(), counters);
+        this.memory = new PhysicalMemory(context.pageSizeBytes(), context.frameCount(), context.memoryFile(), counters);
         this.swap = new SwapDevice(context.swapFile(), context.swapBytes(), context.pageSizeBytes(), context.swapDevice());
         this.frames = new FrameTable(memory, swap);
         this.replacement = context.pageReplacement().newPolicy();
@@ -369,16 +371,28 @@ public final class KernelAgent implements AutoCloseable {
      * pages, then puts them on the free list. Frames whose DMA did not drain in time stay out of use.
      */
     void drainAndFree(int[] taken, int count, AddressSpace space) {
-        long deadline = clock().nanoTime() + context.dmaDrainTimeoutNs();
+        long start = clock().nanoTime();
+        long deadline = start + context.dmaDrainTimeoutNs();
+        boolean guardsTaken = false;
         int draining = busyFrame(taken, count);
         while (draining >= 0) {
+            if (!guardsTaken && clock().nanoTime() - start > CPU_COPY_GRACE_NS) {
+                // No CPU can still be copying into these pages in earnest: their entries went before
+                // the wait began. A guard held this long belongs to a stuck or dead application.
+                guardsTaken = true;
+                for (int i = 0; i < count; i++) {
+                    memory.takeGuardBack(taken[i]);
+                }
+                draining = busyFrame(taken, count);
+                continue;
+            }
             if (clock().nanoTime() - deadline > 0) {
                 for (int i = 0; i < count; i++) {
-                    if (memory.dmaLockCount(taken[i]) == 0) {
+                    if (!memory.isHeld(taken[i])) {
                         frames.putFree(taken[i]);
                     }
                 }
-                throw new KernelException(String.format("freeing memory of %s: DMA on frame %d did not drain within %d ms",
+                throw new KernelException(String.format("freeing memory of %s: DMA or a CPU copy on frame %d did not drain within %d ms",
                         space, draining, TimeUnit.NANOSECONDS.toMillis(context.dmaDrainTimeoutNs())));
             }
             lock.unlock();
@@ -396,7 +410,7 @@ public final class KernelAgent implements AutoCloseable {
 
     private int busyFrame(int[] taken, int count) {
         for (int i = 0; i < count; i++) {
-            if (memory.dmaLockCount(taken[i]) > 0) {
+            if (memory.isHeld(taken[i])) {
                 return taken[i];
             }
         }
@@ -453,7 +467,7 @@ public final class KernelAgent implements AutoCloseable {
             }
             if (entry.pinCount > 0) {
                 pinned++;
-            } else if (memory.dmaLockCount(f) > 0) {
+            } else if (memory.isHeld(f)) {
                 underDma++;
             } else if (frames.needsNewSwapSlot(f, entry)) {
                 needSwap++;

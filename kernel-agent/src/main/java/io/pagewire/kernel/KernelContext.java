@@ -33,6 +33,7 @@ public final class KernelContext {
     private final SettingValues settings = new SettingValues(KernelConfiguration.SETTINGS);
     private NanoClock clock = NanoClock.SYSTEM;
     private String name = "kernel";
+    private Path memoryFile;
     private boolean concluded;
 
     /** The values of the kernel's settings, by descriptor (the node's settings registry writes them by name). */
@@ -173,6 +174,20 @@ public final class KernelContext {
 
     public long swapBytes() {
         return settings.get(SWAP_SIZE);
+    }
+
+    /**
+     * Where the node's physical memory is made, as a file applications on the host may map; null
+     * (the default) for an anonymous one that only the node maps. Not a setting: the node names it
+     * after itself in its ring directory.
+     */
+    public KernelContext memoryFile(Path value) {
+        this.memoryFile = value;
+        return this;
+    }
+
+    public Path memoryFile() {
+        return memoryFile;
     }
 
     public Path swapFile() {

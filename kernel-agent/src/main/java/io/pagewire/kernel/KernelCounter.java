@@ -21,6 +21,8 @@ public enum KernelCounter implements CountedEvent {
     ACCOUNT_SHARE_REJECTIONS(Meter.counter("pagewire.memory.share.rejections",
             "New pages refused because their application held its share of the node's frames and swap (pagewire.quota.callerShare)")),
     OUT_OF_MEMORY(Meter.counter("pagewire.out.of.memory", "Page faults that found no frame (memory and swap exhausted)")),
+    CPU_GUARDS_TAKEN_BACK(Meter.counter("pagewire.kernel.cpu.guards.taken.back",
+            "Frame guards the node took back from applications: held when their session ended, or naming no session")),
     STALE_TRANSLATIONS(Meter.counter("pagewire.stale.translations", "DMA locks refused because a translation raced with reclaim")),
     SYSTEM_BUFFER_PARKED(Family.SYSTEM_BUFFER_PARTS, "event", "parked"),
     SYSTEM_BUFFER_PARKED_BYTES(Meter.counter("pagewire.system.buffer.parked", "bytes", "Bytes parked in the system buffer")),

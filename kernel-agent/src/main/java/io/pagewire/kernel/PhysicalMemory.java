@@ -1,65 +1,41 @@
 package io.pagewire.kernel;
 
+import io.pagewire.ring.MemoryFile;
 import java.io.IOException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.util.Arrays;
-import java.util.concurrent.atomic.AtomicLongArray;
+import java.nio.file.Path;
+import java.util.BitSet;
 
 /**
- * The node's physical memory: frames of one page each, in large byte arrays on the Java heap (so a
- * packet payload can wrap a frame's bytes without a copy, and the transport copies them once, straight
- * into its socket buffers), and beside every frame the
- * state word that the DMA engine and the page reclaimer share without taking the kernel's lock.
- *
- * <pre>
- *  63                               32 31        19   18   17   16 15               0
- * +-----------------------------------+------------+----+----+----+------------------+
- * |            generation             |   unused   | R  | D  | A  | DMA lock count   |
- * +-----------------------------------+------------+----+----+----+------------------+
- *   R: the frame is free or being reclaimed; no DMA may lock it.
- *   D, A: dirty and accessed, set by CPU stores and DMA like an MMU sets them in a PTE.
- *   generation: advances every time the frame is taken from a page; a translation carries the
- *   generation it saw, so a DMA through a translation that raced with reclaim is refused.
- * </pre>
+ * The node's physical memory: frames of one page each in a shared-memory file off the Java heap
+ * ({@link MemoryFile}, which draws the layout), and beside every frame the state word that the DMA
+ * engine and the page reclaimer share without taking the kernel's lock, and the guard word that
+ * applications on the node's host take while they store into a frame (they are the machine's CPUs).
+ * Reclaim leaves a frame alone while either a DMA lock or a CPU guard holds it.
  */
 public final class PhysicalMemory {
-    private static final long COUNT_MASK = 0xFFFFL;
-    private static final long ACCESSED = 1L << 16;
-    private static final long DIRTY = 1L << 17;
-    private static final long RECLAIM = 1L << 18;
-    private static final int GENERATION_SHIFT = 32;
-    /** Chunks keep every array under 2 GiB; a frame never straddles two. */
-    private static final int CHUNK_BYTES = 1 << 30;
+    private static final long COUNT_MASK = MemoryFile.DMA_COUNT_MASK;
+    private static final long ACCESSED = MemoryFile.ACCESSED;
+    private static final long DIRTY = MemoryFile.DIRTY;
+    private static final long RECLAIM = MemoryFile.RECLAIM;
+    private static final int GENERATION_SHIFT = MemoryFile.GENERATION_SHIFT;
 
     private final int pageSize;
-    private final int pageShift;
     private final int frameCount;
-    private final int framesPerChunkShift;
-    private final ByteBuffer[] chunks;
-    private final AtomicLongArray state;
+    private final MemoryFile file;
     private final KernelCounters counters;
+    /** CPU slots handed to sessions that map the memory; a guard held by any other slot is not honoured. */
+    private final BitSet cpuSlots = new BitSet();
 
-    PhysicalMemory(int pageSize, int frameCount, KernelCounters counters) {
+    /**
+     * @param path the memory file to create, or null for an anonymous one (nobody else maps it)
+     */
+    PhysicalMemory(int pageSize, int frameCount, Path path, KernelCounters counters) {
         this.counters = counters;
         this.pageSize = pageSize;
-        this.pageShift = Integer.numberOfTrailingZeros(pageSize);
         this.frameCount = frameCount;
-        this.framesPerChunkShift = Integer.numberOfTrailingZeros(CHUNK_BYTES) - pageShift;
-        long totalBytes = (long) frameCount * pageSize;
-        int chunkCount = (int) ((totalBytes + CHUNK_BYTES - 1) / CHUNK_BYTES);
-        this.chunks = new ByteBuffer[chunkCount];
-        for (int i = 0; i < chunkCount; i++) {
-            long remaining = totalBytes - (long) i * CHUNK_BYTES;
-            chunks[i] = ByteBuffer.allocate((int) Math.min(CHUNK_BYTES, remaining));
-        }
-        this.state = new AtomicLongArray(frameCount);
-        for (int f = 0; f < frameCount; f++) {
-            state.set(f, RECLAIM);
-        }
+        this.file = MemoryFile.create(path, pageSize, frameCount, RECLAIM);
     }
 
     public int pageSize() {
@@ -68,6 +44,11 @@ public final class PhysicalMemory {
 
     public int frameCount() {
         return frameCount;
+    }
+
+    /** The memory file applications on the host map, or null when it is anonymous. */
+    public Path path() {
+        return file.path();
     }
 
     // ---- DMA locking: what the NIC does around every per-page copy --------------------------
@@ -79,7 +60,7 @@ public final class PhysicalMemory {
      */
     public boolean tryLockForDma(int frame, int generation) {
         while (true) {
-            long s = state.get(frame);
+            long s = file.state(frame);
             if ((s & RECLAIM) != 0 || generationOf(s) != generation) {
                 counters.increment(KernelCounter.STALE_TRANSLATIONS);
                 return false;
@@ -87,7 +68,7 @@ public final class PhysicalMemory {
             if ((s & COUNT_MASK) == COUNT_MASK) {
                 throw new IllegalStateException("frame " + frame + " has " + COUNT_MASK + " DMA locks: a DMA lock is leaking");
             }
-            if (state.compareAndSet(frame, s, s + 1)) {
+            if (file.compareAndSetState(frame, s, s + 1)) {
                 return true;
             }
         }
@@ -97,11 +78,11 @@ public final class PhysicalMemory {
     public void unlockDma(int frame, boolean wrote) {
         long bits = ACCESSED | (wrote ? DIRTY : 0);
         while (true) {
-            long s = state.get(frame);
+            long s = file.state(frame);
             if ((s & COUNT_MASK) == 0) {
                 throw new IllegalStateException("frame " + frame + " is not locked for DMA");
             }
-            if (state.compareAndSet(frame, s, (s - 1) | bits)) {
+            if (file.compareAndSetState(frame, s, (s - 1) | bits)) {
                 return;
             }
         }
@@ -109,50 +90,125 @@ public final class PhysicalMemory {
 
     /** How many DMAs hold the frame right now. */
     public int dmaLockCount(int frame) {
-        return (int) (state.get(frame) & COUNT_MASK);
+        return (int) (file.state(frame) & COUNT_MASK);
     }
 
     /** The frame's current generation: what a translation made now would carry. */
     public int generation(int frame) {
-        return generationOf(state.get(frame));
+        return generationOf(file.state(frame));
+    }
+
+    // ---- CPUs: applications that map the memory ------------------------------------------------
+
+    /** A CPU slot for a session that maps the memory: the value its guards hold. */
+    public synchronized int openCpuSlot() {
+        int slot = cpuSlots.nextClearBit(1);
+        if (slot > MemoryFile.MAX_CPU_SLOT) {
+            throw new KernelException("no CPU slot left: " + MemoryFile.MAX_CPU_SLOT + " sessions map the node's memory");
+        }
+        cpuSlots.set(slot);
+        return slot;
+    }
+
+    /**
+     * The session of a CPU slot ended: every guard it still holds (a process killed in a copy) is
+     * taken back, its frame marked dirty (the copy may have changed it), and the slot is free again.
+     *
+     * @return how many guards were taken back
+     */
+    public int closeCpuSlot(int slot) {
+        int released = 0;
+        for (int f = 0; f < frameCount; f++) {
+            long g = file.guard(f);
+            if (MemoryFile.guardSlot(g) == slot && takeGuardBack(f, g)) {
+                released++;
+            }
+        }
+        synchronized (this) {
+            cpuSlots.clear(slot);
+        }
+        counters.add(KernelCounter.CPU_GUARDS_TAKEN_BACK, released);
+        return released;
+    }
+
+    /** Takes a frame's guard back from whichever CPU holds it (the page is being freed); counted. */
+    void takeGuardBack(int frame) {
+        while (true) {
+            long g = file.guard(frame);
+            if (MemoryFile.guardSlot(g) == 0) {
+                return;
+            }
+            if (takeGuardBack(frame, g)) {
+                counters.increment(KernelCounter.CPU_GUARDS_TAKEN_BACK);
+                return;
+            }
+        }
+    }
+
+    private synchronized boolean isOpenCpuSlot(int slot) {
+        return cpuSlots.get(slot);
+    }
+
+    /** Clears a guard's slot (keeping its bits, and marking the frame dirty); false if the word changed meanwhile. */
+    private boolean takeGuardBack(int frame, long guard) {
+        return file.compareAndSetGuard(frame, guard, (guard & ~MemoryFile.GUARD_SLOT_MASK) | MemoryFile.CPU_ACCESSED | MemoryFile.CPU_DIRTY);
+    }
+
+    /**
+     * Whether a CPU holds the frame's guard. A guard word naming no open slot (written by a broken
+     * application, or left by one whose slot closed) is not honoured: it is cleared and counted.
+     */
+    private boolean cpuHolds(int frame) {
+        while (true) {
+            long g = file.guard(frame);
+            int slot = MemoryFile.guardSlot(g);
+            if (slot == 0) {
+                return false;
+            }
+            if (isOpenCpuSlot(slot)) {
+                return true;
+            }
+            if (takeGuardBack(frame, g)) {
+                counters.increment(KernelCounter.CPU_GUARDS_TAKEN_BACK);
+                return false;
+            }
+        }
+    }
+
+    /** Whether a DMA lock or a CPU guard holds the frame: reclaim must wait for it to drain. */
+    public boolean isHeld(int frame) {
+        return dmaLockCount(frame) > 0 || cpuHolds(frame);
     }
 
     // ---- data ---------------------------------------------------------------------------------
 
     /** Copies bytes out of a frame. */
     public void read(int frame, int offset, byte[] dst, int dstOffset, int length) {
-        checkRange(frame, offset, length);
-        chunkOf(frame).get(byteOffset(frame, offset), dst, dstOffset, length);
+        file.read(frame, offset, dst, dstOffset, length);
     }
 
     /** Copies bytes into a frame. */
     public void write(int frame, int offset, byte[] src, int srcOffset, int length) {
-        checkRange(frame, offset, length);
-        chunkOf(frame).put(byteOffset(frame, offset), src, srcOffset, length);
+        file.write(frame, offset, src, srcOffset, length);
     }
 
     /** Copies the remaining bytes of {@code src} into a frame, advancing {@code src}'s position. */
     public void write(int frame, int offset, ByteBuffer src) {
-        int length = src.remaining();
-        checkRange(frame, offset, length);
-        chunkOf(frame).put(byteOffset(frame, offset), src, src.position(), length);
-        src.position(src.position() + length);
+        file.write(frame, offset, src);
     }
 
     /** Copies {@code length} bytes from a frame into {@code dst} at its position, advancing it. */
     public void read(int frame, int offset, ByteBuffer dst, int length) {
-        checkRange(frame, offset, length);
-        dst.put(dst.position(), chunkOf(frame), byteOffset(frame, offset), length);
-        dst.position(dst.position() + length);
+        file.read(frame, offset, dst, length);
     }
 
     /**
      * Adds to the little-endian 8-byte word at a frame's {@code offset} atomically (against every other
-     * atomic on the frame) and returns its value before: a NIC's FETCH_ADD. Only under a DMA lock; the
-     * offset must be 8-byte aligned.
+     * atomic on the frame, a CPU's included) and returns its value before: a NIC's FETCH_ADD. Only
+     * under a DMA lock; the offset must be 8-byte aligned.
      */
     public long getAndAddLong(int frame, int offset, long delta) {
-        return (long) WORD.getAndAdd(array(frame), atomicIndex(frame, offset), delta);
+        return file.getAndAddLong(frame, offset, delta);
     }
 
     /**
@@ -160,32 +216,15 @@ public final class PhysicalMemory {
      * {@code compare}, atomically, and returns its value before either way: a NIC's COMPARE_SWAP.
      */
     public long compareAndExchangeLong(int frame, int offset, long compare, long swap) {
-        return (long) WORD.compareAndExchange(array(frame), atomicIndex(frame, offset), compare, swap);
-    }
-
-    private static final VarHandle WORD = MethodHandles.byteArrayViewVarHandle(long[].class,
-            ByteOrder.LITTLE_ENDIAN);
-
-    private int atomicIndex(int frame, int offset) {
-        if ((offset & 7) != 0) {
-            throw new IllegalArgumentException("an atomic needs an 8-byte aligned offset, was " + offset);
-        }
-        checkRange(frame, offset, 8);
-        return arrayOffset(frame, offset);
+        return file.compareAndExchangeLong(frame, offset, compare, swap);
     }
 
     /**
-     * The array that holds a frame's bytes, for wrapping them without a copy (a packet payload); the
-     * frame's byte {@code offset} is at {@link #arrayOffset}. Only under a DMA lock, and never written.
+     * Part of a frame as a buffer, for wrapping it without a copy (a packet payload). Only under a
+     * DMA lock, and never written through.
      */
-    public byte[] array(int frame) {
-        return chunkOf(frame).array();
-    }
-
-    /** Where a frame's byte {@code offset} is in its {@link #array}. */
-    public int arrayOffset(int frame, int offset) {
-        checkRange(frame, offset, 0);
-        return chunkOf(frame).arrayOffset() + byteOffset(frame, offset);
+    public ByteBuffer slice(int frame, int offset, int length) {
+        return file.slice(frame, offset, length);
     }
 
     /**
@@ -193,35 +232,30 @@ public final class PhysicalMemory {
      * pin or a DMA lock). (Not for packet payloads: protobuf copies a read-only buffer it wraps.)
      */
     public ByteBuffer view(int frame, int offset, int length) {
-        checkRange(frame, offset, length);
-        return chunkOf(frame).slice(byteOffset(frame, offset), length).asReadOnlyBuffer();
+        return file.slice(frame, offset, length).asReadOnlyBuffer();
     }
 
     /**
-     * Drops the frames' memory (to the garbage collector). Only after every address
-     * space closed (so every DMA drained and no frame can be locked again).
+     * Removes the memory file. Only after every address space closed (so every DMA drained and no
+     * frame can be locked again); the mapping itself goes with the last reference to it.
      */
     void free() {
-        Arrays.fill(chunks, null);
+        file.deleteFile();
     }
 
     void zero(int frame) {
-        ByteBuffer chunk = chunkOf(frame);
-        int base = byteOffset(frame, 0);
-        for (int i = 0; i < pageSize; i += 8) {
-            chunk.putLong(base + i, 0L);
-        }
+        file.zero(frame);
     }
 
     void writeTo(FileChannel channel, long position, int frame) throws IOException {
-        ByteBuffer page = chunkOf(frame).slice(byteOffset(frame, 0), pageSize);
+        ByteBuffer page = file.slice(frame, 0, pageSize);
         while (page.hasRemaining()) {
             channel.write(page, position + page.position());
         }
     }
 
     void readFrom(FileChannel channel, long position, int frame) throws IOException {
-        ByteBuffer page = chunkOf(frame).slice(byteOffset(frame, 0), pageSize);
+        ByteBuffer page = file.slice(frame, 0, pageSize);
         while (page.hasRemaining()) {
             int n = channel.read(page, position + page.position());
             if (n < 0) {
@@ -236,25 +270,33 @@ public final class PhysicalMemory {
     // ---- the kernel's side of the state word (always under the kernel lock) ------------------
 
     /**
-     * Starts reclaiming a frame if no DMA holds it: sets R and advances the generation in one step,
-     * so no DMA can lock it afterwards through any earlier translation.
+     * Starts reclaiming a frame if no DMA and no CPU holds it: sets R and advances the generation in
+     * one step, so no DMA can lock it afterwards through any earlier translation, then looks at the
+     * CPU guard (R first, guard second: the other half of {@link MemoryFile}'s guard protocol).
      */
     boolean tryBeginReclaim(int frame) {
-        long s = state.get(frame);
+        long s = file.state(frame);
         if ((s & (RECLAIM | COUNT_MASK)) != 0) {
             return false;
         }
-        return state.compareAndSet(frame, s, nextGeneration(s) | RECLAIM);
+        if (!file.compareAndSetState(frame, s, nextGeneration(s) | RECLAIM)) {
+            return false;
+        }
+        if (cpuHolds(frame)) {
+            abandonReclaim(frame);
+            return false;
+        }
+        return true;
     }
 
-    /** Starts reclaiming a frame whatever DMA holds it; the caller then waits for the drain. */
+    /** Starts reclaiming a frame whatever DMA or CPU holds it; the caller then waits for the drain. */
     void beginReclaim(int frame) {
         while (true) {
-            long s = state.get(frame);
+            long s = file.state(frame);
             if ((s & RECLAIM) != 0) {
                 return;
             }
-            if (state.compareAndSet(frame, s, nextGeneration(s) | RECLAIM)) {
+            if (file.compareAndSetState(frame, s, nextGeneration(s) | RECLAIM)) {
                 return;
             }
         }
@@ -263,8 +305,8 @@ public final class PhysicalMemory {
     /** Gives a frame whose reclaim was started back to its page (the reclaim was abandoned). */
     void abandonReclaim(int frame) {
         while (true) {
-            long s = state.get(frame);
-            if (state.compareAndSet(frame, s, s & ~RECLAIM)) {
+            long s = file.state(frame);
+            if (file.compareAndSetState(frame, s, s & ~RECLAIM)) {
                 return;
             }
         }
@@ -272,26 +314,29 @@ public final class PhysicalMemory {
 
     /** Hands a free frame to a page: DMA may lock it again, at the generation it now has. */
     void assign(int frame, boolean dirty) {
-        long s = state.get(frame);
+        long s = file.state(frame);
         if ((s & RECLAIM) == 0 || (s & COUNT_MASK) != 0) {
             throw new IllegalStateException("frame " + frame + " is not free");
         }
-        state.set(frame, (s & ~(RECLAIM | DIRTY)) | ACCESSED | (dirty ? DIRTY : 0));
+        clearGuardBits(frame, MemoryFile.CPU_ACCESSED | MemoryFile.CPU_DIRTY);
+        file.setState(frame, (s & ~(RECLAIM | DIRTY)) | ACCESSED | (dirty ? DIRTY : 0));
     }
 
     boolean isReclaiming(int frame) {
-        return (state.get(frame) & RECLAIM) != 0;
+        return (file.state(frame) & RECLAIM) != 0;
     }
 
+    /** Dirty by DMA or by the node's copies (state word), or by a CPU's store (guard word). */
     boolean isDirty(int frame) {
-        return (state.get(frame) & DIRTY) != 0;
+        return (file.state(frame) & DIRTY) != 0 || (file.guard(frame) & MemoryFile.CPU_DIRTY) != 0;
     }
 
-    /** Clears the dirty bit after the page was written back. */
+    /** Clears the dirty bits after the page was written back. */
     void clearDirty(int frame) {
+        clearGuardBits(frame, MemoryFile.CPU_DIRTY);
         while (true) {
-            long s = state.get(frame);
-            if (state.compareAndSet(frame, s, s & ~DIRTY)) {
+            long s = file.state(frame);
+            if (file.compareAndSetState(frame, s, s & ~DIRTY)) {
                 return;
             }
         }
@@ -301,21 +346,35 @@ public final class PhysicalMemory {
     void markAccessed(int frame, boolean write) {
         long bits = ACCESSED | (write ? DIRTY : 0);
         while (true) {
-            long s = state.get(frame);
-            if ((s & bits) == bits || state.compareAndSet(frame, s, s | bits)) {
+            long s = file.state(frame);
+            if ((s & bits) == bits || file.compareAndSetState(frame, s, s | bits)) {
                 return;
             }
         }
     }
 
-    /** Clears the accessed bit and says whether it was set: CLOCK's second chance. */
+    /** Clears the accessed bits and says whether one was set: CLOCK's second chance. */
     boolean testAndClearAccessed(int frame) {
+        boolean byCpu = clearGuardBits(frame, MemoryFile.CPU_ACCESSED);
         while (true) {
-            long s = state.get(frame);
+            long s = file.state(frame);
             if ((s & ACCESSED) == 0) {
+                return byCpu;
+            }
+            if (file.compareAndSetState(frame, s, s & ~ACCESSED)) {
+                return true;
+            }
+        }
+    }
+
+    /** Clears bits of a guard word (a CPU may hold it meanwhile); says whether any was set. */
+    private boolean clearGuardBits(int frame, long bits) {
+        while (true) {
+            long g = file.guard(frame);
+            if ((g & bits) == 0) {
                 return false;
             }
-            if (state.compareAndSet(frame, s, s & ~ACCESSED)) {
+            if (file.compareAndSetGuard(frame, g, g & ~bits)) {
                 return true;
             }
         }
@@ -328,21 +387,5 @@ public final class PhysicalMemory {
     private static long nextGeneration(long s) {
         long generation = (s >>> GENERATION_SHIFT) + 1;
         return (generation << GENERATION_SHIFT) | (s & ((1L << GENERATION_SHIFT) - 1));
-    }
-
-    private ByteBuffer chunkOf(int frame) {
-        return chunks[frame >>> framesPerChunkShift];
-    }
-
-    private int byteOffset(int frame, int offset) {
-        int frameInChunk = frame & ((1 << framesPerChunkShift) - 1);
-        return (frameInChunk << pageShift) + offset;
-    }
-
-    private void checkRange(int frame, int offset, int length) {
-        if (frame < 0 || frame >= frameCount || offset < 0 || length < 0 || offset + length > pageSize) {
-            throw new IndexOutOfBoundsException("frame " + frame + " offset " + offset + " length " + length
-                    + " outside one page of " + pageSize + " bytes in " + frameCount + " frames");
-        }
     }
 }

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 
 class PhysicalMemoryTest {
     private final KernelCounters counters = new KernelCounters();
-    private final PhysicalMemory memory = new PhysicalMemory(4096, 32, counters);
+    private final PhysicalMemory memory = new PhysicalMemory(4096, 32, null, counters);
 
     @Test
     void framesHoldTheirOwnBytes() {

@@ -147,7 +147,7 @@ class StorageModelTest {
 
     /** Nanoseconds from the start of {@code readers} concurrent one-page reads to the last one's end. */
     private static long timeConcurrentReads(StorageModel model, int readers) throws InterruptedException {
-        PhysicalMemory memory = new PhysicalMemory(PAGE, readers, new KernelCounters());
+        PhysicalMemory memory = new PhysicalMemory(PAGE, readers, null, new KernelCounters());
         try (SwapDevice device = new SwapDevice(null, (long) readers * PAGE, PAGE, model)) {
             List<Thread> threads = new ArrayList<>();
             long start = System.nanoTime();

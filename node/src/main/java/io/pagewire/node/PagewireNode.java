@@ -31,6 +31,9 @@ import io.pagewire.proto.verbs.VerbsGrpc;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -68,9 +71,22 @@ public final class PagewireNode implements AutoCloseable {
     private final MetricsEndpoint metricsEndpoint;
     private final CallerAuthentication authentication;
 
+    /**
+     * Where the node's physical memory goes: a file in its ring directory, so the applications that
+     * map their rings may map it too; null (anonymous memory, reached through calls only) when the
+     * node offers no rings or the directory is not usable.
+     */
+    private static Path memoryFileIn(Path ringDirectory, String nodeId) {
+        if (ringDirectory == null || !Files.isDirectory(ringDirectory) || !Files.isWritable(ringDirectory)) {
+            return null;
+        }
+        return ringDirectory.resolve("pagewire-" + nodeId.replaceAll("[^A-Za-z0-9_.-]", "_") + "-"
+                + Long.toHexString(new SecureRandom().nextLong()) + ".memory");
+    }
+
     private PagewireNode(NodeContext context) {
         this.context = context;
-        this.kernel = KernelAgent.start(context.kernel());
+        this.kernel = KernelAgent.start(context.kernel().memoryFile(memoryFileIn(context.verbs().ringDirectory(), context.nodeId())));
         ChannelFactory channels;
         if (context.transport() == Transport.IN_PROCESS) {
             AtomicInteger threads = new AtomicInteger();

@@ -33,9 +33,12 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *  16                  20                                                          32
  *   | ring capacity     | (zero)                                                    |
  *   +-------------------+-------------------+---------------------------------------+
- *  32                  36                  40                                     128
- *   | node asleep       | application asleep| (zero)                                |
+ *  32                  36                  40                                      48
+ *   | node asleep       | application asleep| watched address                       |
  *   +-------------------+-------------------+---------------------------------------+
+ *  48                                                                             128
+ *   | (zero)                                                                        |
+ *   +-------------------------------------------------------------------------------+
  *  128
  *   | request ring: capacity bytes of records, then the ring's trailer              |
  *   +-------------------------------------------------------------------------------+
@@ -44,7 +47,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *
  *   ring capacity: a power of two of at least 4096. nonce: what the application sends back on its
  *   session stream to prove it maps this file. asleep flags: 1 while that side's reader sleeps and
- *   wants a doorbell (see takeNodeAsleep and takeAppAsleep), else 0.
+ *   wants a doorbell (see takeNodeAsleep and takeAppAsleep), else 0. watched address: the word of
+ *   its memory an application thread sleeps on (0: none); data placed over it rings the doorbell.
  * </pre>
  */
 public final class SessionRings {
@@ -54,6 +58,7 @@ public final class SessionRings {
     private static final int CAPACITY_OFFSET = 16;
     private static final int NODE_ASLEEP_OFFSET = 32;
     private static final int APP_ASLEEP_OFFSET = 36;
+    private static final int WATCHED_ADDRESS_OFFSET = 40;
 
     private final Path path;
     private final RingBuffer requests;
@@ -158,6 +163,16 @@ public final class SessionRings {
     public boolean takeAppAsleep() {
         VarHandle.fullFence();
         return header.getIntVolatile(APP_ASLEEP_OFFSET) == 1 && header.compareAndSetInt(APP_ASLEEP_OFFSET, 1, 0);
+    }
+
+    /** The application: a thread will sleep until the word at {@code address} changes (0: no thread waits so). */
+    public void watchAddress(long address) {
+        header.putLongVolatile(WATCHED_ADDRESS_OFFSET, address);
+    }
+
+    /** The node: the word an application thread sleeps on, or 0. */
+    public long watchedAddress() {
+        return header.getLongVolatile(WATCHED_ADDRESS_OFFSET);
     }
 
     /** Work requests, application to node. */

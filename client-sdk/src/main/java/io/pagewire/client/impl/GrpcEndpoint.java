@@ -1,6 +1,8 @@
 package io.pagewire.client.impl;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.pagewire.client.Access;
@@ -16,6 +18,8 @@ import io.pagewire.client.SharedReceiveQueue;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.AllocateResponse;
+import io.pagewire.proto.verbs.AtomicWordRequest;
+import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AttachRings;
 import io.pagewire.proto.verbs.CompletionEvent;
 import io.pagewire.proto.verbs.CompletionStatus;
@@ -39,6 +43,7 @@ import io.pagewire.proto.verbs.PostRequest;
 import io.pagewire.proto.verbs.ReceiveRequest;
 import io.pagewire.proto.verbs.RegisterRegionRequest;
 import io.pagewire.proto.verbs.RegisterRegionResponse;
+import io.pagewire.proto.verbs.RingsActive;
 import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
@@ -46,10 +51,15 @@ import io.pagewire.proto.verbs.SessionRequest;
 import io.pagewire.proto.verbs.StoreRequest;
 import io.pagewire.proto.verbs.StoreResponse;
 import io.pagewire.proto.verbs.WatchCounter;
+import io.pagewire.ring.MemoryFile;
+import io.pagewire.ring.PageTableFile;
 import io.pagewire.ring.RingBell;
 import io.pagewire.ring.SessionRings;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -62,6 +72,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 
 /**
@@ -90,6 +101,11 @@ final class GrpcEndpoint implements Endpoint {
     private volatile boolean closed;
     /** The session's rings once the node switched to them; null while everything uses the stream. */
     private volatile RingClient rings;
+    /** This process as the node's CPU (its memory mapped), or null: store, load and waits are calls. */
+    private volatile CpuMemory cpu;
+    /** CPU faults raised on the ring and not answered yet, by token. */
+    private final Map<Long, CompletableFuture<Void>> faults = new ConcurrentHashMap<>();
+    private final AtomicLong nextFaultToken = new AtomicLong(1);
     private SessionRings offeredRings;
 
     GrpcEndpoint(GrpcPagewire connection, String name) {
@@ -164,6 +180,7 @@ final class GrpcEndpoint implements Endpoint {
                     rings = new RingClient(mapped, ringEvents(), this::ringNode, connection.options().busyPoll(),
                             connection.options().ringSleepLimit().toNanos(),
                             "pagewire-sdk-rings-" + ref.getEndpointId(), RingBell.connect(mapped.path()));
+                    cpu = mapMemory(event.getRingsActive());
                 }
                 opened.complete(this);
             }
@@ -207,6 +224,65 @@ final class GrpcEndpoint implements Endpoint {
         }
     }
 
+    /** Maps the node's memory and this endpoint's page table, when the node shares them; null otherwise. */
+    private CpuMemory mapMemory(RingsActive active) {
+        if (active.getMemoryPath().isEmpty()) {
+            return null;
+        }
+        try {
+            return new CpuMemory(MemoryFile.open(Path.of(active.getMemoryPath())), PageTableFile.open(Path.of(active.getPageTablePath())),
+                    active.getCpuSlot(), this::cpuFault);
+        } catch (IOException | RuntimeException e) {
+            System.getLogger(GrpcEndpoint.class.getName()).log(System.Logger.Level.WARNING, "endpoint " + ref.getEndpointId()
+                    + ": cannot map the node's memory (" + e.getMessage() + "); store and load stay calls");
+            return null;
+        }
+    }
+
+    /** A CPU fault: asks the node on the ring to bring the pages in, and waits for its answer. */
+    private void cpuFault(long address, int length, boolean write) {
+        RingClient r = rings;
+        if (r == null || closed) {
+            throw new PagewireException.UnavailableException("endpoint " + this + " is closed", null);
+        }
+        long token = nextFaultToken.getAndIncrement();
+        CompletableFuture<Void> served = new CompletableFuture<>();
+        faults.put(token, served);
+        try {
+            long deadlineNs = System.nanoTime() + connection.options().deadline().toNanos();
+            r.fault(token, address, length, write, deadlineNs);
+            if (connection.options().busyPoll()) {
+                while (!served.isDone() && System.nanoTime() - deadlineNs < 0) {
+                    if (r.poll() == 0) {
+                        Thread.onSpinWait();
+                    }
+                }
+            } else {
+                awaitEvents(served, deadlineNs);
+            }
+            if (!served.isDone()) {
+                throw new PagewireException.UnavailableException(String.format("node %s did not serve a CPU fault at 0x%x within %s",
+                        nodeId, address, connection.options().deadline()), null);
+            }
+            join(served);
+        } finally {
+            faults.remove(token);
+        }
+    }
+
+    private void faultServed(long token, int status, String error) {
+        CompletableFuture<Void> served = faults.remove(token);
+        if (served == null) {
+            return;
+        }
+        if (status == 0) {
+            served.complete(null);
+        } else {
+            served.completeExceptionally(Errors.fromStatus(Status.fromCodeValue(status).withDescription(error).asRuntimeException(),
+                    connection.target()));
+        }
+    }
+
     private RingClient.Events ringEvents() {
         return new RingClient.Events() {
             @Override
@@ -223,6 +299,11 @@ final class GrpcEndpoint implements Endpoint {
             @Override
             public void counterChanged(int counterId, long value) {
                 GrpcEndpoint.this.counterChanged(counterId, value);
+            }
+
+            @Override
+            public void faultServed(long token, int status, String error) {
+                GrpcEndpoint.this.faultServed(token, status, error);
             }
         };
     }
@@ -341,6 +422,10 @@ final class GrpcEndpoint implements Endpoint {
                 future.completeExceptionally(new PagewireException.UnavailableException(
                         "the session ended before the request completed: " + error.getMessage(), error));
             }
+        }
+        for (CompletableFuture<Void> fault : List.copyOf(faults.values())) {
+            fault.completeExceptionally(new PagewireException.UnavailableException(
+                    "the session ended before the node served a CPU fault: " + error.getMessage(), error));
         }
         for (CompletableFuture<Long> wait : List.copyOf(counterWaits)) {
             wait.completeExceptionally(new PagewireException.UnavailableException(
@@ -529,23 +614,173 @@ final class GrpcEndpoint implements Endpoint {
     }
 
     @Override
+    public boolean sharesMemory() {
+        return cpu != null;
+    }
+
+    /** This process as the node's CPU for [address, +length), or null when those pages are reached by calls. */
+    private CpuMemory cpuFor(long address, long length) {
+        CpuMemory c = cpu;
+        return c != null && c.covers(address, Math.max(1, length)) ? c : null;
+    }
+
+    @Override
     public void store(long address, byte[] data) {
-        join(storeAsync(address, data));
+        CpuMemory c = cpuFor(address, data.length);
+        if (c != null) {
+            c.store(address, data, 0, data.length);
+        } else {
+            join(storeAsync(address, data));
+        }
+    }
+
+    @Override
+    public void store(long address, ByteBuffer src) {
+        CpuMemory c = cpuFor(address, src.remaining());
+        if (c != null) {
+            c.store(address, src);
+        } else {
+            join(Calls.<StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
+                    .setEndpoint(ref).setAddress(address).setData(ByteString.copyFrom(src)).build(), o)));
+        }
+    }
+
+    @Override
+    public void load(long address, ByteBuffer dst) {
+        CpuMemory c = cpuFor(address, dst.remaining());
+        if (c != null) {
+            c.load(address, dst);
+        } else {
+            dst.put(load(address, dst.remaining()));
+        }
+    }
+
+    @Override
+    public long loadLong(long address) {
+        CpuMemory c = cpuFor(address, 8);
+        if (c != null) {
+            return c.loadLong(address);
+        }
+        requireAligned(address);
+        return ByteBuffer.wrap(load(address, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+
+    @Override
+    public void storeLong(long address, long value) {
+        CpuMemory c = cpuFor(address, 8);
+        if (c != null) {
+            c.storeLong(address, value);
+        } else {
+            requireAligned(address);
+            store(address, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, value).array());
+        }
+    }
+
+    @Override
+    public long compareAndSwapLong(long address, long expected, long value) {
+        CpuMemory c = cpuFor(address, 8);
+        return c != null ? c.compareAndSwapLong(address, expected, value)
+                : atomicWord(address, AtomicWordRequest.Op.COMPARE_SWAP, expected, value);
+    }
+
+    @Override
+    public long fetchAddLong(long address, long delta) {
+        CpuMemory c = cpuFor(address, 8);
+        return c != null ? c.fetchAddLong(address, delta) : atomicWord(address, AtomicWordRequest.Op.FETCH_ADD, delta, 0);
+    }
+
+    private long atomicWord(long address, AtomicWordRequest.Op op, long operand, long swap) {
+        return join(Calls.<AtomicWordResponse>unary(o -> connection.stub().atomicWord(AtomicWordRequest.newBuilder().setEndpoint(ref)
+                .setAddress(address).setOp(op).setOperand(operand).setSwap(swap).build(), o))).getBefore();
+    }
+
+    private static void requireAligned(long address) {
+        if ((address & 7) != 0) {
+            throw new IllegalArgumentException(String.format("a word access needs an 8-byte aligned address, not 0x%x", address));
+        }
+    }
+
+    @Override
+    public long awaitChange(long address, long value, Duration timeout) {
+        long deadlineNs = System.nanoTime() + Math.min(timeout.toNanos(), Long.MAX_VALUE / 4);
+        CpuMemory c = cpuFor(address, 8);
+        RingClient r = rings;
+        if (c == null || r == null) {
+            return pollChange(address, value, deadlineNs);
+        }
+        long spinUntil = connection.options().busyPoll() ? Long.MAX_VALUE : System.nanoTime() + Errors.SPIN_NS;
+        while (true) {
+            long now = c.loadLong(address);
+            long t = System.nanoTime();
+            if (now != value || t - deadlineNs >= 0) {
+                return now;
+            }
+            if (spinUntil == Long.MAX_VALUE || t - spinUntil < 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            // Asleep until the node places data over the word (its bell), or the ring's sleep limit.
+            r.watchAddress(address);
+            try {
+                r.await(() -> c.peekLong(address, ~value) != value, deadlineNs);
+            } finally {
+                r.watchAddress(0);
+            }
+        }
+    }
+
+    /** A wait on memory without the node's memory mapped: loads, further and further apart (up to 1 ms). */
+    private long pollChange(long address, long value, long deadlineNs) {
+        long pauseNs = 10_000;
+        while (true) {
+            long now = loadLong(address);
+            long left = deadlineNs - System.nanoTime();
+            if (now != value || left <= 0) {
+                return now;
+            }
+            LockSupport.parkNanos(Math.min(pauseNs, left));
+            pauseNs = Math.min(pauseNs * 2, 1_000_000);
+        }
     }
 
     @Override
     public CompletableFuture<Void> storeAsync(long address, byte[] data) {
+        CpuMemory c = cpuFor(address, data.length);
+        if (c != null) {
+            try {
+                c.store(address, data, 0, data.length);
+                return CompletableFuture.completedFuture(null);
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
         return Calls.<StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
                 .setEndpoint(ref).setAddress(address).setData(UnsafeByteOperations.unsafeWrap(data)).build(), o)).thenApply(r -> null);
     }
 
     @Override
     public byte[] load(long address, int length) {
+        CpuMemory c = cpuFor(address, length);
+        if (c != null && length >= 0) {
+            byte[] data = new byte[length];
+            c.load(address, data, 0, length);
+            return data;
+        }
         return join(loadAsync(address, length));
     }
 
     @Override
     public CompletableFuture<byte[]> loadAsync(long address, int length) {
+        CpuMemory c = cpuFor(address, length);
+        if (c != null && length >= 0) {
+            try {
+                byte[] data = new byte[length];
+                c.load(address, data, 0, length);
+                return CompletableFuture.completedFuture(data);
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
         return Calls.<LoadResponse>unary(o -> connection.stub().load(
                 LoadRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o))
                 .thenApply(r -> r.getData().toByteArray());

@@ -4,6 +4,8 @@ import io.pagewire.client.PagewireException;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CounterRecord;
+import io.pagewire.ring.FaultRecord;
+import io.pagewire.ring.FaultServedRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
 import io.pagewire.ring.RefusedRecord;
@@ -20,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.ringbuffer.RingBuffer;
 
@@ -42,6 +45,9 @@ final class RingClient implements AutoCloseable {
         void refused(int qpn, long wrId, String error);
 
         void counterChanged(int counterId, long value);
+
+        /** The node's answer to a CPU fault: {@code status} 0 when the pages are resident, else a gRPC status code. */
+        void faultServed(long token, int status, String error);
     }
 
     private final SessionRings rings;
@@ -202,13 +208,32 @@ final class RingClient implements AutoCloseable {
      * waits on its future, which whoever drains completes.
      */
     void await(CompletableFuture<?> future, long deadlineNs) {
+        await(future::isDone, future, deadlineNs);
+    }
+
+    /**
+     * As {@link #await(CompletableFuture, long)}, until {@code done} holds: a thread waiting on a word of
+     * memory ({@link #watchAddress}), which data the node places over it wakes. {@code done} must be
+     * cheap and must not wait on the rings itself.
+     */
+    void await(BooleanSupplier done, long deadlineNs) {
+        await(done, null, deadlineNs);
+    }
+
+    private void await(BooleanSupplier done, CompletableFuture<?> future, long deadlineNs) {
         if (draining.isHeldByCurrentThread() || !waiter.compareAndSet(null, Thread.currentThread())) {
             followers.incrementAndGet();
             if (waiter.get() == null) {
                 LockSupport.unpark(agent); // the waiter left meanwhile: the agent drains for this one
             }
             try {
-                waitOnFuture(future, deadlineNs);
+                if (future != null) {
+                    waitOnFuture(future, deadlineNs);
+                } else {
+                    while (!done.getAsBoolean() && !closed && remainingNs(deadlineNs) > 0) {
+                        LockSupport.parkNanos(this, Math.min(remainingNs(deadlineNs), FOLLOWER_LOOK_NS));
+                    }
+                }
             } finally {
                 followers.decrementAndGet();
             }
@@ -223,11 +248,11 @@ final class RingClient implements AutoCloseable {
                 LockSupport.unpark(agent);
             }
             RingIdler idler = selector == null ? new RingIdler(spinNs, NAP_NS, sleepLimitNs) : RingIdler.withBells(spinNs, sleepLimitNs);
-            WaitingAgent waiting = new WaitingAgent(future, deadlineNs);
-            while (!future.isDone() && !closed && remainingNs(deadlineNs) > 0) {
+            WaitingAgent waiting = new WaitingAgent(done, future, deadlineNs);
+            while (!done.getAsBoolean() && !closed && remainingNs(deadlineNs) > 0) {
                 if (drain() > 0) {
                     idler.reset();
-                } else if (!future.isDone()) {
+                } else if (!done.getAsBoolean()) {
                     idler.idle(waiting);
                 }
             }
@@ -245,13 +270,16 @@ final class RingClient implements AutoCloseable {
 
     /** What {@link #await}'s idler needs: the bell is taken in turn with the agent, and the future's completion ends a sleep. */
     private final class WaitingAgent extends BellSleeper {
+        private final BooleanSupplier done;
+        /** The future whose completion ends a sleep, or null (a wait on memory: the node's bell ends it). */
         private final CompletableFuture<?> future;
         private final long deadlineNs;
         private boolean wakeOnDone;
         /** The waiter was interrupted: a wait is not ended by that (as a join is not), but the status is given back. */
         private boolean interrupted;
 
-        WaitingAgent(CompletableFuture<?> future, long deadlineNs) {
+        WaitingAgent(BooleanSupplier done, CompletableFuture<?> future, long deadlineNs) {
+            this.done = done;
             this.future = future;
             this.deadlineNs = deadlineNs;
         }
@@ -259,7 +287,7 @@ final class RingClient implements AutoCloseable {
         @Override
         public void sleep(long maxNs) {
             long remainingNs = remainingNs(deadlineNs);
-            if (future.isDone() || remainingNs <= 0) {
+            if (done.getAsBoolean() || remainingNs <= 0) {
                 return;
             }
             if (!holdsBell) {
@@ -267,13 +295,13 @@ final class RingClient implements AutoCloseable {
                 Thread.yield();
                 return;
             }
-            if (!wakeOnDone) {
+            if (!wakeOnDone && future != null) {
                 // Another thread may drain the event that settles the future (the agent, in the
                 // moment before it stepped aside): its completion must end this sleep.
                 wakeOnDone = true;
                 future.whenComplete((value, error) -> wakeWaiter());
             }
-            if (future.isDone()) {
+            if (done.getAsBoolean()) {
                 return;
             }
             // A set interrupt status would end every select and park at once: the wait would spin.
@@ -291,6 +319,14 @@ final class RingClient implements AutoCloseable {
             }
             LockSupport.unpark(w);
         }
+    }
+
+    /** How often a second thread waiting on memory looks at it while another thread has the bell. */
+    private static final long FOLLOWER_LOOK_NS = 50_000L;
+
+    /** The word an application thread sleeps on in {@link #await(BooleanSupplier, long)} (0: none), for the node to see. */
+    void watchAddress(long address) {
+        rings.watchAddress(address);
     }
 
     /** {@link #await}'s deadline when there is none. */
@@ -409,6 +445,8 @@ final class RingClient implements AutoCloseable {
                     CompletionRecord.immediate(b, at));
             case RefusedRecord.TYPE -> events.refused(RefusedRecord.qpn(b, at), RefusedRecord.wrId(b, at), RefusedRecord.error(b, at, length));
             case CounterRecord.TYPE -> events.counterChanged(CounterRecord.counterId(b, at), CounterRecord.value(b, at));
+            case FaultServedRecord.TYPE -> events.faultServed(FaultServedRecord.token(b, at), FaultServedRecord.status(b, at),
+                    FaultServedRecord.error(b, at, length));
             default -> {
                 // A record type this version does not know: skip it.
             }
@@ -447,6 +485,17 @@ final class RingClient implements AutoCloseable {
         var b = ring.buffer();
         PostReceiveRecord.putHeader(b, index, qpn, srqId, 1);
         PostReceiveRecord.putReceive(b, index, 0, wrId, lkey, address, length);
+        ring.commit(index);
+        if (rings.takeNodeAsleep()) {
+            doorbell.run();
+        }
+    }
+
+    /** Writes one FAULT record: a CPU of this application needs [address, address + length) resident. */
+    void fault(long token, long address, int length, boolean write, long deadlineNs) {
+        RingBuffer ring = rings.requests();
+        int index = claim(ring, FaultRecord.TYPE, FaultRecord.LENGTH, deadlineNs);
+        FaultRecord.put(ring.buffer(), index, token, address, length, write);
         ring.commit(index);
         if (rings.takeNodeAsleep()) {
             doorbell.run();

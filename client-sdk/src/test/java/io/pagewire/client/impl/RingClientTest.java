@@ -55,6 +55,10 @@ class RingClientTest {
             public void counterChanged(int counterId, long value) {
                 changed.accept(value);
             }
+
+            @Override
+            public void faultServed(long token, int status, String error) {
+            }
         };
     }
 

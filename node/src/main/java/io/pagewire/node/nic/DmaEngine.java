@@ -97,7 +97,7 @@ final class DmaEngine {
             }
             out.holdLock(t);
             int frame = Tlb.frameOf(t);
-            return UnsafeByteOperations.unsafeWrap(memory.array(frame), memory.arrayOffset(frame, offset), length);
+            return UnsafeByteOperations.unsafeWrap(memory.slice(frame, offset, length));
         }
         // Across pages (an MTU above the page size): each page's part is wrapped where it lies and the
         // parts are joined without a copy (a rope), every frame locked until the packet is sent.
@@ -118,7 +118,7 @@ final class DmaEngine {
                 }
                 locked[held++] = t;
                 int frame = Tlb.frameOf(t);
-                payload = payload.concat(UnsafeByteOperations.unsafeWrap(memory.array(frame), memory.arrayOffset(frame, pageOffset), chunk));
+                payload = payload.concat(UnsafeByteOperations.unsafeWrap(memory.slice(frame, pageOffset, chunk)));
                 done += chunk;
             }
             for (int i = 0; i < held; i++) {

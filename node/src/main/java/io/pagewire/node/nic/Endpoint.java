@@ -42,6 +42,28 @@ public final class Endpoint implements AutoCloseable {
     /** What this session's queue pairs may send together, or null when the node paces nothing. */
     private final SendAllowance sendAllowance;
     private volatile boolean closed;
+    /** Told when received data lands in this endpoint's memory; null when nobody waits on it. */
+    private volatile PlacementWatcher placementWatcher;
+
+    /** What wants to know that received data landed in an endpoint's memory: a CPU may be waiting on those bytes. */
+    @FunctionalInterface
+    public interface PlacementWatcher {
+        /** Data was written at [address, address + length); called on the NIC's delivery thread, so it must be brief. */
+        void placed(long address, long length);
+    }
+
+    /** Sets (or with null, clears) who hears of data placed into this endpoint's memory. */
+    public void watchPlacements(PlacementWatcher watcher) {
+        placementWatcher = watcher;
+    }
+
+    /** Received data was written at [address, address + length). */
+    void placed(long address, long length) {
+        PlacementWatcher w = placementWatcher;
+        if (w != null) {
+            w.placed(address, length);
+        }
+    }
 
     Endpoint(Nic nic, AddressSpace space, String name) {
         this.nic = nic;

@@ -308,6 +308,9 @@ final class ReceivePlacement {
                 src.limit(limit);
             }
         }
+        if (direct > 0) {
+            region.endpoint().placed(va, length);
+        }
         return direct;
     }
 

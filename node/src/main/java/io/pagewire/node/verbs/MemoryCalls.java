@@ -3,9 +3,12 @@ package io.pagewire.node.verbs;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.kernel.AddressSpace;
 import io.pagewire.node.nic.Access;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.proto.verbs.AtomicWordRequest;
+import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AdviseRequest;
 import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.AllocateRequest;
@@ -87,6 +90,16 @@ final class MemoryCalls {
             byte[] data = new byte[request.getLength()];
             sessions.get(request.getEndpoint()).endpoint.space().load(request.getAddress(), data, 0, data.length);
             return LoadResponse.newBuilder().setData(UnsafeByteOperations.unsafeWrap(data)).build();
+        });
+    }
+
+    void atomicWord(AtomicWordRequest request, StreamObserver<AtomicWordResponse> response) {
+        ControlCalls.answer(response, () -> {
+            AddressSpace space = sessions.get(request.getEndpoint()).endpoint.space();
+            long before = request.getOp() == AtomicWordRequest.Op.COMPARE_SWAP
+                    ? space.compareAndSwapLong(request.getAddress(), request.getOperand(), request.getSwap())
+                    : space.fetchAddLong(request.getAddress(), request.getOperand());
+            return AtomicWordResponse.newBuilder().setBefore(before).build();
         });
     }
 

@@ -5,6 +5,7 @@ import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.WorkRequest;
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CounterRecord;
+import io.pagewire.ring.FaultServedRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
 import io.pagewire.ring.RefusedRecord;
@@ -75,6 +76,17 @@ final class RingCodec {
             return false;
         }
         RefusedRecord.put(ring.buffer(), index, wrId, qpn, error);
+        ring.commit(index);
+        return true;
+    }
+
+    static boolean writeFaultServed(RingBuffer ring, long token, int status, String message) {
+        byte[] error = message == null ? new byte[0] : CompletionRecord.utf8(message);
+        int index = claim(ring, FaultServedRecord.TYPE, FaultServedRecord.length(error.length));
+        if (index < 0) {
+            return false;
+        }
+        FaultServedRecord.put(ring.buffer(), index, token, status, error);
         ring.commit(index);
         return true;
     }

@@ -15,6 +15,7 @@ import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.WorkRequest;
+import io.pagewire.ring.FaultRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
 import io.pagewire.ring.RingBell;
@@ -54,6 +55,7 @@ final class RingPort implements AutoCloseable {
     private final Path directory;
     private final int ringBytes;
     private final BiConsumer<Session, Post> poster;
+    private final BiConsumer<Session, Fault> faulter;
     private final NodeEventLoops loops;
     private final SecureRandom random = new SecureRandom();
     /** The reader of every session whose rings were made and not yet released, by ring file. */
@@ -67,20 +69,26 @@ final class RingPort implements AutoCloseable {
     record Post(int qpn, List<WorkRequest> requests, int srqId, List<ReceiveRequest> receives) {
     }
 
+    /** One FAULT record: a CPU of the session needs [address, address + length) resident. */
+    record Fault(long token, long address, int length, boolean write) {
+    }
+
     /**
      * @param directory where ring files are made; null turns user-level access off
      * @param sleepLimitNs how often every sleeping reader looks at its ring anyway
      * @param loops the node's event loops, where the rings are read and the bells served
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
+     * @param faulter serves a CPU fault of the session (off the loop: a fault may wait for swap)
      */
     RingPort(String nodeId, Path directory, int ringBytes, long spinNs, long sleepLimitNs, NodeEventLoops loops,
-            BiConsumer<Session, Post> poster) {
+            BiConsumer<Session, Post> poster, BiConsumer<Session, Fault> faulter) {
         this.nodeId = nodeId;
         this.directory = directory;
         this.ringBytes = ringBytes;
         this.spinNs = spinNs;
         this.loops = loops;
         this.poster = poster;
+        this.faulter = faulter;
         this.safetyNet = directory == null ? null
                 : loops.workers().next().scheduleAtFixedRate(this::lookAtSleepers, sleepLimitNs, sleepLimitNs, TimeUnit.NANOSECONDS);
     }
@@ -100,6 +108,11 @@ final class RingPort implements AutoCloseable {
         readers.put(rings.path(), reader);
         reader.listen();
         return rings;
+    }
+
+    /** Where the CPU-visible page table of a session's endpoint goes: beside its rings, named after them. */
+    static Path pageTableFor(SessionRings rings) {
+        return rings.path().resolveSibling(rings.path().getFileName() + ".pages");
     }
 
     /** Starts reading a session's request ring. */
@@ -303,6 +316,15 @@ final class RingPort implements AutoCloseable {
                             return;
                         }
                         poster.accept(s, new Post(PostReceiveRecord.qpn(buffer, offset), null, PostReceiveRecord.srqId(buffer, offset), receives));
+                        return;
+                    }
+                    if (type == FaultRecord.TYPE) {
+                        if (length < FaultRecord.LENGTH) {
+                            LOG.log(System.Logger.Level.WARNING, "a malformed fault record of " + length + " bytes on " + s.endpoint + " was dropped");
+                            return;
+                        }
+                        faulter.accept(s, new Fault(FaultRecord.token(buffer, offset), FaultRecord.address(buffer, offset),
+                                FaultRecord.length(buffer, offset), FaultRecord.write(buffer, offset)));
                         return;
                     }
                     if (type != PostRecord.TYPE) {

@@ -19,6 +19,7 @@ import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.ring.SessionRings;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,6 +33,7 @@ import java.util.function.LongConsumer;
  * closes when the session ends.
  */
 final class Session {
+    private static final System.Logger LOG = System.getLogger(Session.class.getName());
     final Endpoint endpoint;
     /** Who opened it, as the node's caller authentication named them: whose share of the node it counts against. */
     final String caller;
@@ -209,7 +211,54 @@ final class Session {
         flushCompletions();
         activeRings = rings;
         ringPort.activate(this);
-        send(SessionEvent.newBuilder().setRingsActive(RingsActive.getDefaultInstance()).build());
+        send(SessionEvent.newBuilder().setRingsActive(shareMemory(rings)).build());
+    }
+
+    /**
+     * The application maps this session's rings, so it runs on the node's host as the node's user: it
+     * may map the node's memory too and reach its pages directly, through its endpoint's CPU-visible
+     * page table; received data over a word it sleeps on wakes it. Without a memory file (an
+     * anonymous one) its store, load and waits stay calls.
+     */
+    private RingsActive shareMemory(SessionRings rings) {
+        Path memory = endpoint.nic().kernel().memory().path();
+        if (memory == null) {
+            return RingsActive.getDefaultInstance();
+        }
+        try {
+            int slot = endpoint.space().shareWithCpu(RingPort.pageTableFor(rings));
+            endpoint.watchPlacements(this::placed);
+            return RingsActive.newBuilder().setMemoryPath(memory.toString())
+                    .setPageTablePath(endpoint.space().cpuPageTable().toString()).setCpuSlot(slot).build();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "endpoint " + endpoint.id() + " cannot share its pages with its application; its store and"
+                    + " load stay calls", e);
+            return RingsActive.getDefaultInstance();
+        }
+    }
+
+    /** Received data landed at [address, +length): a thread of the application sleeping on a word there is woken. */
+    private void placed(long address, long length) {
+        SessionRings r = activeRings;
+        if (r == null) {
+            return;
+        }
+        long watched = r.watchedAddress();
+        if (watched != 0 && watched - address >= 0 && watched - address < length) {
+            synchronized (this) {
+                ringIfAsleep(r);
+            }
+        }
+    }
+
+    /** The answer to a CPU fault from the ring: null when its pages are resident, else the call status saying why not. */
+    synchronized void faultServed(long token, io.grpc.Status failure) {
+        SessionRings r = activeRings;
+        int code = failure == null ? 0 : failure.getCode().value();
+        String error = failure == null ? null : StatusMapping.bounded(String.valueOf(failure.getDescription()));
+        if (r != null && RingCodec.writeFaultServed(r.events(), token, code, error)) {
+            ringIfAsleep(r);
+        }
     }
 
     private static final SessionEvent DOORBELL = SessionEvent.newBuilder().setDoorbell(Doorbell.getDefaultInstance()).build();

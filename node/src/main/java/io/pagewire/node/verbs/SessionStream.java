@@ -3,6 +3,7 @@ package io.pagewire.node.verbs;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.kernel.AddressSpace;
 import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
@@ -11,6 +12,7 @@ import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.SharedReceiveQueue;
 import io.pagewire.proto.verbs.PostReceiveRequest;
+import io.pagewire.ring.FaultRecord;
 import io.pagewire.proto.verbs.PostRequest;
 import io.pagewire.proto.verbs.ReceiveRequest;
 import io.pagewire.proto.verbs.SessionEvent;
@@ -20,6 +22,8 @@ import io.pagewire.proto.verbs.WatchRefused;
 import io.pagewire.proto.verbs.WorkRequest;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -38,16 +42,48 @@ final class SessionStream implements AutoCloseable {
     private final Sessions sessions;
     private final ControlCalls control;
     private final RingPort rings;
+    private final Executor work;
 
     /** @param busyPollNs the node's latency mode (0: off): how long its loops, ring readers included, poll before they block */
     SessionStream(String nodeId, VerbsContext context, Nic nic, Sessions sessions, ControlCalls control, NodeEventLoops loops,
-            long busyPollNs) {
+            long busyPollNs, Executor work) {
         this.nodeId = nodeId;
         this.nic = nic;
         this.sessions = sessions;
         this.control = control;
         this.rings = new RingPort(nodeId, context.ringDirectory(), context.ringBytes(), busyPollNs > 0 ? busyPollNs : RING_IDLE_SPIN_NS,
-                context.ringSleepLimitNs(), loops, this::postFromRing);
+                context.ringSleepLimitNs(), loops, this::postFromRing, this::faultFromRing);
+        this.work = work;
+    }
+
+    /**
+     * A CPU fault from a session's ring: the kernel agent brings the pages in on the work pool (a
+     * fault may wait for swap, which the ring's loop must not), and the answer goes on the event ring.
+     */
+    private void faultFromRing(Session session, RingPort.Fault fault) {
+        Runnable serve = () -> {
+            Status failure = null;
+            try {
+                if (fault.length() <= 0 || fault.length() > FaultRecord.MAX_LENGTH) {
+                    throw new IllegalArgumentException("a CPU fault covers 1 to " + FaultRecord.MAX_LENGTH + " bytes, not " + fault.length());
+                }
+                AddressSpace space = session.endpoint.space();
+                space.checkAllocated(fault.address(), fault.length());
+                int pageSize = space.pageSize();
+                long end = fault.address() + fault.length();
+                for (long page = fault.address() & -pageSize; page < end; page += pageSize) {
+                    space.touch(page, fault.write());
+                }
+            } catch (RuntimeException e) {
+                failure = StatusMapping.toStatus(e).getStatus();
+            }
+            session.faultServed(fault.token(), failure);
+        };
+        try {
+            work.execute(serve);
+        } catch (RejectedExecutionException e) {
+            session.faultServed(fault.token(), Status.UNAVAILABLE.withDescription("node " + nodeId + " is shutting down"));
+        }
     }
 
     /** A record read from a session's request ring. */

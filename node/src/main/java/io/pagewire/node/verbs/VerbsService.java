@@ -4,6 +4,8 @@ import io.grpc.stub.StreamObserver;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Nic;
+import io.pagewire.proto.verbs.AtomicWordRequest;
+import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AdviseRequest;
 import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.AllocateRequest;
@@ -83,7 +85,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
             Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work) {
         this.sessions = new Sessions(nodeId, context, nic.kernel().context().callerShare());
         this.control = new ControlCalls(context, scheduler, work);
-        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs);
+        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work);
         this.memory = new MemoryCalls(context, sessions, control);
         this.queuePairs = new QueuePairCalls(nodeId, nic, fabric, sessions, control);
         this.counters = new CounterCalls(sessions, control, scheduler);
@@ -145,6 +147,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public void load(LoadRequest request, StreamObserver<LoadResponse> response) {
         memory.load(request, response);
+    }
+
+    @Override
+    public void atomicWord(AtomicWordRequest request, StreamObserver<AtomicWordResponse> response) {
+        memory.atomicWord(request, response);
     }
 
     @Override
