@@ -54,6 +54,7 @@ import io.pagewire.proto.verbs.WatchCounter;
 import io.pagewire.ring.MemoryFile;
 import io.pagewire.ring.PageTableFile;
 import io.pagewire.ring.RingBell;
+import io.pagewire.ring.RingIdler;
 import io.pagewire.ring.SessionRings;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -708,14 +709,21 @@ final class GrpcEndpoint implements Endpoint {
         if (c == null || r == null) {
             return pollChange(address, value, deadlineNs);
         }
-        long spinUntil = connection.options().busyPoll() ? Long.MAX_VALUE : System.nanoTime() + Errors.SPIN_NS;
+        boolean busy = connection.options().busyPoll();
+        long spinUntil = System.nanoTime() + Errors.SPIN_NS;
         while (true) {
             long now = c.loadLong(address);
             long t = System.nanoTime();
             if (now != value || t - deadlineNs >= 0) {
                 return now;
             }
-            if (spinUntil == Long.MAX_VALUE || t - spinUntil < 0) {
+            if (busy) {
+                // Spinning, then yielding between looks: a waiter that never yields starves, on a
+                // small machine, the node threads that bring the write it waits for.
+                RingIdler.backOff(spinUntil);
+                continue;
+            }
+            if (t - spinUntil < 0) {
                 Thread.onSpinWait();
                 continue;
             }

@@ -84,6 +84,11 @@ final class PerfCommand implements Callable<Integer> {
         "the SDK's channel then runs its callbacks on the transport thread (direct executor)."})
     boolean busyPoll;
 
+    @Option(names = "--notify", description = {"write_lat: each side learns of the other's write from a notification (an event",
+        "counter) instead of watching the last word of its buffer, as ib_write_lat does (the default when both",
+        "applications map their nodes' memory; without it, notifications are used anyway)."})
+    boolean notify;
+
     @Option(names = "--warmup", paramLabel = "SECONDS", description = "Bandwidth: stream this long before measuring, not counted (default ${DEFAULT-VALUE}).",
             defaultValue = "3")
     double warmupSeconds;
@@ -237,11 +242,16 @@ final class PerfCommand implements Callable<Integer> {
             perftest.recordSamples(samples);
             perftest.postList(postList);
             perftest.cqMod(cqMod);
+            if (notify) {
+                perftest.arrival(Perftest.Arrival.NOTIFICATION);
+            }
             String responderId = responderProbe.describe().getNodeId();
             String where = pair == null ? targets.get(0) + " -> " + targets.get(1) : "embedded pair over loopback";
             if (!json) {
                 out.printf("# %s, %s, mode %s, %s%n", which.name().toLowerCase(Locale.ROOT), where, mode,
-                        which.bandwidth() ? queuePairs + " queue pair(s), tx depth " + txDepth : "one request at a time");
+                        which.bandwidth() ? queuePairs + " queue pair(s), tx depth " + txDepth : "one request at a time"
+                                + (which == Perftest.Test.WRITE_LAT ? (perftest.arrival() == Perftest.Arrival.MEMORY
+                                ? ", arrivals seen by watching memory" : ", arrivals by notification") : ""));
                 out.println(which.bandwidth() ? bandwidthHeader() : latencyHeader());
                 out.flush();
             }

@@ -18,6 +18,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -117,6 +118,30 @@ public final class Perftest implements AutoCloseable {
             throw new IllegalArgumentException("--cq-mod must be at least 1, was " + value);
         }
         cqMod = value;
+    }
+
+    /** How write_lat's receivers learn that a ping or pong landed. */
+    public enum Arrival {
+        /** Each side watches the last word of its buffer, as ib_write_lat does (both endpoints must map their node's memory). */
+        MEMORY,
+        /** Writes with notification; each side's event counter handler answers (NetVM's counters). */
+        NOTIFICATION
+    }
+
+    private Arrival arrival;
+
+    /** write_lat: watch memory or take notifications; by default memory when both endpoints map their node's memory. */
+    public void arrival(Arrival value) {
+        if (value == Arrival.MEMORY && !(local.sharesMemory() && remote.sharesMemory())) {
+            throw new IllegalArgumentException("write_lat by watching memory needs both applications on their nodes' hosts,"
+                    + " mapping the nodes' memory (shared memory on)");
+        }
+        arrival = value;
+    }
+
+    /** How write_lat detects arrivals in this run. */
+    public Arrival arrival() {
+        return arrival != null ? arrival : local.sharesMemory() && remote.sharesMemory() ? Arrival.MEMORY : Arrival.NOTIFICATION;
     }
 
     /** Where latency tests also record every measured round trip, or null. */
@@ -511,6 +536,8 @@ public final class Perftest implements AutoCloseable {
                 }
             } else if (test == Test.SEND_LAT) {
                 sendPingPong(held, mine, theirs, size, iterations, warmup, histogram, progress);
+            } else if (stride == 0 && arrival() == Arrival.MEMORY) {
+                memoryPingPong(held, size, iterations, warmup, histogram, progress);
             } else {
                 pingPong(mine, theirs, stride, size, iterations, warmup, histogram, progress);
             }
@@ -641,6 +668,66 @@ public final class Perftest implements AutoCloseable {
             }
         }
         lastPingPong = counts;
+    }
+
+    /**
+     * write_lat as ib_write_lat runs it: each side has a send area and a receive area; a ping stores
+     * its sequence number in the send area's last word and WRITEs the area into the far side's
+     * receive area; the far side's thread, watching the last word of its receive area (spinning, or
+     * asleep until the node's bell), sees it change, stores it in its own send area and WRITEs it
+     * back, where this thread watches. No notification and no completion is on the path: the WRITEs
+     * are unsignalled but for one in {@link #cqMod} (which retires the ones before it).
+     */
+    private void memoryPingPong(HeldResources held, int size, long iterations, int warmup, Histogram histogram, LongConsumer progress)
+            throws Exception {
+        int area = (size + 7) & -8;
+        int word = (size - 1) & -8; // the aligned word that holds the message's last byte
+        MemoryRegion mine = held.add(buffer(local, 2 * area));
+        MemoryRegion theirs = held.add(buffer(remote, 2 * area));
+        QueuePair back = held.add(remote.createQueuePair());
+        QueuePair forth = held.add(local.createQueuePair());
+        back.connect(forth.address());
+        forth.connect(back.address());
+        long pings = iterations + warmup;
+        long mask = size >= 8 ? -1L : (1L << (8 * size)) - 1;
+        CompletableFuture<Void> answering = CompletableFuture.runAsync(() -> {
+            long seen = remote.loadLong(theirs.address() + area + word);
+            for (long i = 1; i <= pings; i++) {
+                long now = remote.awaitChange(theirs.address() + area + word, seen, Duration.ofSeconds(30));
+                if (now == seen) {
+                    throw new IllegalStateException("ping " + i + " did not arrive within 30 s");
+                }
+                seen = now;
+                remote.storeLong(theirs.address() + word, now);
+                WorkRequest pong = WorkRequest.write(theirs, theirs.address(), size, mine.address() + area, mine.rkey());
+                back.post(List.of(i % cqMod == 0 ? pong : pong.unsignaled()));
+            }
+        }, runnable -> {
+            Thread t = new Thread(runnable, "perf-write-lat-responder");
+            t.setDaemon(true);
+            t.start();
+        });
+        long seen = local.loadLong(mine.address() + area + word);
+        for (long i = 1; i <= pings; i++) {
+            long start = System.nanoTime();
+            local.storeLong(mine.address() + word, i);
+            WorkRequest ping = WorkRequest.write(mine, mine.address(), size, theirs.address() + area, theirs.rkey());
+            forth.post(List.of(i % cqMod == 0 ? ping : ping.unsignaled()));
+            long now = local.awaitChange(mine.address() + area + word, seen, Duration.ofSeconds(30));
+            if (now == seen) {
+                answering.cancel(true);
+                throw new IllegalStateException("no answer to ping " + i + " within 30 s" + (answering.isDone() ? ": " + answering : ""));
+            }
+            if ((now & mask) != (i & mask)) {
+                throw new IllegalStateException("ping " + i + " was answered with " + now + ": the ping-pong lost its step");
+            }
+            seen = now;
+            if (i > warmup) {
+                record(histogram, size, start, System.nanoTime());
+                progress.accept(i - warmup);
+            }
+        }
+        answering.get(30, TimeUnit.SECONDS);
     }
 
     /**
