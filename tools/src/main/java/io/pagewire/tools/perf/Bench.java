@@ -2,6 +2,7 @@ package io.pagewire.tools.perf;
 
 import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
+import io.pagewire.client.Endpoint;
 import io.pagewire.client.Pagewire;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.examples.NotifyRing;
@@ -15,12 +16,14 @@ import java.io.PrintWriter;
 import java.io.Writer;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.LongSupplier;
+import org.HdrHistogram.Histogram;
 
 /**
  * The measurements of {@code pagewire bench}: Pagewire's data path beside the raw gRPC link under it
@@ -153,6 +156,7 @@ public final class Bench {
             bandwidth(pair, budget.warmupSeconds());
             latency(pair, spinning);
             modes(pair);
+            memory(pair);
             secured(configurations, budget.warmupSeconds());
             for (round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
@@ -161,6 +165,7 @@ public final class Bench {
                 bandwidth(pair, warmup);
                 latency(pair, spinning);
                 modes(pair);
+                memory(pair);
                 secured(configurations, warmup);
                 embedded();
                 if (ucx.available()) {
@@ -358,6 +363,72 @@ public final class Bench {
                         : "write RTT 64 B warm " + v.mode() + " p50 us", rows.get(i).typical() * 2);
             }
         }
+    }
+
+    /**
+     * An application's own memory: a 64-byte store and load on the co-located path (the node's memory
+     * mapped, pages reached directly) beside the same two as gRPC calls, and 1 MiB stores beside a
+     * plain copy of 1 MiB into off-heap memory in this process, each pair back to back.
+     */
+    private void memory(NodeProcesses pair) {
+        try (Pagewire mapped = Pagewire.connect(pair.requester(), PLAINTEXT);
+                Pagewire calls = Pagewire.connect(pair.requester(), PLAINTEXT.withSharedMemory(false))) {
+            Endpoint cpu = mapped.openEndpoint("bench-cpu");
+            Endpoint remote = calls.openEndpoint("bench-calls");
+            if (!cpu.sharesMemory()) {
+                log.printf("# the node's memory is not mapped here: no co-located memory figures%n");
+                return;
+            }
+            int iterations = budget.latencyIterations() * 10;
+            record("store+load 64 B co-located p50 us", storeLoadMicros(cpu, iterations));
+            record("store+load 64 B gRPC calls p50 us", storeLoadMicros(remote, budget.latencyIterations()));
+            byte[] mebibyte = new byte[1 << 20];
+            new java.util.Random(1).nextBytes(mebibyte);
+            long address = cpu.allocate(mebibyte.length);
+            cpu.store(address, mebibyte); // first touch: faults, not the steady state
+            ByteBuffer offHeap = ByteBuffer.allocateDirect(mebibyte.length);
+            int copies = Math.max(20, budget.latencyIterations() / 10);
+            for (int pass = 0; pass < 2; pass++) { // the first pass warms both loops up
+                long start = System.nanoTime();
+                for (int i = 0; i < copies; i++) {
+                    cpu.store(address, mebibyte);
+                }
+                long stored = System.nanoTime() - start;
+                start = System.nanoTime();
+                for (int i = 0; i < copies; i++) {
+                    offHeap.clear();
+                    offHeap.put(mebibyte);
+                }
+                long copied = System.nanoTime() - start;
+                if (pass == 1) {
+                    record("store 1 MiB co-located MB/s", copies * (double) mebibyte.length / (1 << 20) / (stored / 1e9));
+                    record("plain copy 1 MiB MB/s", copies * (double) mebibyte.length / (1 << 20) / (copied / 1e9));
+                }
+            }
+            cpu.free(address);
+        }
+    }
+
+    /** The median time of a 64-byte store followed by a load of the same bytes, in microseconds, after a tenth as many unrecorded. */
+    private static double storeLoadMicros(Endpoint endpoint, int iterations) {
+        long address = endpoint.allocate(4096);
+        byte[] data = new byte[64];
+        Histogram histogram = new Histogram(3_600_000_000_000L, 3);
+        for (int i = -iterations / 10; i < iterations; i++) {
+            data[0] = (byte) i;
+            long start = System.nanoTime();
+            endpoint.store(address, data);
+            byte[] back = endpoint.load(address, 64);
+            long elapsed = System.nanoTime() - start;
+            if (back[0] != data[0]) {
+                throw new IllegalStateException("a load did not return the store before it");
+            }
+            if (i >= 0) {
+                histogram.recordValue(elapsed);
+            }
+        }
+        endpoint.free(address);
+        return histogram.getValueAtPercentile(50) / 1000.0;
     }
 
     private void embedded() throws Exception {

@@ -690,33 +690,62 @@ public final class Perftest implements AutoCloseable {
         forth.connect(back.address());
         long pings = iterations + warmup;
         long mask = size >= 8 ? -1L : (1L << (8 * size)) - 1;
-        CompletableFuture<Void> answering = CompletableFuture.runAsync(() -> {
-            long seen = remote.loadLong(theirs.address() + area + word);
-            for (long i = 1; i <= pings; i++) {
-                long now = remote.awaitChange(theirs.address() + area + word, seen, Duration.ofSeconds(30));
-                if (now == seen) {
-                    throw new IllegalStateException("ping " + i + " did not arrive within 30 s");
+        long myWord = mine.address() + area + word;
+        long theirWord = theirs.address() + area + word;
+        // Both read before the first ping can land: a side that looked only after it would wait for a second.
+        long[] seenThere = {remote.loadLong(theirWord)};
+        LongConsumer answer = now -> {
+            seenThere[0] = now;
+            remote.storeLong(theirs.address() + word, now);
+            WorkRequest pong = WorkRequest.write(theirs, theirs.address(), size, mine.address() + area, mine.rkey());
+            back.post(List.of(now % cqMod == 0 ? pong : pong.unsignaled()));
+        };
+        CompletableFuture<Void> answering = null;
+        if (!busyPoll) {
+            // The far side's own thread, asleep on its word until the node's bell, as a second process would be.
+            answering = CompletableFuture.runAsync(() -> {
+                for (long i = 1; i <= pings; i++) {
+                    long now = remote.awaitChange(theirWord, seenThere[0], Duration.ofSeconds(30));
+                    if (now == seenThere[0]) {
+                        throw new IllegalStateException("ping " + i + " did not arrive within 30 s");
+                    }
+                    answer.accept(now);
                 }
-                seen = now;
-                remote.storeLong(theirs.address() + word, now);
-                WorkRequest pong = WorkRequest.write(theirs, theirs.address(), size, mine.address() + area, mine.rkey());
-                back.post(List.of(i % cqMod == 0 ? pong : pong.unsignaled()));
-            }
-        }, runnable -> {
-            Thread t = new Thread(runnable, "perf-write-lat-responder");
-            t.setDaemon(true);
-            t.start();
-        });
-        long seen = local.loadLong(mine.address() + area + word);
+            }, runnable -> {
+                Thread t = new Thread(runnable, "perf-write-lat-responder");
+                t.setDaemon(true);
+                t.start();
+            });
+        }
+        long seen = local.loadLong(myWord);
         for (long i = 1; i <= pings; i++) {
             long start = System.nanoTime();
+            long deadline = start + Duration.ofSeconds(30).toNanos();
             local.storeLong(mine.address() + word, i);
             WorkRequest ping = WorkRequest.write(mine, mine.address(), size, theirs.address() + area, theirs.rkey());
             forth.post(List.of(i % cqMod == 0 ? ping : ping.unsignaled()));
-            long now = local.awaitChange(mine.address() + area + word, seen, Duration.ofSeconds(30));
+            long now;
+            if (busyPoll) {
+                // One thread watches both words, as each side's spinning thread would (on a 2-core
+                // machine a second spinner would take the core a node's loop needs), yielding
+                // between looks after a short spin.
+                long spinUntil = start + BUSY_SPIN_NS;
+                while ((now = local.loadLong(myWord)) == seen && System.nanoTime() - deadline < 0) {
+                    long there = remote.loadLong(theirWord);
+                    if (there != seenThere[0]) {
+                        answer.accept(there);
+                    } else {
+                        RingIdler.backOff(spinUntil);
+                    }
+                }
+            } else {
+                now = local.awaitChange(myWord, seen, Duration.ofNanos(deadline - start));
+            }
             if (now == seen) {
-                answering.cancel(true);
-                throw new IllegalStateException("no answer to ping " + i + " within 30 s" + (answering.isDone() ? ": " + answering : ""));
+                if (answering != null) {
+                    answering.cancel(true);
+                }
+                throw new IllegalStateException("no answer to ping " + i + " within 30 s");
             }
             if ((now & mask) != (i & mask)) {
                 throw new IllegalStateException("ping " + i + " was answered with " + now + ": the ping-pong lost its step");
@@ -727,7 +756,9 @@ public final class Perftest implements AutoCloseable {
                 progress.accept(i - warmup);
             }
         }
-        answering.get(30, TimeUnit.SECONDS);
+        if (answering != null) {
+            answering.get(30, TimeUnit.SECONDS);
+        }
     }
 
     /**
