@@ -28,9 +28,10 @@ RUN groupadd --system --gid 7100 pagewire \
  && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings /var/lib/pagewire/certs \
  && chown -R pagewire:pagewire /var/lib/pagewire
 COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
-# The heap holds the node's emulated physical memory: size the container's memory limit for
-# PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES plus ~200 MiB; the node's JVM takes 75 % of the limit as
-# heap (more JVM options: JAVA_TOOL_OPTIONS).
+# The node's emulated physical memory is a file in the ring directory (put it on a tmpfs, such as a
+# host's /dev/shm, to keep it in RAM), off the heap: size the container's memory limit for
+# PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES plus the heap plus ~100 MiB; the node's JVM takes 40 % of the
+# limit as heap (more JVM options: JAVA_TOOL_OPTIONS).
 ENV PAGEWIRE_NODE_HOST=0.0.0.0 \
     PAGEWIRE_NODE_PORT=7100 \
     PAGEWIRE_NODE_METRICS_PORT=9464 \
@@ -45,4 +46,4 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=8s --start-period=60s --retries=3 \
   CMD ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx48m", "-Xss512k", "-XX:-UsePerfData", \
        "-cp", "/opt/pagewire/pagewire.jar", "io.pagewire.tools.cli.PagewireCommand", "health", "--quiet", "localhost:7100"]
-ENTRYPOINT ["java", "-XX:MaxRAMPercentage=75", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/pagewire/pagewire.jar", "node"]
+ENTRYPOINT ["java", "-XX:MaxRAMPercentage=40", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/pagewire/pagewire.jar", "node"]

@@ -111,9 +111,21 @@ class DeployManifestsTest {
         assertThat(env.get(NodeSettings.environmentName(NodeConfiguration.PEERS.name()))).as("the peers are the StatefulSet's pods")
                 .isEqualTo(String.join(",", expectedPeers));
 
-        long heapBytes = (long) (node.getResources().getLimits().get("memory").getNumericalAmount().longValue() * 0.75);
-        assertThat(configured.kernel().physicalMemoryBytes()).as("the emulated memory fits in the heap the memory limit leaves")
-                .isLessThan(heapBytes - (128L << 20));
+        // The emulated memory is a file in the ring directory, which the manifest puts in RAM (tmpfs pages
+        // count against the memory limit), beside the heap the image's JVM takes of the limit.
+        long limit = node.getResources().getLimits().get("memory").getNumericalAmount().longValue();
+        Matcher heapShare = Pattern.compile("MaxRAMPercentage=(\\d+)").matcher(Files.readString(MANIFEST.resolveSibling("../../Dockerfile")));
+        assertThat(heapShare.find()).as("the image's entry point sizes the heap").isTrue();
+        long heapBytes = limit * Long.parseLong(heapShare.group(1)) / 100;
+        assertThat(heapBytes + configured.kernel().physicalMemoryBytes()).as("the heap and the emulated memory fit the memory limit")
+                .isLessThan(limit - (128L << 20));
+        String ringDirectory = env.getOrDefault(NodeSettings.environmentName("pagewire.node.ringDirectory"), "/var/lib/pagewire/rings");
+        Volume rings = set.getSpec().getTemplate().getSpec().getVolumes().stream().filter(v -> v.getEmptyDir() != null
+                && node.getVolumeMounts().stream().anyMatch(m -> m.getName().equals(v.getName()) && m.getMountPath().equals(ringDirectory)))
+                .findFirst().orElseThrow(() -> new AssertionError("no emptyDir volume at the ring directory " + ringDirectory));
+        assertThat(rings.getEmptyDir().getMedium()).as("the node's memory file is in RAM").isEqualTo("Memory");
+        assertThat(rings.getEmptyDir().getSizeLimit().getNumericalAmount().longValue()).as("the ring volume holds the memory file")
+                .isGreaterThanOrEqualTo(configured.kernel().physicalMemoryBytes());
         assertThat(node.getVolumeMounts()).anySatisfy(m -> assertThat(settings.get("pagewire.kernel.swapFile")).startsWith(m.getMountPath()));
     }
 
