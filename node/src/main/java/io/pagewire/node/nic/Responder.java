@@ -315,6 +315,7 @@ final class Responder {
             } finally {
                 dma.release(t, true);
             }
+            region.endpoint().placed(address, 8);
         }
         int slot = (int) (psn % atomicPsn.length);
         atomicPsn[slot] = psn;
