@@ -694,8 +694,11 @@ public final class Perftest implements AutoCloseable {
         long theirWord = theirs.address() + area + word;
         // Both read before the first ping can land: a side that looked only after it would wait for a second.
         long[] seenThere = {remote.loadLong(theirWord)};
+        PingPongCounts counts = new PingPongCounts();
+        long[] answered = {0};
         LongConsumer answer = now -> {
             seenThere[0] = now;
+            counts.ping(++answered[0]);
             remote.storeLong(theirs.address() + word, now);
             WorkRequest pong = WorkRequest.write(theirs, theirs.address(), size, mine.address() + area, mine.rkey());
             back.post(List.of(now % cqMod == 0 ? pong : pong.unsignaled()));
@@ -751,6 +754,7 @@ public final class Perftest implements AutoCloseable {
                 throw new IllegalStateException("ping " + i + " was answered with " + now + ": the ping-pong lost its step");
             }
             seen = now;
+            counts.pong(i);
             if (i > warmup) {
                 record(histogram, size, start, System.nanoTime());
                 progress.accept(i - warmup);
@@ -759,6 +763,7 @@ public final class Perftest implements AutoCloseable {
         if (answering != null) {
             answering.get(30, TimeUnit.SECONDS);
         }
+        lastPingPong = counts;
     }
 
     /**
