@@ -23,7 +23,8 @@ public final class VerbsConfiguration {
     public static final Setting<Integer> CONTROL_BURST = Setting.count("pagewire.quota.controlBurst", 100,
             "Control-plane operations a caller may start back to back before its rate applies").atLeast(1);
     public static final Setting<Path> RING_DIRECTORY = Setting.of("pagewire.node.ringDirectory", SettingType.PATH,
-            defaultRingDirectory(), "Where the node makes the shared-memory rings of co-located applications; empty turns them off");
+            defaultRingDirectory(), "Where the node makes the shared-memory rings of co-located applications and its physical memory file,"
+                    + " which they may map; empty turns both off (the memory is then anonymous)");
     public static final Setting<Integer> RING_BYTES = Setting.intBytes("pagewire.node.ringBytes", 1 << 20,
             "Record space of each of a session's two rings").where(v -> v >= 4096 && Integer.bitCount(v) == 1,
             "a power of two of at least 4096");
