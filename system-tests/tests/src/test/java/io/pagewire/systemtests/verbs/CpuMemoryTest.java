@@ -20,7 +20,9 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -84,6 +86,51 @@ class CpuMemoryTest extends SdkFixture {
         assertThat(endpoint.load(address, data.length)).isEqualTo(data);
 
         assertThat(kernelCount(node, KernelCounter.CPU_FAULTS_MAJOR) - majorBefore).as("swapped pages read back").isEqualTo(16);
+    }
+
+    /**
+     * Two applications whose pages together are twice the node's frames store into and load from them
+     * while reclaim takes frames away under their copies: every load returns what its own page last
+     * got, so no copy ever went to a frame that had moved on to another page.
+     */
+    @Test
+    void copiesRacingWithReclaimNeverReachAnotherPagesFrame() throws Exception {
+        PagewireNode node = start(1, c -> c.kernel().physicalMemoryBytes(1L << 20).swapBytes(16L << 20)).node(1);
+        Pagewire connection = connect(node);
+        int pages = 256; // each: the node has 256 frames for both
+        int rounds = 12;
+        List<CompletableFuture<Void>> writers = new ArrayList<>();
+        for (int w = 0; w < 2; w++) {
+            Endpoint endpoint = connection.openEndpoint("writer-" + w);
+            assertThat(endpoint.sharesMemory()).isTrue();
+            long base = endpoint.allocate((long) pages * PAGE);
+            int writer = w;
+            writers.add(CompletableFuture.runAsync(() -> {
+                byte[] page = new byte[PAGE];
+                for (int round = 0; round < rounds; round++) {
+                    for (int p = 0; p < pages; p++) {
+                        java.util.Arrays.fill(page, (byte) (writer * 100 + p + round));
+                        endpoint.store(base + (long) p * PAGE, page);
+                        endpoint.storeLong(base + (long) p * PAGE + 8, ((long) writer << 48) | ((long) p << 16) | round);
+                        int q = (p * 7) % pages; // one written earlier this round, or last round
+                        int expectedRound = q <= p ? round : round - 1;
+                        if (expectedRound >= 0) {
+                            byte[] back = endpoint.load(base + (long) q * PAGE, PAGE);
+                            long word = endpoint.loadLong(base + (long) q * PAGE + 8);
+                            assertThat(word).as("writer %d page %d round %d", writer, q, expectedRound)
+                                    .isEqualTo(((long) writer << 48) | ((long) q << 16) | expectedRound);
+                            assertThat(back[0]).isEqualTo((byte) (writer * 100 + q + expectedRound));
+                            assertThat(back[PAGE - 1]).isEqualTo((byte) (writer * 100 + q + expectedRound));
+                        }
+                    }
+                }
+            }));
+        }
+        for (CompletableFuture<Void> writer : writers) {
+            writer.get(90, TimeUnit.SECONDS);
+        }
+        assertThat(kernelCount(node, KernelCounter.EVICTIONS)).as("reclaim ran under the copies").isGreaterThan(2 * pages);
+        assertThat(kernelCount(node, KernelCounter.CPU_FAULTS_MAJOR)).as("pages came back from swap").isGreaterThan(pages);
     }
 
     @Test
