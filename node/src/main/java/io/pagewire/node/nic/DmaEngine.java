@@ -1,7 +1,6 @@
 package io.pagewire.node.nic;
 
 import com.google.protobuf.ByteString;
-import com.google.protobuf.UnsafeByteOperations;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.PhysicalMemory;
 
@@ -75,9 +74,8 @@ final class DmaEngine {
     }
 
     /**
-     * The bytes at [va, va + length) of a region, for a packet, wrapped where they lie without a copy
-     * (a range across pages as a rope of each page's part); their frames stay locked in {@code out}
-     * until the packet is sent.
+     * The bytes at [va, va + length) of a region, for a packet, staged in {@code out} (a range across
+     * pages in one piece); their frames stay locked in {@code out} until the packet is sent.
      *
      * @param again whether the packet was sent before (its lookups are counted apart)
      * @param notResident where to put the page that was not resident when null is returned
@@ -96,31 +94,37 @@ final class DmaEngine {
                 return null;
             }
             out.holdLock(t);
-            int frame = Tlb.frameOf(t);
-            return UnsafeByteOperations.unsafeWrap(memory.slice(frame, offset, length));
+            int at = out.reserve(length);
+            memory.read(Tlb.frameOf(t), offset, out.staging(), at, length);
+            return out.staged(at, length);
         }
-        // Across pages (an MTU above the page size): each page's part is wrapped where it lies and the
-        // parts are joined without a copy (a rope), every frame locked until the packet is sent.
+        // Across pages (an MTU above the page size): every page is locked first (a wait for one may
+        // flush the outbox, which starts the staging array over), then each part is staged after the
+        // one before; the frames stay locked until the packet is sent.
         int pages = pagesSpanned(va, length, pageShift);
         long[] locked = new long[pages];
         int held = 0;
-        ByteString payload = ByteString.EMPTY;
         try {
-            int done = 0;
-            while (done < length) {
+            for (int done = 0; done < length; ) {
                 long at = va + done;
-                int pageOffset = (int) (at & (pageSize - 1));
-                int chunk = Math.min(pageSize - pageOffset, length - done);
+                int chunk = Math.min(pageSize - (int) (at & (pageSize - 1)), length - done);
                 long t = acquire(region, at >>> pageShift, false, side, again, out::flush);
                 if (t == RegionPolicy.NOT_RESIDENT) {
                     notResident[0] = at >>> pageShift;
                     return null;
                 }
                 locked[held++] = t;
-                int frame = Tlb.frameOf(t);
-                payload = payload.concat(UnsafeByteOperations.unsafeWrap(memory.slice(frame, pageOffset, chunk)));
                 done += chunk;
             }
+            int into = out.reserve(length);
+            for (int done = 0, i = 0; done < length; i++) {
+                long at = va + done;
+                int pageOffset = (int) (at & (pageSize - 1));
+                int chunk = Math.min(pageSize - pageOffset, length - done);
+                memory.read(Tlb.frameOf(locked[i]), pageOffset, out.staging(), into + done, chunk);
+                done += chunk;
+            }
+            ByteString payload = out.staged(into, length);
             for (int i = 0; i < held; i++) {
                 out.holdLock(locked[i]);
             }

@@ -1,13 +1,18 @@
 package io.pagewire.node.nic;
 
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
 import java.util.Arrays;
 
 /**
  * The packets a queue pair has built for its peer and not yet sent, with the DMA locks on the frames
- * their payloads wrap. {@link #flush} hands them to the transport as one batch and then releases the
- * locks: the transport reads the payloads before it returns.
+ * their payloads come from. {@link #flush} hands them to the transport as one batch and then releases
+ * the locks: the transport reads the payloads before it returns (one that would read them later
+ * copies them first). So payloads are staged in one array reused from batch to batch: frames live in
+ * shared memory off the heap, which protobuf cannot wrap without a copy of its own (and an allocation
+ * per packet), and the transport copies the staged bytes once more into its buffers.
  */
 final class Outbox {
     private final Nic nic;
@@ -17,6 +22,9 @@ final class Outbox {
     private PacketBatch.Builder batch = PacketBatch.newBuilder();
     private long[] locked = new long[8];
     private int lockedCount;
+    /** Where this batch's payloads are staged; its bytes from 0 to {@link #staged} belong to packets not yet sent. */
+    private byte[] staging = new byte[64 << 10];
+    private int staged;
 
     Outbox(Nic nic) {
         this.nic = nic;
@@ -51,6 +59,30 @@ final class Outbox {
         locked[lockedCount++] = translation;
     }
 
+    /**
+     * Room for a payload of {@code length} bytes in the staging array ({@link #staging()}): where it
+     * starts. The payload, once copied there, is {@link #staged(int, int)}, valid until {@link #flush}.
+     */
+    int reserve(int length) {
+        if (staged + length > staging.length) {
+            // The payloads staged before keep the old array; this batch and the next ones use the new one.
+            staging = new byte[Math.max(staging.length * 2, length)];
+            staged = 0;
+        }
+        int start = staged;
+        staged += length;
+        return start;
+    }
+
+    byte[] staging() {
+        return staging;
+    }
+
+    /** The payload copied to [start, start + length) of the staging array. */
+    ByteString staged(int start, int length) {
+        return UnsafeByteOperations.unsafeWrap(staging, start, length);
+    }
+
     /** Sends what was built (if anything) and releases the DMA locks held for it. */
     void flush() {
         try {
@@ -64,6 +96,7 @@ final class Outbox {
                 dma.release(locked[i], false);
             }
             lockedCount = 0;
+            staged = 0;
         }
     }
 }
