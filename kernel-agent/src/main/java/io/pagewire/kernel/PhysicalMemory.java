@@ -220,14 +220,6 @@ public final class PhysicalMemory {
     }
 
     /**
-     * Part of a frame as a buffer, for wrapping it without a copy (a packet payload). Only under a
-     * DMA lock, and never written through.
-     */
-    public ByteBuffer slice(int frame, int offset, int length) {
-        return file.slice(frame, offset, length);
-    }
-
-    /**
      * A read-only view of part of a frame. The view is only valid while the caller holds the frame (a
      * pin or a DMA lock). (Not for packet payloads: protobuf copies a read-only buffer it wraps.)
      */

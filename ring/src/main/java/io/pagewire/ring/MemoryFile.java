@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Set;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -160,7 +159,7 @@ public final class MemoryFile {
             if (anonymous) {
                 Files.setPosixFilePermissions(at, PosixFilePermissions.fromString("rw-------"));
             }
-            try (FileChannel file = anonymous ? FileChannel.open(at, StandardOpenOption.READ, StandardOpenOption.WRITE) : createOwnerOnly(at)) {
+            try (FileChannel file = anonymous ? FileChannel.open(at, StandardOpenOption.READ, StandardOpenOption.WRITE) : SharedFiles.createOwnerOnly(at)) {
                 long length = framesOffset(frameCount, pageSize) + (long) frameCount * pageSize;
                 // A sparse file: frames take memory only once written, as a node's RAM does once used.
                 file.write(ByteBuffer.wrap(new byte[] {0}), length - 1);
@@ -203,14 +202,6 @@ public final class MemoryFile {
         return Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir"));
     }
 
-    private static FileChannel createOwnerOnly(Path path) throws IOException {
-        try {
-            return FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
-                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        } catch (UnsupportedOperationException notPosix) {
-            return FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        }
-    }
 
     static long guardsOffset(int frameCount) {
         return alignUp(HEADER_BYTES + 8L * frameCount, 4096);
@@ -240,11 +231,7 @@ public final class MemoryFile {
     /** Removes the file (the node's side, when the node stops); mappings stay valid until dropped. */
     public void deleteFile() {
         if (owner && path != null) {
-            try {
-                Files.deleteIfExists(path);
-            } catch (IOException e) {
-                // A leftover file is harmless: names are never reused.
-            }
+            SharedFiles.deleteQuietly(path);
         }
     }
 
@@ -409,8 +396,8 @@ public final class MemoryFile {
     }
 
     /**
-     * A view of part of a frame, for a packet payload without a copy. Valid while the caller holds
-     * the frame (a pin or a DMA lock); never written through.
+     * A view of part of a frame (swap I/O reads and writes pages through it). Valid while the caller holds
+     * the frame (a pin, a DMA lock, or a frame being reclaimed or filled under the kernel lock).
      */
     public ByteBuffer slice(int frame, int offset, int length) {
         checkRange(frame, offset, length);

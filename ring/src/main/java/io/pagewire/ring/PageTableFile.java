@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Set;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -88,8 +87,7 @@ public final class PageTableFile {
         if (entryCount <= 0 || fileBytes(entryCount) > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("a page-table file holds 1 to " + ((Integer.MAX_VALUE - HEADER_BYTES) / 8) + " entries, not " + entryCount);
         }
-        try (FileChannel file = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
+        try (FileChannel file = SharedFiles.createOwnerOnly(path)) {
             MappedByteBuffer mapped = file.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(entryCount));
             UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
             header.putInt(8, spaceId);
@@ -166,10 +164,6 @@ public final class PageTableFile {
 
     /** Removes the file (the node's side, when the address space closes); mappings stay valid until dropped. */
     public void deleteFile() {
-        try {
-            Files.deleteIfExists(path);
-        } catch (IOException e) {
-            // A leftover file is harmless: names are never reused.
-        }
+        SharedFiles.deleteQuietly(path);
     }
 }

@@ -5,11 +5,8 @@ import java.io.UncheckedIOException;
 import java.lang.invoke.VarHandle;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Set;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBuffer;
@@ -99,7 +96,7 @@ public final class SessionRings {
         }
         // A new file (never one someone placed there first), readable and writable by the node's user
         // only: whoever maps a session's rings can post as that session.
-        try (FileChannel file = createOwnerOnly(path)) {
+        try (FileChannel file = SharedFiles.createOwnerOnly(path)) {
             MappedByteBuffer mapped = file.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(capacity));
             UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_BYTES);
             header.putLong(NONCE_OFFSET, nonce);
@@ -111,14 +108,6 @@ public final class SessionRings {
         }
     }
 
-    private static FileChannel createOwnerOnly(Path path) throws IOException {
-        try {
-            return FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
-                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        } catch (UnsupportedOperationException notPosix) {
-            return FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        }
-    }
 
     /** Maps an existing ring file (the application's side). */
     public static SessionRings open(Path path) throws IOException {
@@ -191,10 +180,6 @@ public final class SessionRings {
      * reference, when the garbage collector frees the buffer.
      */
     public void deleteFile() {
-        try {
-            Files.deleteIfExists(path);
-        } catch (IOException e) {
-            // A leftover file in the ring directory is harmless; names are never reused.
-        }
+        SharedFiles.deleteQuietly(path);
     }
 }

@@ -220,15 +220,14 @@ final class CpuMemory {
         return entry;
     }
 
-    /** After a copy from a frame: whether the page still had that frame throughout. */
+    /** After a copy from a frame: whether the page still had that frame throughout (then it is marked accessed). */
     private boolean unchanged(long address, long entry, int frame, long stateBefore) {
         VarHandle.loadLoadFence(); // the copy's reads happen before the second look
         long after = memory.state(frame);
-        return table.entry(address >>> pageShift) == entry && (after & MemoryFile.RECLAIM) == 0
-                && MemoryFile.generationOf(after) == MemoryFile.generationOf(stateBefore) && markAccessed(frame);
-    }
-
-    private boolean markAccessed(int frame) {
+        if (table.entry(address >>> pageShift) != entry || (after & MemoryFile.RECLAIM) != 0
+                || MemoryFile.generationOf(after) != MemoryFile.generationOf(stateBefore)) {
+            return false;
+        }
         memory.markCpuAccessed(frame);
         return true;
     }
