@@ -111,6 +111,122 @@ public final class AddressSpace implements AutoCloseable {
     }
 
     /**
+     * Reserves exactly [address, address + length), page-aligned, as a process's own memory is where
+     * the process put it (the C verbs library registers a program's buffers at their addresses). An
+     * allocation the range overlaps or touches joins it, so a buffer registered twice, or two buffers
+     * side by side, are one allocation; pages already reserved keep what they hold.
+     *
+     * @return the bytes newly reserved
+     */
+    public long allocateAt(long address, long length) {
+        if (length <= 0 || ((address | length) & (pageSize - 1)) != 0 || address < pageSize || address > END_ADDRESS - length) {
+            throw new BadAddressException(String.format("cannot reserve 0x%x+%d: it must be page-aligned, not empty, above page 0 and"
+                    + " below 0x%x", address, length, END_ADDRESS));
+        }
+        kernel.lock();
+        try {
+            checkOpen();
+            long start = address;
+            long end = address + length;
+            long before = allocatedBytes;
+            Map.Entry<Long, Long> joined = allocations.floorEntry(start);
+            if (joined != null && joined.getKey() + joined.getValue() >= start) {
+                start = joined.getKey();
+                end = Math.max(end, joined.getKey() + joined.getValue());
+            }
+            for (Map.Entry<Long, Long> next = allocations.ceilingEntry(start); next != null && next.getKey() <= end;
+                    next = allocations.ceilingEntry(start)) {
+                end = Math.max(end, next.getKey() + next.getValue());
+                allocatedBytes -= next.getValue();
+                allocations.remove(next.getKey());
+            }
+            allocations.put(start, end - start);
+            allocatedBytes += end - start;
+            return allocatedBytes - before;
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Frees exactly the pages of [address, address + length), page-aligned, cutting the allocations
+     * that hold them (what {@code munmap} does to part of a mapping). Pages not reserved are skipped.
+     */
+    public void freeRange(long address, long length) {
+        if (length <= 0 || ((address | length) & (pageSize - 1)) != 0 || address < 0 || address > END_ADDRESS - length) {
+            throw new BadAddressException(String.format("cannot free 0x%x+%d: it must be page-aligned and not empty", address, length));
+        }
+        long end = address + length;
+        kernel.lock();
+        try {
+            while (true) {
+                checkOpen();
+                if (!anyInTransit(address >>> pageShift, end >>> pageShift)) {
+                    break;
+                }
+                kernel.awaitTransit();
+            }
+            Map.Entry<Long, Long> first = allocations.floorEntry(address);
+            long from = first != null && first.getKey() + first.getValue() > address ? first.getKey() : address;
+            for (Map.Entry<Long, Long> a = allocations.ceilingEntry(from); a != null && a.getKey() < end; a = allocations.ceilingEntry(from)) {
+                long aStart = a.getKey();
+                long aEnd = aStart + a.getValue();
+                allocations.remove(aStart);
+                allocatedBytes -= a.getValue();
+                if (aStart < address) {
+                    allocations.put(aStart, address - aStart);
+                    allocatedBytes += address - aStart;
+                }
+                if (aEnd > end) {
+                    allocations.put(end, aEnd - end);
+                    allocatedBytes += aEnd - end;
+                }
+                from = aEnd;
+            }
+            FramesToFree taken = new FramesToFree();
+            unmap(address >>> pageShift, length >>> pageShift, taken);
+            kernel.drainAndFree(taken.frames, taken.count, this);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * A CPU maps the pages of [address, address + length) into its own page tables: each is faulted
+     * in (counted as a CPU fault) and held with a pin until {@link #releaseForCpu}, as a page mapped in
+     * a process stays put while the process may touch it. All or none.
+     *
+     * @return each page's frame, in order
+     */
+    public int[] holdForCpu(long address, long length) {
+        long firstVpn = address >>> pageShift;
+        long endVpn = (address + length + pageSize - 1) >>> pageShift;
+        if (length <= 0 || endVpn - firstVpn > Integer.MAX_VALUE) {
+            throw new BadAddressException(String.format("cannot map 0x%x+%d for a CPU", address, length));
+        }
+        checkAllocated(firstVpn << pageShift, (endVpn - firstVpn) << pageShift);
+        int[] frames = new int[(int) (endVpn - firstVpn)];
+        int held = 0;
+        try {
+            for (long vpn = firstVpn; vpn < endVpn; vpn++) {
+                Pinned pinned = pin(vpn, true, false);
+                frames[held++] = pinned.translation().frame();
+            }
+        } catch (RuntimeException e) {
+            for (int i = 0; i < held; i++) {
+                unpin(firstVpn + i);
+            }
+            throw e;
+        }
+        return frames;
+    }
+
+    /** A CPU unmapped the pages of [address, address + length) it held ({@link #holdForCpu}). */
+    public void releaseForCpu(long address, long length) {
+        unpinRange(address & -pageSize, ((address + length + pageSize - 1) & -pageSize) - (address & -pageSize));
+    }
+
+    /**
      * Frees the allocation that starts at {@code address}: listeners drop their translations, pins
      * are revoked, in-flight DMA drains, then frames and swap slots are returned.
      */
@@ -414,6 +530,10 @@ public final class AddressSpace implements AutoCloseable {
      * @throws PinLimitExceededException if the memlock or the node pin limit would be exceeded
      */
     public Pinned pin(long vpn, boolean write) {
+        return pin(vpn, write, true);
+    }
+
+    private Pinned pin(long vpn, boolean write, boolean nic) {
         Pinned pinned;
         kernel.lock();
         try {
@@ -424,7 +544,7 @@ public final class AddressSpace implements AutoCloseable {
                 kernel.checkPinLimits(this, 1);
             }
             FaultKind fault = makeResident(vpn, write);
-            countFault(fault, true);
+            countFault(fault, nic);
             PageTableEntry entry = pageTable.get(vpn);
             if (entry.pinCount == 0) {
                 // Again: the fault may have waited with the lock released while others pinned.

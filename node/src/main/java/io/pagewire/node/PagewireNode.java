@@ -24,6 +24,7 @@ import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
 import io.pagewire.node.verbs.VerbsService;
+import io.pagewire.node.verbs.VerbsSocket;
 import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.verbs.Stat;
@@ -70,6 +71,8 @@ public final class PagewireNode implements AutoCloseable {
     private final HealthStatusManager health = new HealthStatusManager();
     private final MetricsEndpoint metricsEndpoint;
     private final CallerAuthentication authentication;
+    /** Where C verbs programs on this host reach the node, or null (no usable ring directory). */
+    private volatile VerbsSocket verbsSocket;
 
     /**
      * Where the node's physical memory goes: a file in its ring directory, so the applications that
@@ -151,6 +154,10 @@ public final class PagewireNode implements AutoCloseable {
             }
         }
         this.metricsEndpoint = endpoint;
+        Path ringDirectory = context.verbs().ringDirectory();
+        if (kernel.memory().path() != null && ringDirectory != null) {
+            this.verbsSocket = VerbsSocket.start(ringDirectory.resolve(verbsSocketName()), verbs, verbsExecutor);
+        }
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
                     + ": no TLS, and any caller that reaches the port is taken at its word (" + SecurityConfiguration.TRANSPORT.name()
@@ -211,6 +218,22 @@ public final class PagewireNode implements AutoCloseable {
                 .addService(health.getHealthService())
                 .addService(ProtoReflectionServiceV1.newInstance())
                 .build();
+    }
+
+    /**
+     * The verbs socket's name in the ring directory: after the node's port, which is how a C verbs
+     * program names its node ({@code PAGEWIRE_NODE=127.0.0.1:7101}), or after its id in process.
+     */
+    private String verbsSocketName() {
+        String name = context.transport() == Transport.IN_PROCESS ? context.nodeId().replaceAll("[^A-Za-z0-9_.-]", "_")
+                : String.valueOf(server.getPort());
+        return "pagewire-" + name + ".verbs";
+    }
+
+    /** Where C verbs programs on this host reach the node (see {@link VerbsSocket}), or null when they cannot. */
+    public Path verbsSocketPath() {
+        VerbsSocket s = verbsSocket;
+        return s == null ? null : s.path();
     }
 
     /** Dials a peer's lanes. */
@@ -335,6 +358,9 @@ public final class PagewireNode implements AutoCloseable {
     /** Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and the kernel. */
     @Override
     public void close() {
+        if (verbsSocket != null) {
+            verbsSocket.close();
+        }
         if (metricsEndpoint != null) {
             metricsEndpoint.close();
         }

@@ -83,7 +83,7 @@ public final class MemoryRegion {
     }
 
     /**
-     * The key peers name the region by: 62 random bits, unguessable, and in the low two bits the
+     * The key peers name the region by: 32 bits as in verbs (30 of them random, so a peer cannot guess them cheaply), and in the low two bits the
      * registration mode, which tells a requester whether its writes may park and must spend credits.
      */
     public long rkey() {

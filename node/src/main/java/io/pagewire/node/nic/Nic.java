@@ -163,6 +163,11 @@ public final class Nic implements AutoCloseable {
         return List.copyOf(endpoints.values());
     }
 
+    /** The credits a new queue pair grants its peer (its address's initial credits). */
+    public int firstCredits() {
+        return firstCredits;
+    }
+
     public CompletionQueue createCompletionQueue() {
         return new CompletionQueue(nextCqId.getAndIncrement(), context.cqCapacity());
     }
@@ -349,13 +354,13 @@ public final class Nic implements AutoCloseable {
     }
 
     /**
-     * A fresh rkey: 62 random bits, and in the low two bits the region's registration mode (as a real
-     * NIC's keys carry index bits), so a requester knows which writes may park in the system buffer
-     * and must spend credits.
+     * A fresh rkey: 32 bits, as verbs programs carry them ({@code ibv_mr.rkey}): 30 random bits, and in
+     * the low two bits the region's registration mode (as a real NIC's keys carry index bits), so a
+     * requester knows which writes may park in the system buffer and must spend credits.
      */
     long newRkey(RegistrationMode mode) {
         while (true) {
-            long rkey = (keys.nextLong() & ~RKEY_MODE_MASK) | mode.ordinal();
+            long rkey = (Integer.toUnsignedLong(keys.nextInt()) & ~RKEY_MODE_MASK) | mode.ordinal();
             if ((rkey & ~RKEY_MODE_MASK) != 0 && !regionsByRkey.containsKey(rkey)) {
                 return rkey;
             }

@@ -18,6 +18,8 @@ import io.pagewire.proto.verbs.DeregisterRegionResponse;
 import io.pagewire.proto.verbs.FreeRequest;
 import io.pagewire.proto.verbs.FreeResponse;
 import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.MapCpuPagesRequest;
+import io.pagewire.proto.verbs.MapCpuPagesResponse;
 import io.pagewire.proto.verbs.LoadResponse;
 import io.pagewire.proto.verbs.PageOutRequest;
 import io.pagewire.proto.verbs.PageOutResponse;
@@ -56,7 +58,12 @@ final class MemoryCalls {
                             + " bytes of virtual memory; " + request.getLength() + " more would pass its limit of " + limit
                             + " (pagewire.quota.virtualBytesPerSession)").asRuntimeException();
                 }
-                long address = session.endpoint.space().allocate(request.getLength());
+                long address = request.getAddress();
+                if (address == 0) {
+                    address = session.endpoint.space().allocate(request.getLength());
+                } else {
+                    session.endpoint.space().allocateAt(address, request.getLength());
+                }
                 return AllocateResponse.newBuilder().setAddress(address).build();
             }
         });
@@ -64,8 +71,28 @@ final class MemoryCalls {
 
     void free(FreeRequest request, StreamObserver<FreeResponse> response) {
         control.paced(response, () -> {
-            sessions.get(request.getEndpoint()).endpoint.space().free(request.getAddress());
+            AddressSpace space = sessions.get(request.getEndpoint()).endpoint.space();
+            if (request.getLength() == 0) {
+                space.free(request.getAddress());
+            } else {
+                space.freeRange(request.getAddress(), request.getLength());
+            }
             return FreeResponse.getDefaultInstance();
+        });
+    }
+
+    void mapCpuPages(MapCpuPagesRequest request, StreamObserver<MapCpuPagesResponse> response) {
+        control.paced(response, () -> {
+            AddressSpace space = sessions.get(request.getEndpoint()).endpoint.space();
+            if (request.getRelease()) {
+                space.releaseForCpu(request.getAddress(), request.getLength());
+                return MapCpuPagesResponse.getDefaultInstance();
+            }
+            MapCpuPagesResponse.Builder answer = MapCpuPagesResponse.newBuilder();
+            for (int frame : space.holdForCpu(request.getAddress(), request.getLength())) {
+                answer.addFrames(frame);
+            }
+            return answer.build();
         });
     }
 

@@ -42,6 +42,9 @@ final class NodeCalls {
                 .addAllPeers(fabric.links().keySet())
                 .setPhysicalMemoryBytes(nic.kernel().context().physicalMemoryBytes())
                 .setProcessCpuNs(ProcessCpu.nanos())
+                .setLid(Lids.of(nodeId))
+                .putAllPeerLids(fabric.links().keySet().stream().collect(java.util.stream.Collectors.toMap(p -> p, Lids::of)))
+                .setInitialCredits(nic.firstCredits())
                 .build());
     }
 

@@ -35,6 +35,8 @@ import io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse;
 import io.pagewire.proto.verbs.FreeRequest;
 import io.pagewire.proto.verbs.FreeResponse;
 import io.pagewire.proto.verbs.LoadRequest;
+import io.pagewire.proto.verbs.MapCpuPagesRequest;
+import io.pagewire.proto.verbs.MapCpuPagesResponse;
 import io.pagewire.proto.verbs.LoadResponse;
 import io.pagewire.proto.verbs.PageOutRequest;
 import io.pagewire.proto.verbs.PageOutResponse;
@@ -132,6 +134,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public void free(FreeRequest request, StreamObserver<FreeResponse> response) {
         memory.free(request, response);
+    }
+
+    @Override
+    public void mapCpuPages(MapCpuPagesRequest request, StreamObserver<MapCpuPagesResponse> response) {
+        memory.mapCpuPages(request, response);
     }
 
     @Override

@@ -1,0 +1,394 @@
+/*
+ * Registered memory is the node's memory: the pages of a registered buffer become node frames, mapped
+ * (MAP_SHARED|MAP_FIXED) from the node's memory file at the program's own addresses, so the program's
+ * loads and stores and the NIC's DMA meet in the same bytes with no copy on post or poll. What the
+ * buffer held before is written into its frames first. The node reserves the same addresses in the
+ * session's endpoint and holds each mapped page (a CPU mapping keeps its frame, counted as a pin). When
+ * no registration covers a page any more, its bytes go back into the program's own anonymous memory
+ * and the node frees the page.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+int pw_memory_attach(struct pw_context *ctx, const char *memory_path)
+{
+	ctx->memory_fd = open(memory_path, O_RDWR | O_CLOEXEC);
+	if (ctx->memory_fd < 0) {
+		pw_log(PW_ERROR, "cannot open the node's memory file %s: %s", memory_path, strerror(errno));
+		return errno;
+	}
+	uint8_t header[40];
+	if (pread(ctx->memory_fd, header, sizeof(header), 0) != (ssize_t)sizeof(header) || memcmp(header, "PWMEM001", 8) != 0) {
+		pw_log(PW_ERROR, "%s is not a Pagewire memory file", memory_path);
+		close(ctx->memory_fd);
+		ctx->memory_fd = -1;
+		return EPROTO;
+	}
+	uint32_t page_size;
+	memcpy(&page_size, header + 8, 4);
+	memcpy(&ctx->frames_offset, header + 32, 8);
+	long cpu_page = sysconf(_SC_PAGESIZE);
+	if (page_size != ctx->page_size || page_size % (uint32_t)cpu_page != 0) {
+		pw_log(PW_ERROR, "the node's page size %u is not a multiple of this machine's (%ld): its frames cannot be mapped",
+		       page_size, cpu_page);
+		close(ctx->memory_fd);
+		ctx->memory_fd = -1;
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Whether page-aligned [first, end) overlaps a live registration other than `except`. */
+static int covered(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
+{
+	for (int i = 0; i < ctx->mr_count; i++) {
+		struct pw_mr *m = ctx->mrs[i];
+		if (m != except && !m->implicit && page >= m->first && page < m->end)
+			return 1;
+	}
+	return 0;
+}
+
+static int reserve(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__AllocateRequest req = PAGEWIRE__VERBS__V1__ALLOCATE_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call(&ctx->control, "Allocate", &req.base, &pagewire__verbs__v1__allocate_response__descriptor, &reply);
+	if (reply)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	return e;
+}
+
+static int free_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__FreeRequest req = PAGEWIRE__VERBS__V1__FREE_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call(&ctx->control, "Free", &req.base, &pagewire__verbs__v1__free_response__descriptor, &reply);
+	if (reply)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	return e;
+}
+
+static int hold(struct pw_context *ctx, uint64_t first, uint64_t end, int release, Pagewire__Verbs__V1__MapCpuPagesResponse **out)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	req.release = release;
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, &reply);
+	if (!e && out)
+		*out = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
+	else if (reply)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	return e;
+}
+
+/*
+ * Makes [first, end) (page-aligned, none of it mapped yet) node frames at the same addresses: the node
+ * reserves and holds the pages, the program's bytes are written into their frames, then the frames
+ * replace the program's pages.
+ */
+static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
+	int e = hold(ctx, first, end, 0, &held);
+	if (e)
+		return e;
+	uint64_t ps = ctx->page_size;
+	size_t pages = (size_t)((end - first) / ps);
+	if (held->n_frames != pages) {
+		protobuf_c_message_free_unpacked(&held->base, NULL);
+		hold(ctx, first, end, 1, NULL);
+		return EPROTO;
+	}
+	for (size_t i = 0; i < pages; i++) {
+		off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[i] * ps);
+		if (pwrite(ctx->memory_fd, (void *)(uintptr_t)(first + i * ps), ps, at) != (ssize_t)ps) {
+			e = errno ? errno : EFAULT;
+			pw_log(PW_ERROR, "cannot register 0x%lx: the program's page there is not readable (%s)",
+			       (unsigned long)(first + i * ps), strerror(e));
+			protobuf_c_message_free_unpacked(&held->base, NULL);
+			hold(ctx, first, end, 1, NULL);
+			return e;
+		}
+	}
+	/* Consecutive frames map in one go. */
+	for (size_t i = 0; i < pages;) {
+		size_t j = i + 1;
+		while (j < pages && held->frames[j] == held->frames[j - 1] + 1)
+			j++;
+		off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[i] * ps);
+		void *want = (void *)(uintptr_t)(first + i * ps);
+		if (mmap(want, (j - i) * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED) {
+			e = errno;
+			pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: %s", (unsigned long)(uintptr_t)want, strerror(e));
+			protobuf_c_message_free_unpacked(&held->base, NULL);
+			return e;
+		}
+		i = j;
+	}
+	protobuf_c_message_free_unpacked(&held->base, NULL);
+	return 0;
+}
+
+/* Gives [first, end) back to the program: its bytes into fresh anonymous pages, then the node frees the pages. */
+static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	size_t n = (size_t)(end - first);
+	void *copy = malloc(n);
+	if (copy)
+		memcpy(copy, (void *)(uintptr_t)first, n);
+	if (mmap((void *)(uintptr_t)first, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program: %s", (unsigned long)first, n, strerror(errno));
+	else if (copy)
+		memcpy((void *)(uintptr_t)first, copy, n);
+	free(copy);
+	hold(ctx, first, end, 1, NULL);
+	free_pages(ctx, first, end);
+}
+
+/* Maps every page of [first, end) no registration maps yet. Called with mr_lock held. */
+static int map_range(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	uint64_t ps = ctx->page_size;
+	int e = reserve(ctx, first, end);
+	if (e)
+		return e;
+	for (uint64_t p = first; p < end;) {
+		if (covered(ctx, p, NULL)) {
+			p += ps;
+			continue;
+		}
+		uint64_t q = p + ps;
+		while (q < end && !covered(ctx, q, NULL))
+			q += ps;
+		e = map_run(ctx, p, q);
+		if (e)
+			return e;
+		p = q;
+	}
+	return 0;
+}
+
+static int add_mr(struct pw_context *ctx, struct pw_mr *m)
+{
+	if (ctx->mr_count == ctx->mr_slots) {
+		int slots = ctx->mr_slots ? ctx->mr_slots * 2 : 16;
+		struct pw_mr **grown = realloc(ctx->mrs, sizeof(*grown) * (size_t)slots);
+		if (!grown)
+			return ENOMEM;
+		ctx->mrs = grown;
+		ctx->mr_slots = slots;
+	}
+	ctx->mrs[ctx->mr_count++] = m;
+	return 0;
+}
+
+static void remove_mr(struct pw_context *ctx, struct pw_mr *m)
+{
+	for (int i = 0; i < ctx->mr_count; i++) {
+		if (ctx->mrs[i] == m) {
+			ctx->mrs[i] = ctx->mrs[--ctx->mr_count];
+			return;
+		}
+	}
+}
+
+static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[4])
+{
+	*n = 0;
+	if (access & IBV_ACCESS_LOCAL_WRITE)
+		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__LOCAL_WRITE;
+	if (access & IBV_ACCESS_REMOTE_WRITE)
+		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__REMOTE_WRITE;
+	if (access & IBV_ACCESS_REMOTE_READ)
+		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__REMOTE_READ;
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__REMOTE_ATOMIC;
+	return out;
+}
+
+struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
+{
+	struct pw_context *ctx = pw_ctx(pd->context);
+	int implicit = addr == NULL && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+	if (!implicit && (length == 0 || (uintptr_t)addr + length < (uintptr_t)addr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!implicit && iova != (uintptr_t)addr) {
+		pw_log(PW_WARN, "ibv_reg_mr_iova: an iova other than the buffer's address is not supported");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (access & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC
+		       | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)) {
+		pw_log(PW_WARN, "ibv_reg_mr: access flags 0x%x include some Pagewire does not support (memory windows, zero-based, HUGETLB)",
+		       access);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL; /* as the verbs API requires */
+		return NULL;
+	}
+	struct pw_mr *m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uint64_t ps = ctx->page_size;
+	m->implicit = implicit;
+	m->first = implicit ? 0 : ((uintptr_t)addr & ~(ps - 1));
+	m->end = implicit ? 0 : (((uintptr_t)addr + length + ps - 1) & ~(ps - 1));
+	pthread_mutex_lock(&ctx->mr_lock);
+	int e = implicit ? 0 : map_range(ctx, m->first, m->end);
+	if (!e)
+		e = add_mr(ctx, m);
+	if (e) {
+		pthread_mutex_unlock(&ctx->mr_lock);
+		free(m);
+		errno = e;
+		return NULL;
+	}
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__RegisterRegionRequest req = PAGEWIRE__VERBS__V1__REGISTER_REGION_REQUEST__INIT;
+	Pagewire__Verbs__V1__Access list[4];
+	req.endpoint = &ref;
+	req.address = (uintptr_t)addr;
+	req.length = length;
+	req.implicit = implicit;
+	req.mode = (access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND : pw_plain_mode();
+	req.access = access_list(access, &req.n_access, list);
+	Pagewire__Verbs__V1__RegisterRegionResponse *reply = NULL;
+	e = pw_call(&ctx->control, "RegisterRegion", &req.base, &pagewire__verbs__v1__register_region_response__descriptor,
+		    (ProtobufCMessage **)&reply);
+	if (e) {
+		remove_mr(ctx, m);
+		pthread_mutex_unlock(&ctx->mr_lock);
+		free(m);
+		errno = e;
+		return NULL;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	m->mr.context = pd->context;
+	m->mr.pd = pd;
+	m->mr.addr = addr;
+	m->mr.length = length;
+	m->mr.handle = reply->lkey;
+	m->mr.lkey = reply->lkey;
+	m->mr.rkey = (uint32_t)reply->rkey;
+	if (reply->rkey >> 32)
+		pw_log(PW_ERROR, "the node gave rkey 0x%lx, wider than verbs' 32 bits", (unsigned long)reply->rkey);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	pw_log(PW_DEBUG, "registered %p+%zu as lkey %u rkey 0x%x", addr, length, m->mr.lkey, m->mr.rkey);
+	return &m->mr;
+}
+
+int pw_dereg_mr(struct ibv_mr *mr)
+{
+	struct pw_mr *m = (struct pw_mr *)mr;
+	struct pw_context *ctx = pw_ctx(mr->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__DeregisterRegionRequest req = PAGEWIRE__VERBS__V1__DEREGISTER_REGION_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.lkey = mr->lkey;
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call(&ctx->control, "DeregisterRegion", &req.base, &pagewire__verbs__v1__deregister_region_response__descriptor, &reply);
+	if (reply)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	if (e)
+		return e;
+	pthread_mutex_lock(&ctx->mr_lock);
+	remove_mr(ctx, m);
+	uint64_t ps = ctx->page_size;
+	for (uint64_t p = m->first; p < m->end;) {
+		if (covered(ctx, p, NULL)) {
+			p += ps;
+			continue;
+		}
+		uint64_t q = p + ps;
+		while (q < m->end && !covered(ctx, q, NULL))
+			q += ps;
+		unmap_run(ctx, p, q);
+		p = q;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	free(m);
+	return 0;
+}
+
+/*
+ * Under an implicit (whole address space) registration a buffer is mapped when it is first posted: the
+ * NIC may touch any page of the program, so the pages a work request names become frames then, and stay
+ * (as covered by an internal registration of the library's own) until the context closes.
+ */
+int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length)
+{
+	if (length == 0)
+		return 0;
+	uint64_t ps = ctx->page_size;
+	uint64_t first = addr & ~(ps - 1);
+	uint64_t end = (addr + length + ps - 1) & ~(ps - 1);
+	pthread_mutex_lock(&ctx->mr_lock);
+	int all = 1;
+	for (uint64_t p = first; p < end && all; p += ps)
+		all = covered(ctx, p, NULL);
+	int e = 0;
+	if (!all) {
+		struct pw_mr *m = calloc(1, sizeof(*m));
+		e = m ? map_range(ctx, first, end) : ENOMEM;
+		if (!e) {
+			m->first = first;
+			m->end = end;
+			e = add_mr(ctx, m);
+		}
+		if (e)
+			free(m);
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return e;
+}
+
+/* The context closes: every registered page goes back to the program (the node frees the rest with the session). */
+void pw_memory_close(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->mr_lock);
+	while (ctx->mr_count > 0) {
+		struct pw_mr *m = ctx->mrs[--ctx->mr_count];
+		uint64_t ps = ctx->page_size;
+		for (uint64_t p = m->first; p < m->end; p += ps) {
+			if (!covered(ctx, p, NULL)) {
+				size_t n = ps;
+				void *copy = malloc(n);
+				if (copy)
+					memcpy(copy, (void *)(uintptr_t)p, n);
+				if (mmap((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED
+				    && copy)
+					memcpy((void *)(uintptr_t)p, copy, n);
+				free(copy);
+			}
+		}
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (ctx->memory_fd >= 0)
+		close(ctx->memory_fd);
+	ctx->memory_fd = -1;
+}

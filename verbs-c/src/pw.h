@@ -1,0 +1,182 @@
+/*
+ * Pagewire's verbs library: the parts its files share. The library stands in for libibverbs: a verbs
+ * program's calls become calls on a Pagewire node (over the node's verbs socket, see wire.c), its
+ * work requests and completions pass through the session's rings in shared memory (ring.c), and its
+ * registered memory is the node's frames mapped at the program's own addresses (memory.c).
+ */
+#ifndef PAGEWIRE_VERBS_PW_H
+#define PAGEWIRE_VERBS_PW_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "verbs.pb-c.h"
+
+#define PW_MAX_DEVICES 8
+
+/* ---- logging: PAGEWIRE_VERBS_LOG=error|warn|info|debug (default warn), to stderr ---- */
+enum pw_level { PW_ERROR = 0, PW_WARN = 1, PW_INFO = 2, PW_DEBUG = 3 };
+void pw_log(enum pw_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- wire.c: the node's verbs socket ---- */
+
+/* One connection to the node's verbs socket. */
+struct pw_conn {
+	int fd;
+	pthread_mutex_t lock;
+};
+
+int pw_conn_open(struct pw_conn *conn, const char *socket_path);
+void pw_conn_close(struct pw_conn *conn);
+
+/*
+ * One unary call: packs `request` (a protobuf-c message), sends it as method `method` and unpacks the
+ * answer with `reply_desc` into *reply (free it with protobuf_c_message_free_unpacked).
+ * Returns 0, or an errno value with the node's reason logged.
+ */
+int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *request,
+	    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
+/* The session stream: opens it, sends a SessionRequest, reads the next SessionEvent (NULL at the end). */
+int pw_session_open(struct pw_conn *conn);
+int pw_session_send(struct pw_conn *conn, const Pagewire__Verbs__V1__SessionRequest *request);
+Pagewire__Verbs__V1__SessionEvent *pw_session_next(struct pw_conn *conn);
+
+/* ---- ring.c: Agrona many-to-one ring buffers, as the ring module lays them out ---- */
+
+struct pw_ring {
+	uint8_t *buffer;   /* capacity bytes of records, then the trailer */
+	int32_t capacity;
+	int32_t max_message;
+};
+
+void pw_ring_init(struct pw_ring *ring, uint8_t *at, int32_t capacity);
+/* Reserves a record of `length` bytes of type `type`; returns its body (write it, then pw_ring_commit) or NULL when full. */
+uint8_t *pw_ring_claim(struct pw_ring *ring, int32_t type, int32_t length, int32_t *index);
+void pw_ring_commit(struct pw_ring *ring, int32_t index, int32_t length);
+typedef void (*pw_ring_handler)(void *arg, int32_t type, const uint8_t *body, int32_t length);
+/* Reads up to `limit` records, in order; returns how many. One reader at a time. */
+int pw_ring_read(struct pw_ring *ring, pw_ring_handler handler, void *arg, int limit);
+
+/* ---- the library's objects ---- */
+
+struct pw_device {
+	struct ibv_device device;
+	char target[256];       /* as PAGEWIRE_NODE named it */
+	char socket_path[512];  /* the node's verbs socket */
+};
+
+struct pw_cq;
+struct pw_qp;
+
+struct pw_context {
+	struct verbs_context vctx;
+	struct pw_device *dev;
+	struct pw_conn control;    /* unary calls, one at a time */
+	struct pw_conn session;    /* the session stream */
+	uint32_t endpoint_id;
+	uint64_t session_key;
+	char node_id[128];
+	uint32_t page_size;
+	uint32_t mtu;
+	uint32_t lid;
+	uint32_t initial_credits;
+	Pagewire__Verbs__V1__DescribeNodeResponse *node;
+
+	/* shared memory */
+	uint8_t *rings_base;
+	size_t rings_bytes;
+	struct pw_ring requests;
+	struct pw_ring events;
+	int bell_fd;
+	int memory_fd;
+	uint64_t frames_offset;
+	pthread_mutex_t post_lock;   /* writers of the request ring */
+	pthread_mutex_t event_lock;  /* the one reader of the event ring */
+
+	/* what completions are routed by */
+	pthread_mutex_t qp_lock;
+	struct pw_qp **qps;
+	int qp_slots;
+
+	/* registered memory (memory.c) */
+	pthread_mutex_t mr_lock;
+	struct pw_mr **mrs;
+	int mr_count, mr_slots;
+
+	pthread_t reader;            /* reads the session stream: events the rings could not take */
+	int reader_started;
+	volatile int closing;
+	int async_pipe[2];
+};
+
+struct pw_mr {
+	struct ibv_mr mr;
+	uint64_t first;   /* page-aligned extent mapped for it */
+	uint64_t end;
+	int implicit;
+};
+
+struct pw_wc_queue {
+	struct ibv_wc *entries;
+	int capacity, head, count;
+};
+
+struct pw_cq {
+	struct ibv_cq cq;
+	pthread_mutex_t lock;
+	struct pw_wc_queue queue;
+	int armed;
+};
+
+struct pw_atomic_slot {
+	uint64_t local_address;
+	int signaled;
+};
+
+struct pw_qp {
+	struct ibv_qp qp;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr;     /* what modify_qp set, for query_qp */
+	int sq_sig_all;
+	/* inline data: one slot of cap.max_inline_data bytes per send queue entry, registered */
+	uint8_t *inline_buf;
+	struct ibv_mr *inline_mr;
+	uint32_t inline_next;
+	/* atomics' local buffers, in posting order: the completion's value goes there */
+	pthread_mutex_t atomic_lock;
+	struct pw_atomic_slot *atomics;
+	int atomic_capacity, atomic_head, atomic_count;
+};
+
+struct pw_srq {
+	struct ibv_srq srq;
+	uint32_t srq_id;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t limit;
+};
+
+static inline struct pw_context *pw_ctx(struct ibv_context *c)
+{
+	return (struct pw_context *)((uint8_t *)c - offsetof(struct pw_context, vctx.context));
+}
+
+Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx);
+/* Maps a failed call's gRPC code to the errno libibverbs would return. */
+int pw_errno_of_status(uint32_t code);
+
+/* memory.c */
+int pw_memory_attach(struct pw_context *ctx, const char *memory_path);
+struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access);
+int pw_dereg_mr(struct ibv_mr *mr);
+void pw_memory_close(struct pw_context *ctx);
+int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length);
+
+/* the library's settings (verbs.c) */
+Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);
+
+#endif
