@@ -148,10 +148,32 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 	return 0;
 }
 
-/* Gives [first, end) back to the program: its bytes into fresh anonymous pages, then the node frees the pages. */
-static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
+/* Whether the program still maps [first, end) (it may have unmapped a buffer it had registered). */
+static int still_mapped(uint64_t first, uint64_t end)
+{
+	unsigned char v[64];
+	for (uint64_t p = first; p < end;) {
+		size_t pages = (size_t)((end - p) / 4096);
+		if (pages > sizeof(v))
+			pages = sizeof(v);
+		if (mincore((void *)(uintptr_t)p, pages * 4096, v) != 0)
+			return 0;
+		p += pages * 4096;
+	}
+	return 1;
+}
+
+/*
+ * Gives [first, end) back to the program: its bytes into fresh anonymous pages at the same addresses,
+ * then the node frees the pages. Pages the program unmapped itself stay unmapped.
+ */
+static void give_back(uint64_t first, uint64_t end)
 {
 	size_t n = (size_t)(end - first);
+	if (!still_mapped(first, end)) {
+		pw_log(PW_INFO, "0x%lx+%zu was unmapped while registered; its frames are freed", (unsigned long)first, n);
+		return;
+	}
 	void *copy = malloc(n);
 	if (copy)
 		memcpy(copy, (void *)(uintptr_t)first, n);
@@ -160,6 +182,11 @@ static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 	else if (copy)
 		memcpy((void *)(uintptr_t)first, copy, n);
 	free(copy);
+}
+
+static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	give_back(first, end);
 	hold(ctx, first, end, 1, NULL);
 	free_pages(ctx, first, end);
 }
@@ -374,18 +401,9 @@ void pw_memory_close(struct pw_context *ctx)
 	while (ctx->mr_count > 0) {
 		struct pw_mr *m = ctx->mrs[--ctx->mr_count];
 		uint64_t ps = ctx->page_size;
-		for (uint64_t p = m->first; p < m->end; p += ps) {
-			if (!covered(ctx, p, NULL)) {
-				size_t n = ps;
-				void *copy = malloc(n);
-				if (copy)
-					memcpy(copy, (void *)(uintptr_t)p, n);
-				if (mmap((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED
-				    && copy)
-					memcpy((void *)(uintptr_t)p, copy, n);
-				free(copy);
-			}
-		}
+		for (uint64_t p = m->first; p < m->end; p += ps)
+			if (!covered(ctx, p, NULL))
+				give_back(p, p + ps);
 	}
 	pthread_mutex_unlock(&ctx->mr_lock);
 	if (ctx->memory_fd >= 0)

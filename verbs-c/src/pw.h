@@ -130,6 +130,7 @@ struct pw_cq {
 	pthread_mutex_t lock;
 	struct pw_wc_queue queue;
 	int armed;
+	uint64_t empty_since_ns; /* when polls began to find nothing (0: the last one found something) */
 };
 
 struct pw_atomic_slot {

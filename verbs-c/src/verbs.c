@@ -616,9 +616,10 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct pw_context *ctx = pw_ctx(context);
 	ctx->closing = 1;
-	pw_conn_close(&ctx->session); /* the node ends the session: queue pairs, pins and memory go */
+	shutdown(ctx->session.fd, SHUT_RDWR); /* the node ends the session: queue pairs, pins and memory go */
 	if (ctx->reader_started)
 		pthread_join(ctx->reader, NULL);
+	pw_conn_close(&ctx->session);
 	pw_memory_close(ctx);
 	pw_conn_close(&ctx->control);
 	if (ctx->bell_fd >= 0)
@@ -941,6 +942,33 @@ EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * An empty poll. The NIC is the node's threads, on the same cores as the program: a program that polls
+ * without end would hold a core the NIC needs (on two cores, until the next scheduler tick, ~4 ms). So
+ * after polling in vain for a while (PAGEWIRE_VERBS_SPIN_US, 20 us by default) each empty poll yields,
+ * as the SDK's busy waits do.
+ */
+static void idle_poll(struct pw_cq *cq)
+{
+	static int64_t spin_ns = -1;
+	if (spin_ns < 0) {
+		const char *s = getenv("PAGEWIRE_VERBS_SPIN_US");
+		spin_ns = (s && *s ? atoll(s) : 20) * 1000;
+	}
+	uint64_t now = now_ns();
+	if (cq->empty_since_ns == 0)
+		cq->empty_since_ns = now;
+	else if ((int64_t)(now - cq->empty_since_ns) >= spin_ns)
+		sched_yield();
+}
+
 static int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
@@ -956,6 +984,10 @@ static int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		q->count--;
 	}
 	pthread_mutex_unlock(&cq->lock);
+	if (n == 0)
+		idle_poll(cq);
+	else
+		cq->empty_since_ns = 0;
 	return n;
 }
 

@@ -1,0 +1,233 @@
+/*
+ * pagewire-verbs-check: what a verbs program may rely on, checked against two Pagewire nodes from one
+ * process (PAGEWIRE_NODE=A,B gives devices pagewire0 and pagewire1, and a queue pair on each is
+ * connected to the other). Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any failed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+static int failures;
+#define CHECK(name, cond, ...) do { if (cond) printf("ok %s\n", name); else { printf("FAIL %s: ", name); printf(__VA_ARGS__); printf("\n"); failures++; } fflush(stdout); } while (0)
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	size_t size;
+	struct ibv_mr *mr;
+	uint16_t lid;
+};
+
+static void open_side(struct side *s, struct ibv_device *dev, size_t size)
+{
+	s->ctx = ibv_open_device(dev);
+	if (!s->ctx) {
+		printf("FAIL open %s: %s\n", ibv_get_device_name(dev), strerror(errno));
+		exit(1);
+	}
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->size = size;
+	s->buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(s->buf, 0x11, size);
+	s->mr = ibv_reg_mr(s->pd, s->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ
+			   | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr) {
+		printf("FAIL register: %s\n", strerror(errno));
+		exit(1);
+	}
+	struct ibv_qp_init_attr init = { .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+					 .cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 4, .max_recv_sge = 1,
+						  .max_inline_data = 128 } };
+	s->qp = ibv_create_qp(s->pd, &init);
+	struct ibv_port_attr port;
+	ibv_query_port(s->ctx, 1, &port);
+	s->lid = port.lid;
+}
+
+static int to_init(struct side *s)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
+	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rts(struct side *s, struct side *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096, .dest_qp_num = peer->qp->qp_num, .rq_psn = 1,
+				 .max_dest_rd_atomic = 1, .min_rnr_timer = 12, .ah_attr = { .dlid = peer->lid, .port_num = 1 } };
+	int e = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+				  | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (e)
+		return e;
+	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = 1 };
+	return ibv_modify_qp(s->qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN
+				 | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Polls one completion (10 s at most). */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	time_t until = time(NULL) + 10;
+	while (time(NULL) < until) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return 0;
+	}
+	return -1;
+}
+
+static int post(struct side *s, enum ibv_wr_opcode op, struct ibv_sge *sge, int nsge, uint64_t remote, uint32_t rkey, int flags)
+{
+	struct ibv_send_wr wr = { .wr_id = 42, .sg_list = sge, .num_sge = nsge, .opcode = op, .send_flags = IBV_SEND_SIGNALED | flags,
+				  .wr.rdma = { .remote_addr = remote, .rkey = rkey } }, *bad;
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+int main(void)
+{
+	int n;
+	struct ibv_device **devs = ibv_get_device_list(&n);
+	if (!devs || n < 2) {
+		printf("FAIL devices: PAGEWIRE_NODE must name two nodes (found %d devices)\n", n);
+		return 1;
+	}
+	struct side a, b;
+	open_side(&a, devs[0], 1 << 16);
+	open_side(&b, devs[1], 1 << 16);
+	struct ibv_wc wc;
+
+	/* A queue pair not yet ready to send refuses a post, as libibverbs' providers do. */
+	struct ibv_sge sge = { .addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey };
+	int e = post(&a, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	CHECK("post-before-rts-refused", e != 0, "ibv_post_send on a RESET queue pair returned 0");
+	CHECK("rtr-without-init-refused", to_rts(&a, &b) != 0, "RESET -> RTR was accepted");
+
+	CHECK("connect", !to_init(&a) && !to_init(&b) && !to_rts(&a, &b) && !to_rts(&b, &a), "the queue pairs could not be connected");
+
+	/* The program's own stores are what the NIC sends, and the NIC's placement is what the peer loads. */
+	memset(a.buf, 0xA5, 4096);
+	sge.length = 4096;
+	e = post(&a, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf + 8192, b.mr->rkey, 0);
+	CHECK("write", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE
+	      && b.buf[8192] == 0xA5 && b.buf[8192 + 4095] == 0xA5 && b.buf[8191] == 0x11 && b.buf[8192 + 4096] == 0x11,
+	      "post %d status %s, peer bytes %02x %02x", e, ibv_wc_status_str(wc.status), b.buf[8192], b.buf[8192 + 4095]);
+
+	/* Several scatter/gather entries: two pieces of the local buffer land one after the other remotely. */
+	memset(a.buf + 100, 0x01, 10);
+	memset(a.buf + 300, 0x02, 20);
+	struct ibv_sge two[2] = { { (uintptr_t)a.buf + 100, 10, a.mr->lkey }, { (uintptr_t)a.buf + 300, 20, a.mr->lkey } };
+	e = post(&a, IBV_WR_RDMA_WRITE, two, 2, (uintptr_t)b.buf + 20000, b.mr->rkey, 0);
+	CHECK("write-gather", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && b.buf[20000] == 1 && b.buf[20009] == 1
+	      && b.buf[20010] == 2 && b.buf[20029] == 2 && b.buf[20030] == 0x11, "post %d status %s", e, ibv_wc_status_str(wc.status));
+
+	/* Inline data from memory that is not registered at all. */
+	char text[] = "inline bytes from the stack";
+	struct ibv_sge in = { (uintptr_t)text, sizeof(text), 0 };
+	e = post(&a, IBV_WR_RDMA_WRITE, &in, 1, (uintptr_t)b.buf + 30000, b.mr->rkey, IBV_SEND_INLINE);
+	CHECK("write-inline", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && !memcmp(b.buf + 30000, text, sizeof(text)),
+	      "post %d status %s", e, ibv_wc_status_str(wc.status));
+
+	/* READ brings the peer's bytes into the local buffer. */
+	memset(b.buf + 40000, 0x5A, 512);
+	sge = (struct ibv_sge){ (uintptr_t)a.buf + 50000, 512, a.mr->lkey };
+	e = post(&a, IBV_WR_RDMA_READ, &sge, 1, (uintptr_t)b.buf + 40000, b.mr->rkey, 0);
+	CHECK("read", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ && a.buf[50000] == 0x5A
+	      && a.buf[50511] == 0x5A, "post %d status %s", e, ibv_wc_status_str(wc.status));
+
+	/* Atomics: the word before lands in the local buffer. */
+	uint64_t *word = (uint64_t *)(b.buf + 60000);
+	*word = 100;
+	sge = (struct ibv_sge){ (uintptr_t)a.buf + 60000, 8, a.mr->lkey };
+	struct ibv_send_wr fa = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED, .wr.atomic = { .remote_addr = (uintptr_t)word, .compare_add = 5,
+										   .rkey = b.mr->rkey } }, *bad;
+	e = ibv_post_send(a.qp, &fa, &bad);
+	CHECK("fetch-add", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD
+	      && *(uint64_t *)(a.buf + 60000) == 100 && *word == 105, "post %d status %s before %" PRIu64 " after %" PRIu64, e,
+	      ibv_wc_status_str(wc.status), *(uint64_t *)(a.buf + 60000), *word);
+	fa.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	fa.wr.atomic.compare_add = 105;
+	fa.wr.atomic.swap = 7;
+	e = ibv_post_send(a.qp, &fa, &bad);
+	CHECK("compare-swap", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP
+	      && *(uint64_t *)(a.buf + 60000) == 105 && *word == 7, "post %d status %s", e, ibv_wc_status_str(wc.status));
+
+	/* SEND with immediate into a posted receive. */
+	struct ibv_sge rs = { (uintptr_t)b.buf + 1000, 256, b.mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 99, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	CHECK("post-recv", !ibv_post_recv(b.qp, &rwr, &rbad), "ibv_post_recv failed");
+	memcpy(a.buf + 2000, "hello, pagewire", 16);
+	sge = (struct ibv_sge){ (uintptr_t)a.buf + 2000, 16, a.mr->lkey };
+	struct ibv_send_wr sw = { .wr_id = 8, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0xC0FFEE) };
+	e = ibv_post_send(a.qp, &sw, &bad);
+	struct ibv_wc rwc;
+	CHECK("send-with-imm", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && !wait_wc(b.cq, &rwc)
+	      && rwc.status == IBV_WC_SUCCESS && rwc.opcode == IBV_WC_RECV && rwc.wr_id == 99 && rwc.byte_len == 16
+	      && (rwc.wc_flags & IBV_WC_WITH_IMM) && rwc.imm_data == htobe32(0xC0FFEE) && !memcmp(b.buf + 1000, "hello, pagewire", 16),
+	      "post %d, send %s, receive %s", e, ibv_wc_status_str(wc.status), ibv_wc_status_str(rwc.status));
+
+	/* An unsignaled request completes silently; the next signaled one implies it. */
+	sge = (struct ibv_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	struct ibv_send_wr quiet = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				     .wr.rdma = { (uintptr_t)b.buf, b.mr->rkey } };
+	struct ibv_send_wr loud = quiet;
+	loud.wr_id = 2;
+	loud.send_flags = IBV_SEND_SIGNALED;
+	quiet.next = &loud;
+	e = ibv_post_send(a.qp, &quiet, &bad);
+	CHECK("unsignaled", !e && !wait_wc(a.cq, &wc) && wc.wr_id == 2, "the first completion was wr_id %" PRIu64, wc.wr_id);
+
+	/* A bad rkey: a remote access error completion, and the queue pair goes to the error state. */
+	sge = (struct ibv_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	e = post(&a, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey ^ 0x40, 0);
+	CHECK("bad-rkey", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "post %d status %s", e,
+	      ibv_wc_status_str(wc.status));
+	CHECK("error-state", a.qp->state == IBV_QPS_ERR && post(&a, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0) != 0,
+	      "a post after the error completion was accepted (state %d)", a.qp->state);
+
+	/* A registered buffer the program unmaps: deregistering it later neither fails nor crashes. */
+	struct side c = { 0 };
+	uint8_t *gone = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *gmr = ibv_reg_mr(a.pd, gone, 8192, IBV_ACCESS_LOCAL_WRITE);
+	munmap(gone, 8192);
+	CHECK("freed-while-registered", gmr && ibv_dereg_mr(gmr) == 0, "register %p, deregister failed", (void *)gmr);
+	(void)c;
+
+	/* Deregistration gives the program its bytes back in its own memory. */
+	uint8_t *own = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(own, 0x77, 8192);
+	struct ibv_mr *omr = ibv_reg_mr(a.pd, own, 8192, IBV_ACCESS_LOCAL_WRITE);
+	own[5] = 0x78;
+	int dereg = omr ? ibv_dereg_mr(omr) : -1;
+	own[6] = 0x79;
+	CHECK("dereg-keeps-bytes", omr && !dereg && own[0] == 0x77 && own[5] == 0x78 && own[6] == 0x79 && own[8191] == 0x77,
+	      "bytes after deregistration: %02x %02x %02x", own[0], own[5], own[6]);
+
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_dealloc_pd(a.pd);
+	ibv_dealloc_pd(b.pd);
+	ibv_close_device(a.ctx);
+	ibv_close_device(b.ctx);
+	ibv_free_device_list(devs);
+	printf("%s\n", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
