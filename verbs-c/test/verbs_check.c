@@ -165,6 +165,22 @@ int main(void)
 	CHECK("compare-swap", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP
 	      && *(uint64_t *)(a.buf + 60000) == 105 && *word == 7, "post %d status %s", e, ibv_wc_status_str(wc.status));
 
+	/* The same on ON_DEMAND memory (which perftest will not try): an explicit ODP region on the peer. */
+	uint8_t *odp = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*(uint64_t *)(odp + 4096) = 40;
+	struct ibv_mr *odp_mr = ibv_reg_mr(b.pd, odp, 16384, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
+					   | IBV_ACCESS_ON_DEMAND);
+	fa.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	fa.wr.atomic.remote_addr = (uintptr_t)odp + 4096;
+	fa.wr.atomic.compare_add = 2;
+	fa.wr.atomic.rkey = odp_mr ? odp_mr->rkey : 0;
+	e = odp_mr ? ibv_post_send(a.qp, &fa, &bad) : -1;
+	CHECK("fetch-add-on-demand", !e && !wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS && *(uint64_t *)(a.buf + 60000) == 40
+	      && *(uint64_t *)(odp + 4096) == 42, "register %p post %d status %s", (void *)odp_mr, e, ibv_wc_status_str(wc.status));
+	if (odp_mr)
+		ibv_dereg_mr(odp_mr);
+	CHECK("on-demand-bytes-kept", *(uint64_t *)(odp + 4096) == 42, "after deregistration the word is %" PRIu64, *(uint64_t *)(odp + 4096));
+
 	/* SEND with immediate into a posted receive. */
 	struct ibv_sge rs = { (uintptr_t)b.buf + 1000, 256, b.mr->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 99, .sg_list = &rs, .num_sge = 1 }, *rbad;

@@ -134,6 +134,7 @@ public final class Endpoint implements AutoCloseable {
         policy.registered(region);
         regions.put(region.lkey(), region);
         nic.publish(region);
+        nic.counters().increment(NicCounter.REGISTRATIONS, mode);
         return region;
     }
 
@@ -146,6 +147,7 @@ public final class Endpoint implements AutoCloseable {
                 nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
         nic.publish(region);
+        nic.counters().increment(NicCounter.REGISTRATIONS, RegistrationMode.ON_DEMAND);
         return region;
     }
 

@@ -57,6 +57,7 @@ public enum NicCounter implements CountedEvent {
             "Times a queue pair waited because its session had used its send allowance (pagewire.quota.sendBytesPerSecondPerSession)"),
             false),
     PARKED_PARTS(Meter.counter("pagewire.parked.parts", "Received page-sized parts parked in the system buffer"), true),
+    REGISTRATIONS(Meter.counter("pagewire.regions.registered", "Memory regions registered (ibv_reg_mr), by the mode they got"), true),
     RECEIVE_BUFFER_PARKED_PARTS(Meter.counter("pagewire.receive.buffer.parked.parts",
             "Parts of SENDs parked in the system buffer because their posted receive buffer was not resident"), false),
     RECEIVE_STALL_NANOS(Meter.counter("pagewire.receive.stall", "seconds",

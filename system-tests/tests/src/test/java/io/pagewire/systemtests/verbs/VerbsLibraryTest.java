@@ -1,0 +1,219 @@
+package io.pagewire.systemtests.verbs;
+
+import static io.pagewire.node.TestData.awaitTrue;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.node.nic.NicCounters;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.node.verbs.Lids;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Unmodified verbs programs on two nodes through the verbs library: Debian's ibverbs-utils, rdma-core's
+ * examples and perftest, each run as it would run on an RDMA NIC (the server on node-2, the client on
+ * node-1, exchanging LIDs and queue pair numbers over TCP), plus the library's own check of what a verbs
+ * program may rely on. After each test every node holds no session, pin or frame (the fixture checks).
+ */
+@Timeout(value = 3, unit = TimeUnit.MINUTES)
+class VerbsLibraryTest extends SdkFixture {
+    private PagewireNode client;
+    private PagewireNode server;
+
+    @BeforeEach
+    void twoNodes() {
+        VerbsPrograms.requireLibrary();
+        start(2, context -> context.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20));
+        client = cluster.node(1);
+        server = cluster.node(2);
+    }
+
+    @Test
+    void ibvDevicesAndDevinfoListTheDeviceItsPortAndItsOdpCapabilities() throws Exception {
+        Run devices = VerbsPrograms.run(client.target(), 30, "ibv_devices").succeeded();
+        assertThat(devices.output()).contains("pagewire0");
+        Run info = VerbsPrograms.run(client.target(), 30, "ibv_devinfo", "-v").succeeded();
+        assertThat(info.output()).contains("hca_id:\tpagewire0", "PORT_ACTIVE", "InfiniBand", "ODP_SUPPORT", "ODP_SUPPORT_IMPLICIT",
+                "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ", "ATOMIC_HCA")
+                .containsPattern("port_lid:\\s+" + Lids.of(client.id()) + "\\b");
+    }
+
+    @Test
+    void aVerbsProgramsGuaranteesHoldAcrossTwoNodes() throws Exception {
+        Run check = VerbsPrograms.run(client.target() + "," + server.target(), 60, VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-check")
+                .toString());
+        assertThat(check.output()).as(check.output()).doesNotContain("FAIL").contains("ok bad-rkey", "ok fetch-add", "PASSED");
+        check.succeeded();
+    }
+
+    static Stream<Arguments> pingpongOptions() {
+        return Stream.of(Arguments.of(""), Arguments.of("-e"), Arguments.of("-c"), Arguments.of("-o"), Arguments.of("-o -P"),
+                Arguments.of("-O"), Arguments.of("-O -P -c"), Arguments.of("-e -c -s 65536"));
+    }
+
+    @ParameterizedTest(name = "ibv_rc_pingpong {0}")
+    @MethodSource("pingpongOptions")
+    void rcPingpongCompletesBetweenTheNodes(String options) throws Exception {
+        pair("ibv_rc_pingpong", options.isEmpty() ? List.of("-n", "200") : concat(List.of("-n", "200"), options.split(" ")));
+    }
+
+    @Test
+    void srqPingpongCompletesBetweenTheNodes() throws Exception {
+        pair("ibv_srq_pingpong", List.of("-n", "100", "-q", "4"));
+    }
+
+    static Stream<Arguments> perftests() {
+        List<Arguments> all = new ArrayList<>();
+        for (String program : List.of("ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw", "ib_send_lat",
+                "ib_atomic_bw", "ib_atomic_lat")) {
+            all.add(Arguments.of(program, false));
+            all.add(Arguments.of(program, true));
+        }
+        return all.stream();
+    }
+
+    @ParameterizedTest(name = "{0} odp={1}")
+    @MethodSource("perftests")
+    void perftestCompletesAndTheReceivingNodeCountsItUnderTheModeItsRegistrationsGot(String program, boolean odp) throws Exception {
+        RegistrationMode mode = odp ? RegistrationMode.ON_DEMAND : RegistrationMode.PINNED;
+        Meters before = Meters.of(server);
+        List<String> options = new ArrayList<>(List.of("-n", "300"));
+        if (program.endsWith("_bw") && !program.startsWith("ib_atomic")) {
+            options.addAll(List.of("-s", "8192"));
+        }
+        if (odp) {
+            options.add("--odp");
+        }
+        if (odp && program.startsWith("ib_atomic")) {
+            // perftest's own parameter check refuses this before it opens a device ("ODP does not support ATOMICS
+            // for now", perftest_parameters.c); pagewire-verbs-check runs atomics on ON_DEMAND memory instead.
+            Run refused = VerbsPrograms.run(client.target(), 30, concat(List.of(program, "-d", "pagewire0"), options.toArray(String[]::new))
+                    .toArray(String[]::new));
+            assertThat(refused.exitCode()).isEqualTo(1);
+            assertThat(refused.output()).contains("ODP does not support ATOMICS");
+            return;
+        }
+        Run[] runs = pair(program, options);
+        assertThat(runs[1].output()).contains("#bytes");
+        Meters after = Meters.of(server);
+        // The program's buffer is registered in the mode asked for; the library's inline staging area in its plain mode (PINNED).
+        assertThat(after.registrations(mode) - before.registrations(mode)).as("%s registrations on %s; counters:%n%s", mode, server.id(),
+                server.nic().counters()).isPositive();
+        for (RegistrationMode other : RegistrationMode.values()) {
+            if (other != mode && other != RegistrationMode.PINNED) {
+                assertThat(after.registrations(other) - before.registrations(other)).as("%s registrations", other).isZero();
+            }
+        }
+        if (odp && !program.startsWith("ib_atomic")) {
+            // ON_DEMAND translates through the NIC's TLB: the receiving side's lookups are counted under it.
+            assertThat(after.lookups(mode) - before.lookups(mode)).as("%s TLB lookups on %s; counters:%n%s", mode, server.id(),
+                    server.nic().counters()).isPositive();
+        }
+    }
+
+    @ParameterizedTest(name = "PAGEWIRE_REGISTRATION={0}")
+    @ValueSource(strings = {"PIN_ON_MISS", "SHADOW"})
+    void theLibrarysSettingChoosesTheModePlainRegistrationsGet(String name) throws Exception {
+        RegistrationMode mode = RegistrationMode.valueOf(name);
+        Meters before = Meters.of(server);
+        int port = freePort();
+        List<String> env = List.of("PAGEWIRE_REGISTRATION=" + name);
+        Program s = VerbsPrograms.start(server.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200");
+        Thread.sleep(300);
+        Program c = VerbsPrograms.start(client.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200",
+                "127.0.0.1");
+        c.await(120).succeeded();
+        s.await(30).succeeded();
+        Meters after = Meters.of(server);
+        assertThat(after.registrations(mode) - before.registrations(mode)).as("%s registrations; counters:%n%s", mode,
+                server.nic().counters()).isPositive();
+        assertThat(after.registrations(RegistrationMode.PINNED) - before.registrations(RegistrationMode.PINNED)).isZero();
+        if (mode == RegistrationMode.PIN_ON_MISS) {
+            assertThat(after.lookups(mode) - before.lookups(mode)).as("TLB lookups; counters:%n%s", server.nic().counters()).isPositive();
+        }
+    }
+
+    @Test
+    void aProgramKilledMidRunEndsItsSessionAndTheNodesServeTheNext() throws Exception {
+        int port = freePort();
+        Program s = VerbsPrograms.start(server.target(), "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-D", "20");
+        Thread.sleep(300);
+        Program c = VerbsPrograms.start(client.target(), "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-D", "20",
+                "127.0.0.1");
+        awaitTrue(() -> client.sessions() == 1 && server.sessions() == 1 && client.nic().counters().get(NicCounter.BYTES_SENT) > 0, 30_000,
+                "the programs opened their devices and data flows");
+        c.kill();
+        awaitTrue(() -> client.sessions() == 0, 20_000, "the killed program's session ended on " + client.id());
+        s.kill();
+        awaitTrue(() -> server.sessions() == 0, 20_000, "the server's session ended on " + server.id());
+        pair("ibv_rc_pingpong", List.of("-n", "50"));
+    }
+
+    // ---- helpers --------------------------------------------------------------------------------------
+
+    /** Runs a server on node-2 and its client on node-1; both must succeed. */
+    private Run[] pair(String program, List<String> options) throws Exception {
+        int port = freePort();
+        List<String> args = new ArrayList<>(List.of(program, "-d", "pagewire0", "-p", String.valueOf(port)));
+        args.addAll(options);
+        Program s = VerbsPrograms.start(server.target(), args.toArray(String[]::new));
+        Thread.sleep(300); // the server listens for the client's TCP exchange
+        args.add("127.0.0.1");
+        Program c = VerbsPrograms.start(client.target(), args.toArray(String[]::new));
+        Run clientRun = c.await(120);
+        Run serverRun = s.await(30);
+        clientRun.succeeded();
+        serverRun.succeeded();
+        return new Run[] {serverRun, clientRun};
+    }
+
+    /** A node's registrations and TLB lookups by registration mode, at one moment. */
+    private record Meters(NicCounters counters, long[] registrations, long[] lookups) {
+        static Meters of(PagewireNode node) {
+            NicCounters c = node.nic().counters();
+            int n = RegistrationMode.values().length;
+            long[] registrations = new long[n];
+            long[] lookups = new long[n];
+            for (RegistrationMode m : RegistrationMode.values()) {
+                registrations[m.ordinal()] = c.get(NicCounter.REGISTRATIONS, m);
+                lookups[m.ordinal()] = c.get(NicCounter.TLB_HITS, m) + c.get(NicCounter.TLB_MISSES, m);
+            }
+            return new Meters(c, registrations, lookups);
+        }
+
+        long registrations(RegistrationMode m) {
+            return registrations[m.ordinal()];
+        }
+
+        long lookups(RegistrationMode m) {
+            return lookups[m.ordinal()];
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private static List<String> concat(List<String> a, String[] b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(List.of(b));
+        return all;
+    }
+}
