@@ -55,6 +55,50 @@ static int covered(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
 	return 0;
 }
 
+static int extent_add(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	pthread_mutex_lock(&ctx->extent_lock);
+	if (ctx->extent_count + 2 > ctx->extent_slots) {
+		int slots = ctx->extent_slots ? ctx->extent_slots * 2 : 64;
+		uint64_t *grown = realloc(ctx->extents, sizeof(*grown) * (size_t)slots);
+		if (!grown) {
+			pthread_mutex_unlock(&ctx->extent_lock);
+			return ENOMEM;
+		}
+		ctx->extents = grown;
+		ctx->extent_slots = slots;
+	}
+	ctx->extents[ctx->extent_count++] = first;
+	ctx->extents[ctx->extent_count++] = end;
+	pthread_mutex_unlock(&ctx->extent_lock);
+	return 0;
+}
+
+static void extent_remove(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	pthread_mutex_lock(&ctx->extent_lock);
+	for (int i = 0; i + 1 < ctx->extent_count; i += 2) {
+		if (ctx->extents[i] == first && ctx->extents[i + 1] == end) {
+			ctx->extents[i] = ctx->extents[ctx->extent_count - 2];
+			ctx->extents[i + 1] = ctx->extents[ctx->extent_count - 1];
+			ctx->extent_count -= 2;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->extent_lock);
+}
+
+/* Whether the library maps the page at `page` from the node's memory (or is about to, or is giving it back). */
+static int extent_covers(struct pw_context *ctx, uint64_t page)
+{
+	int found = 0;
+	pthread_mutex_lock(&ctx->extent_lock);
+	for (int i = 0; i + 1 < ctx->extent_count && !found; i += 2)
+		found = page >= ctx->extents[i] && page < ctx->extents[i + 1];
+	pthread_mutex_unlock(&ctx->extent_lock);
+	return found;
+}
+
 static int reserve(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
@@ -109,6 +153,12 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
 	int e = hold(ctx, first, end, 0, &held);
+	for (int attempt = 0; e == ENOMEM && attempt < 1000; attempt++) {
+		/* every frame is mapped by some program: reclaim has asked them for pages back, which takes a moment */
+		struct timespec wait = { 0, 2 * 1000 * 1000 };
+		nanosleep(&wait, NULL);
+		e = hold(ctx, first, end, 0, &held);
+	}
 	if (e)
 		return e;
 	uint64_t ps = ctx->page_size;
@@ -286,7 +336,12 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	m->first = implicit ? 0 : ((uintptr_t)addr & ~(ps - 1));
 	m->end = implicit ? 0 : (((uintptr_t)addr + length + ps - 1) & ~(ps - 1));
 	pthread_mutex_lock(&ctx->mr_lock);
-	int e = implicit ? 0 : map_range(ctx, m->first, m->end);
+	int e = implicit ? 0 : extent_add(ctx, m->first, m->end);
+	if (!e && !implicit) {
+		e = map_range(ctx, m->first, m->end);
+		if (e)
+			extent_remove(ctx, m->first, m->end);
+	}
 	if (!e)
 		e = add_mr(ctx, m);
 	if (e) {
@@ -308,9 +363,9 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	e = pw_call(&ctx->control, "RegisterRegion", &req.base, &pagewire__verbs__v1__register_region_response__descriptor,
 		    (ProtobufCMessage **)&reply);
 	if (e) {
-		remove_mr(ctx, m);
+		/* the pages stay mapped (they may hold the program's bytes) as the implicit ones do, until the context closes */
+		m->implicit = 1;
 		pthread_mutex_unlock(&ctx->mr_lock);
-		free(m);
 		errno = e;
 		return NULL;
 	}
@@ -329,6 +384,28 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	return &m->mr;
 }
 
+/* Pages [first, end) are being given back to the program: the node's unmap requests for them wait. */
+static void shield(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	pthread_mutex_lock(&ctx->fault_lock);
+	ctx->shield_first = first;
+	ctx->shield_end = end;
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
+static void unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours);
+
+/* The pages are given back: serve the unmap requests that waited. */
+static void unshield(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->fault_lock);
+	ctx->shield_first = ctx->shield_end = 0;
+	for (int i = 0; i + 1 < ctx->deferred_count; i += 2)
+		unmap_for_node(ctx, ctx->deferred[i], ctx->deferred[i + 1], extent_covers(ctx, ctx->deferred[i]));
+	ctx->deferred_count = 0;
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
 int pw_dereg_mr(struct ibv_mr *mr)
 {
 	struct pw_mr *m = (struct pw_mr *)mr;
@@ -344,19 +421,26 @@ int pw_dereg_mr(struct ibv_mr *mr)
 	if (e)
 		return e;
 	pthread_mutex_lock(&ctx->mr_lock);
-	remove_mr(ctx, m);
+	shield(ctx, m->first, m->end);
 	uint64_t ps = ctx->page_size;
 	for (uint64_t p = m->first; p < m->end;) {
-		if (covered(ctx, p, NULL)) {
+		if (covered(ctx, p, m)) {
 			p += ps;
 			continue;
 		}
+		/*
+		 * A few pages at a time, each given back and freed before the next: a page the kernel took faults back
+		 * in while it is copied (m still covers it), and the frames freed are what lets it.
+		 */
 		uint64_t q = p + ps;
-		while (q < m->end && !covered(ctx, q, NULL))
+		while (q < m->end && q - p < 16 * ps && !covered(ctx, q, m))
 			q += ps;
 		unmap_run(ctx, p, q);
 		p = q;
 	}
+	remove_mr(ctx, m);
+	extent_remove(ctx, m->first, m->end);
+	unshield(ctx);
 	pthread_mutex_unlock(&ctx->mr_lock);
 	free(m);
 	return 0;
@@ -381,7 +465,12 @@ int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length)
 	int e = 0;
 	if (!all) {
 		struct pw_mr *m = calloc(1, sizeof(*m));
-		e = m ? map_range(ctx, first, end) : ENOMEM;
+		e = m ? extent_add(ctx, first, end) : ENOMEM;
+		if (!e) {
+			e = map_range(ctx, first, end);
+			if (e)
+				extent_remove(ctx, first, end);
+		}
 		if (!e) {
 			m->first = first;
 			m->end = end;
@@ -398,15 +487,231 @@ int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length)
 void pw_memory_close(struct pw_context *ctx)
 {
 	pthread_mutex_lock(&ctx->mr_lock);
+	shield(ctx, 0, UINT64_MAX);
 	while (ctx->mr_count > 0) {
-		struct pw_mr *m = ctx->mrs[--ctx->mr_count];
+		struct pw_mr *m = ctx->mrs[ctx->mr_count - 1];
 		uint64_t ps = ctx->page_size;
-		for (uint64_t p = m->first; p < m->end; p += ps)
-			if (!covered(ctx, p, NULL))
+		for (uint64_t p = m->first; p < m->end; p += ps) {
+			if (!covered(ctx, p, m)) {
 				give_back(p, p + ps);
+				hold(ctx, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
+			}
+		}
+		ctx->mr_count--;
+		extent_remove(ctx, m->first, m->end);
 	}
+	unshield(ctx);
 	pthread_mutex_unlock(&ctx->mr_lock);
+	free(ctx->deferred);
+	ctx->deferred = NULL;
+	free(ctx->extents);
+	ctx->extents = NULL;
 	if (ctx->memory_fd >= 0)
 		close(ctx->memory_fd);
 	ctx->memory_fd = -1;
+}
+
+/* ---- paging: the kernel agent takes pages back, and the program's touch brings them in again ---------- */
+
+#include <dlfcn.h>
+#include <signal.h>
+
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pw_context *contexts[64];
+static struct sigaction previous_segv;
+static int handler_installed;
+
+/* Which open context registered the page at `address` (NULL: none; the fault is not the library's). */
+static struct pw_context *owner_of(uint64_t address)
+{
+	struct pw_context *found = NULL;
+	for (int i = 0; i < 64 && !found; i++) {
+		struct pw_context *ctx = contexts[i];
+		if (!ctx)
+			continue;
+		if (extent_covers(ctx, address & ~((uint64_t)ctx->page_size - 1)))
+			found = ctx;
+	}
+	return found;
+}
+
+/*
+ * Maps a page the kernel agent had taken back: the node brings it in (a major fault if it went to swap)
+ * and the library maps its frame at the program's address again. Called from the SIGSEGV handler.
+ */
+static int map_back(struct pw_context *ctx, uint64_t page)
+{
+	uint64_t ps = ctx->page_size;
+	int e = 0;
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		/* Hold and map under fault_lock, so that no unmap request for this page is served in between. */
+		pthread_mutex_lock(&ctx->fault_lock);
+		Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
+		e = hold(ctx, page, page + ps, 0, &held);
+		if (!e) {
+			off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[0] * ps);
+			if (mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED)
+				e = errno;
+			protobuf_c_message_free_unpacked(&held->base, NULL);
+		}
+		pthread_mutex_unlock(&ctx->fault_lock);
+		if (e != ENOMEM)
+			break;
+		/* Every frame is mapped by some program: reclaim asked for pages back; they come once unmapped (lock released). */
+		struct timespec wait = { 0, 2 * 1000 * 1000 };
+		nanosleep(&wait, NULL);
+	}
+	return e;
+}
+
+static void on_segv(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	uint64_t address = (uintptr_t)info->si_addr;
+	struct pw_context *ctx = owner_of(address);
+	if (ctx && map_back(ctx, address & ~((uint64_t)ctx->page_size - 1)) == 0) {
+		errno = saved;
+		return; /* the access runs again, on the page mapped back */
+	}
+	if (ctx)
+		pw_log(PW_ERROR, "cannot bring back the page at 0x%lx the node took: the access fails", (unsigned long)address);
+	/* not the library's fault: as if the library were not there */
+	if (previous_segv.sa_flags & SA_SIGINFO) {
+		previous_segv.sa_sigaction(signo, info, uc);
+	} else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
+		previous_segv.sa_handler(signo);
+	} else {
+		signal(SIGSEGV, SIG_DFL); /* the access runs again and the default action takes it */
+	}
+	errno = saved;
+}
+
+void pw_paging_attach(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&contexts_lock);
+	for (int i = 0; i < 64; i++) {
+		if (!contexts[i]) {
+			contexts[i] = ctx;
+			break;
+		}
+	}
+	if (!handler_installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_segv;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGSEGV, &sa, &previous_segv);
+		handler_installed = 1;
+	}
+	pthread_mutex_unlock(&contexts_lock);
+}
+
+void pw_paging_detach(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&contexts_lock);
+	for (int i = 0; i < 64; i++)
+		if (contexts[i] == ctx)
+			contexts[i] = NULL;
+	pthread_mutex_unlock(&contexts_lock);
+}
+
+/* Makes [first, end) inaccessible to the program: its next touch faults (and the handler maps it back). */
+static int take_away(uint64_t first, uint64_t end)
+{
+	return mmap((void *)(uintptr_t)first, (size_t)(end - first), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED
+		       ? errno : 0;
+}
+
+/* Unmaps pages from the program for the node and says so. fault_lock held. */
+static void unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours)
+{
+	if (ours && take_away(first, end) == 0)
+		ctx->pages_taken += (end - first) / ctx->page_size;
+	/* released even when the page is not (or no longer) the library's: the node must not wait on it */
+	hold(ctx, first, end, 1, NULL);
+}
+
+/*
+ * The node's kernel wants pages back (a CPU_UNMAP record): unmap them from the program, then say so.
+ * With fault_lock held no page is being mapped back. Pages being given back to the program (a
+ * deregistration) wait until that is done.
+ */
+void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length)
+{
+	uint64_t ps = ctx->page_size;
+	uint64_t first = address & ~(ps - 1), end = (address + length + ps - 1) & ~(ps - 1);
+	pthread_mutex_lock(&ctx->fault_lock);
+	if (first < ctx->shield_end && end > ctx->shield_first) {
+		if (ctx->deferred_count + 2 > ctx->deferred_slots) {
+			int slots = ctx->deferred_slots ? ctx->deferred_slots * 2 : 64;
+			uint64_t *grown = realloc(ctx->deferred, sizeof(*grown) * (size_t)slots);
+			if (grown) {
+				ctx->deferred = grown;
+				ctx->deferred_slots = slots;
+			}
+		}
+		if (ctx->deferred_count + 2 <= ctx->deferred_slots) {
+			ctx->deferred[ctx->deferred_count++] = first;
+			ctx->deferred[ctx->deferred_count++] = end;
+		}
+		pthread_mutex_unlock(&ctx->fault_lock);
+		return;
+	}
+	unmap_for_node(ctx, first, end, extent_covers(ctx, first));
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
+/*
+ * madvise(MADV_DONTNEED) on registered memory drops the pages as the kernel would: the node frees
+ * their frames (NIC translations invalidated) and the next touch, the program's or the NIC's, finds a
+ * zero page. Pages a PINNED registration holds stay put: their bytes are zeroed instead.
+ */
+__attribute__((visibility("default"))) int madvise(void *addr, size_t length, int advice)
+{
+	static int (*real)(void *, size_t, int);
+	if (!real)
+		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
+	if (advice == MADV_DONTNEED && length > 0) {
+		pthread_mutex_lock(&contexts_lock);
+		for (int i = 0; i < 64; i++) {
+			struct pw_context *ctx = contexts[i];
+			if (!ctx)
+				continue;
+			uint64_t ps = ctx->page_size;
+			uint64_t from = (uintptr_t)addr & ~(ps - 1), to = ((uintptr_t)addr + length + ps - 1) & ~(ps - 1);
+			pthread_mutex_lock(&ctx->fault_lock);
+			pthread_mutex_lock(&ctx->mr_lock);
+			for (uint64_t p = from; p < to; p += ps) {
+				if (!covered(ctx, p, NULL))
+					continue;
+				Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+				Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+				req.endpoint = &ref;
+				req.address = p;
+				req.length = ps;
+				req.discard = 1;
+				ProtobufCMessage *reply = NULL;
+				take_away(p, p + ps);
+				int e = pw_call(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor,
+						&reply);
+				if (reply)
+					protobuf_c_message_free_unpacked(reply, NULL);
+				if (e) {
+					/* pinned: the page stays the NIC's and the program's; it reads zeros as after MADV_DONTNEED */
+					Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
+					if (!hold(ctx, p, p + ps, 0, &held)) {
+						off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[0] * ps);
+						if (mmap((void *)(uintptr_t)p, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) != MAP_FAILED)
+							memset((void *)(uintptr_t)p, 0, ps);
+						protobuf_c_message_free_unpacked(&held->base, NULL);
+					}
+				}
+			}
+			pthread_mutex_unlock(&ctx->mr_lock);
+			pthread_mutex_unlock(&ctx->fault_lock);
+		}
+		pthread_mutex_unlock(&contexts_lock);
+	}
+	return real(addr, length, advice);
 }

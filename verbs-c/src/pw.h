@@ -103,7 +103,21 @@ struct pw_context {
 	int qp_slots;
 
 	/* registered memory (memory.c) */
-	pthread_mutex_t mr_lock;
+	pthread_mutex_t mr_lock;     /* recursive: a fault inside the library's own copy is served on the same thread */
+	pthread_mutex_t fault_lock;  /* orders unmapping (for the node) against mapping back (for the program) */
+	uint64_t pages_taken;        /* pages the node's kernel took back from the program */
+	/*
+	 * The extents the library maps from the node's memory (registrations, from before their pages are
+	 * mapped until after they are given back), under extent_lock, which is never held across a call: what
+	 * the fault handler and the node's unmap requests go by.
+	 */
+	pthread_mutex_t extent_lock;
+	uint64_t *extents;           /* first, end pairs */
+	int extent_count, extent_slots;
+	/* pages being given back to the program (deregistration): unmap requests for them wait in `deferred` */
+	uint64_t shield_first, shield_end;
+	uint64_t *deferred;          /* address, length pairs */
+	int deferred_count, deferred_slots;
 	struct pw_mr **mrs;
 	int mr_count, mr_slots;
 
@@ -176,6 +190,9 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 int pw_dereg_mr(struct ibv_mr *mr);
 void pw_memory_close(struct pw_context *ctx);
 int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length);
+void pw_paging_attach(struct pw_context *ctx);
+void pw_paging_detach(struct pw_context *ctx);
+void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
 
 /* the library's settings (verbs.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);

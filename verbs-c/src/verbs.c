@@ -31,7 +31,7 @@
 enum { OP_WRITE = 1, OP_READ = 3, OP_FETCH_ADD = 4, OP_SEND = 5, OP_SEND_WITH_IMM = 6, OP_WRITE_WITH_IMM = 7, OP_RECV = 8,
        OP_RECV_RDMA_WITH_IMM = 9, OP_COMPARE_SWAP = 10 };
 /* ring records (ring module) */
-enum { REQ_POST = 1, REQ_POST_RECEIVE = 2, EV_COMPLETION = 1, EV_REFUSED = 2 };
+enum { REQ_POST = 1, REQ_POST_RECEIVE = 2, EV_COMPLETION = 1, EV_REFUSED = 2, EV_CPU_UNMAP = 5 };
 #define POST_HEADER 8
 #define POST_WR 72
 #define RECV_HEADER 16
@@ -299,6 +299,11 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 			error_length = 0;
 		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, value, flags & 1, imm, (const char *)b + 48,
 			error_length);
+	} else if (type == EV_CPU_UNMAP && length >= 16) {
+		uint64_t address, pages;
+		memcpy(&address, b, 8);
+		memcpy(&pages, b + 8, 8);
+		pw_cpu_unmap(ctx, address, pages);
 	} else if (type == EV_REFUSED && length >= 16) {
 		uint64_t wr_id;
 		uint32_t qpn;
@@ -385,7 +390,8 @@ static void *reader_main(void *arg)
 			drain(ctx);
 		}
 		struct pollfd fds[2] = { { .fd = ctx->session.fd, .events = POLLIN }, { .fd = ctx->bell_fd, .events = POLLIN } };
-		int n = poll(fds, ctx->bell_fd >= 0 ? 2 : 1, armed ? 50 : 20);
+		/* Awake now and then even when no one waits on a channel: the node's unmap requests must not wait for a poll. */
+		int n = poll(fds, ctx->bell_fd >= 0 ? 2 : 1, armed ? 50 : 5);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (ctx->bell_fd >= 0 && (fds[1].revents & POLLIN)) {
@@ -411,8 +417,7 @@ static void *reader_main(void *arg)
 			on_session_event(ctx, ev);
 			protobuf_c_message_free_unpacked(&ev->base, NULL);
 		}
-		if (armed)
-			drain(ctx);
+		drain(ctx);
 	}
 	return NULL;
 }
@@ -541,7 +546,12 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->post_lock, NULL);
 	pthread_mutex_init(&ctx->event_lock, NULL);
 	pthread_mutex_init(&ctx->qp_lock, NULL);
-	pthread_mutex_init(&ctx->mr_lock, NULL);
+	pthread_mutexattr_t recursive;
+	pthread_mutexattr_init(&recursive);
+	pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&ctx->mr_lock, &recursive);
+	pthread_mutex_init(&ctx->fault_lock, &recursive);
+	pthread_mutex_init(&ctx->extent_lock, NULL);
 	int e = pw_conn_open(&ctx->control, dev->socket_path);
 	if (!e)
 		e = pw_conn_open(&ctx->session, dev->socket_path);
@@ -605,6 +615,7 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = pw_query_port;
 	ctx->vctx.query_device_ex = pw_query_device_ex;
 	ctx->vctx.advise_mr = pw_advise_mr;
+	pw_paging_attach(ctx);
 	if (pthread_create(&ctx->reader, NULL, reader_main, ctx) == 0)
 		ctx->reader_started = 1;
 	pw_log(PW_INFO, "%s: session %u on node %s (LID %u) through %s", device->name, ctx->endpoint_id, ctx->node_id, ctx->lid,
@@ -615,12 +626,13 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct pw_context *ctx = pw_ctx(context);
+	pw_memory_close(ctx); /* registered pages back to the program first, while the node still serves faults */
+	pw_paging_detach(ctx);
 	ctx->closing = 1;
 	shutdown(ctx->session.fd, SHUT_RDWR); /* the node ends the session: queue pairs, pins and memory go */
 	if (ctx->reader_started)
 		pthread_join(ctx->reader, NULL);
 	pw_conn_close(&ctx->session);
-	pw_memory_close(ctx);
 	pw_conn_close(&ctx->control);
 	if (ctx->bell_fd >= 0)
 		close(ctx->bell_fd);

@@ -201,7 +201,8 @@ int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *re
 	uint32_t code;
 	memcpy(&code, body + 1, 4);
 	if (code != 0) {
-		pw_log(PW_WARN, "%s refused by the node: %.*s", method, (int)(length - 5), (const char *)body + 5);
+		/* out of memory is often passing (reclaim is getting pages back): callers that wait say so if it lasts */
+		pw_log(code == 8 ? PW_DEBUG : PW_WARN, "%s refused by the node: %.*s", method, (int)(length - 5), (const char *)body + 5);
 		free(body);
 		return pw_errno_of_status(code);
 	}

@@ -96,7 +96,89 @@ static int post(struct side *s, enum ibv_wr_opcode op, struct ibv_sge *sge, int 
 	return ibv_post_send(s->qp, &wr, &bad);
 }
 
-int main(void)
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		memset(p + i, (uint8_t)(seed + i / 4096), 4096);
+}
+
+static size_t wrong_pages(const uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t wrong = 0;
+	for (size_t i = 0; i < n; i += 4096)
+		if (p[i] != (uint8_t)(seed + i / 4096) || p[i + 4095] != (uint8_t)(seed + i / 4096))
+			wrong++;
+	return wrong;
+}
+
+/*
+ * Paging (run against a node with less memory than the program registers): ON_DEMAND buffers larger
+ * together than the node's memory, so the kernel agent takes pages back from the program; the
+ * program's own touch brings them in again with their bytes, the NIC's too, and MADV_DONTNEED drops them.
+ */
+static int paging(struct ibv_device **devs, size_t size)
+{
+	struct side a, b;
+	open_side(&a, devs[0], 1 << 16);
+	open_side(&b, devs[1], 1 << 16);
+	CHECK("connect", !to_init(&a) && !to_init(&b) && !to_rts(&a, &b) && !to_rts(&b, &a), "the queue pairs could not be connected");
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+	uint8_t *x = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *y = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fill(x, size, 1);
+	struct ibv_mr *xmr = ibv_reg_mr(a.pd, x, size, access);
+	CHECK("register-x", xmr != NULL, "%s", strerror(errno));
+	fill(x, size, 3); /* the program's stores after registration, into the node's frames */
+	struct ibv_mr *ymr = ibv_reg_mr(a.pd, y, size, access);
+	CHECK("register-y-beyond-memory", ymr != NULL, "%s", strerror(errno));
+	fill(y, size, 5);
+	size_t wrong = wrong_pages(x, size, 3);
+	CHECK("touch-brings-pages-back", wrong == 0, "%zu of %zu pages of x read wrong after the node took them", wrong, size / 4096);
+	wrong = wrong_pages(y, size, 5);
+	CHECK("both-buffers-intact", wrong == 0, "%zu pages of y read wrong", wrong);
+	/* the NIC reads every page of y (the node faults in those it took), into b's buffer 64 KiB at a time */
+	size_t nic_wrong = 0;
+	struct ibv_wc wc;
+	for (size_t at = 0; at < size && xmr && ymr; at += 1 << 16) {
+		struct ibv_sge sge = { (uintptr_t)b.buf, 1 << 16, b.mr->lkey };
+		int e = post(&b, IBV_WR_RDMA_READ, &sge, 1, (uintptr_t)y + at, ymr->rkey, 0);
+		if (e || wait_wc(b.cq, &wc) || wc.status != IBV_WC_SUCCESS) {
+			nic_wrong++;
+			printf("read at %zu: post %d status %s\n", at, e, ibv_wc_status_str(wc.status));
+			break;
+		}
+		for (size_t i = 0; i < (1 << 16); i += 4096)
+			if (b.buf[i] != (uint8_t)(5 + (at + i) / 4096))
+				nic_wrong++;
+	}
+	CHECK("nic-reads-pages-back", nic_wrong == 0, "%zu pages read by the NIC were wrong", nic_wrong);
+	/* MADV_DONTNEED: the program and the NIC see zeros, and what follows stays */
+	int m = madvise(x, 8 * 4096, MADV_DONTNEED);
+	struct ibv_sge sge = { (uintptr_t)b.buf, 4096, b.mr->lkey };
+	int e = xmr ? post(&b, IBV_WR_RDMA_READ, &sge, 1, (uintptr_t)x + 4096, xmr->rkey, 0) : -1;
+	int read_ok = !e && !wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS;
+	CHECK("dontneed-drops-pages", m == 0 && x[0] == 0 && x[8 * 4096 - 1] == 0 && x[8 * 4096] == (uint8_t)(3 + 8) && read_ok
+	      && b.buf[0] == 0 && b.buf[4095] == 0, "madvise %d, program reads %02x %02x %02x, NIC read %d reads %02x", m, x[0],
+	      x[8 * 4096 - 1], x[8 * 4096], read_ok, b.buf[0]);
+	x[100] = 9;
+	CHECK("dontneed-page-writable", x[100] == 9, "a store after MADV_DONTNEED was lost");
+	if (ymr)
+		ibv_dereg_mr(ymr);
+	if (xmr)
+		ibv_dereg_mr(xmr);
+	wrong = wrong_pages(y, size, 5);
+	CHECK("dereg-after-paging-keeps-bytes", wrong == 0, "%zu pages of y wrong after deregistration", wrong);
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	ibv_close_device(a.ctx);
+	ibv_close_device(b.ctx);
+	printf("%s\n", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	int n;
 	struct ibv_device **devs = ibv_get_device_list(&n);
@@ -104,6 +186,8 @@ int main(void)
 		printf("FAIL devices: PAGEWIRE_NODE must name two nodes (found %d devices)\n", n);
 		return 1;
 	}
+	if (argc > 2 && !strcmp(argv[1], "paging"))
+		return paging(devs, (size_t)atol(argv[2]) << 20);
 	struct side a, b;
 	open_side(&a, devs[0], 1 << 16);
 	open_side(&b, devs[1], 1 << 16);

@@ -192,9 +192,10 @@ public final class AddressSpace implements AutoCloseable {
     }
 
     /**
-     * A CPU maps the pages of [address, address + length) into its own page tables: each is faulted
-     * in (counted as a CPU fault) and held with a pin until {@link #releaseForCpu}, as a page mapped in
-     * a process stays put while the process may touch it. All or none.
+     * A CPU maps the pages of [address, address + length) into its own page tables (the C verbs library,
+     * at the program's addresses): each is faulted in, counted as a CPU fault, and marked CPU-mapped, so
+     * reclaim asks that CPU to unmap it ({@link MemoryListener#cpuUnmapWanted}) before it takes the frame,
+     * as a kernel shoots a page down from the processes that map it.
      *
      * @return each page's frame, in order
      */
@@ -204,26 +205,95 @@ public final class AddressSpace implements AutoCloseable {
         if (length <= 0 || endVpn - firstVpn > Integer.MAX_VALUE) {
             throw new BadAddressException(String.format("cannot map 0x%x+%d for a CPU", address, length));
         }
-        checkAllocated(firstVpn << pageShift, (endVpn - firstVpn) << pageShift);
         int[] frames = new int[(int) (endVpn - firstVpn)];
-        int held = 0;
+        kernel.lock();
         try {
+            checkOpen();
+            requireAllocated(firstVpn << pageShift, (endVpn - firstVpn) << pageShift);
             for (long vpn = firstVpn; vpn < endVpn; vpn++) {
-                Pinned pinned = pin(vpn, true, false);
-                frames[held++] = pinned.translation().frame();
+                // A fault may wait for a transit with the lock released: the pages before are looked at again below.
+                countFault(makeResident(vpn, true), false);
             }
-        } catch (RuntimeException e) {
-            for (int i = 0; i < held; i++) {
-                unpin(firstVpn + i);
+            for (long vpn = firstVpn; vpn < endVpn; vpn++) {
+                PageTableEntry entry = pageTable.get(vpn);
+                if (entry == null || !entry.present()) {
+                    countFault(makeResident(vpn, true), false);
+                    entry = pageTable.get(vpn);
+                }
+                entry.cpuMapped = true;
+                entry.cpuUnmapRequested = false;
+                frames[(int) (vpn - firstVpn)] = entry.frame;
             }
-            throw e;
+        } finally {
+            kernel.unlock();
         }
         return frames;
     }
 
-    /** A CPU unmapped the pages of [address, address + length) it held ({@link #holdForCpu}). */
+    /** A CPU unmapped the pages of [address, address + length) it mapped ({@link #holdForCpu}): reclaim may take them. */
     public void releaseForCpu(long address, long length) {
-        unpinRange(address & -pageSize, ((address + length + pageSize - 1) & -pageSize) - (address & -pageSize));
+        long firstVpn = address >>> pageShift;
+        long endVpn = (address + length + pageSize - 1) >>> pageShift;
+        kernel.lock();
+        try {
+            checkOpen();
+            pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> {
+                entry.cpuMapped = false;
+                entry.cpuUnmapRequested = false;
+            });
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /**
+     * Drops the pages of [address, address + length) and what they hold, keeping them reserved: the next
+     * touch, by the NIC or a CPU, finds a zero page (what {@code madvise(MADV_DONTNEED)} does to private
+     * memory). NIC translations go first. Pinned pages are refused.
+     */
+    public void discard(long address, long length) {
+        if (length <= 0 || ((address | length) & (pageSize - 1)) != 0) {
+            throw new BadAddressException(String.format("cannot discard 0x%x+%d: it must be page-aligned and not empty", address, length));
+        }
+        long firstVpn = address >>> pageShift;
+        long endVpn = (address + length) >>> pageShift;
+        kernel.lock();
+        try {
+            while (true) {
+                checkOpen();
+                requireAllocated(address, length);
+                if (!anyInTransit(firstVpn, endVpn)) {
+                    break;
+                }
+                kernel.awaitTransit();
+            }
+            boolean[] pinned = {false};
+            pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> pinned[0] |= entry.pinCount > 0);
+            if (pinned[0]) {
+                throw new KernelException(String.format("cannot discard 0x%x+%d of %s: pages there are pinned", address, length, this));
+            }
+            FramesToFree taken = new FramesToFree();
+            unmap(firstVpn, endVpn - firstVpn, taken, InvalidationReason.EVICTION);
+            kernel.drainAndFree(taken.frames, taken.count, this);
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    /** Reclaim wants a CPU-mapped page: ask its CPU to unmap it, once. Kernel lock held. */
+    void wantCpuUnmap(long vpn, PageTableEntry entry) {
+        if (entry.cpuUnmapRequested) {
+            return;
+        }
+        entry.cpuUnmapRequested = true;
+        counters.increment(KernelCounter.CPU_UNMAPS_REQUESTED);
+        for (MemoryListener listener : listeners) {
+            try {
+                listener.cpuUnmapWanted(this, vpn);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "memory listener failed on a CPU unmap request for page " + vpn + " in " + this, e);
+            }
+        }
     }
 
     /**
@@ -530,10 +600,6 @@ public final class AddressSpace implements AutoCloseable {
      * @throws PinLimitExceededException if the memlock or the node pin limit would be exceeded
      */
     public Pinned pin(long vpn, boolean write) {
-        return pin(vpn, write, true);
-    }
-
-    private Pinned pin(long vpn, boolean write, boolean nic) {
         Pinned pinned;
         kernel.lock();
         try {
@@ -544,7 +610,7 @@ public final class AddressSpace implements AutoCloseable {
                 kernel.checkPinLimits(this, 1);
             }
             FaultKind fault = makeResident(vpn, write);
-            countFault(fault, nic);
+            countFault(fault, true);
             PageTableEntry entry = pageTable.get(vpn);
             if (entry.pinCount == 0) {
                 // Again: the fault may have waited with the lock released while others pinned.
@@ -663,13 +729,18 @@ public final class AddressSpace implements AutoCloseable {
             List<Long> vpns = new ArrayList<>();
             pageTable.forEach(first, end, (vpn, entry) -> {
                 if (entry.present() && entry.pinCount == 0 && !entry.inTransit) {
-                    vpns.add(vpn);
+                    if (entry.cpuMapped) {
+                        wantCpuUnmap(vpn, entry); // a CPU maps it: it goes once that CPU has let go
+                    } else {
+                        vpns.add(vpn);
+                    }
                 }
             });
             for (long vpn : vpns) {
                 // Writing a page back releases the lock: look at each page again before taking its frame.
                 PageTableEntry entry = pageTable.get(vpn);
-                if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && kernel.pageOut(entry.frame)) {
+                if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && !entry.cpuMapped
+                        && kernel.pageOut(entry.frame)) {
                     out++;
                 }
             }
@@ -969,8 +1040,16 @@ public final class AddressSpace implements AutoCloseable {
      * release swap slots, and take the frames (into {@code taken}, for the caller to drain and free).
      */
     private void unmap(long firstVpn, long pageCount, FramesToFree taken) {
+        unmap(firstVpn, pageCount, taken, InvalidationReason.UNMAP);
+    }
+
+    /**
+     * As {@link #unmap(long, long, FramesToFree)}, telling listeners {@code reason}: EVICTION when the pages
+     * stay allocated (discarded), so translations go and the next access faults a zero page in.
+     */
+    private void unmap(long firstVpn, long pageCount, FramesToFree taken, InvalidationReason reason) {
         long endVpn = firstVpn + pageCount;
-        notifyInvalidate(firstVpn, pageCount, InvalidationReason.UNMAP);
+        notifyInvalidate(firstVpn, pageCount, reason);
         kernel.systemBuffer().discard(this, firstVpn, endVpn);
         pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> {
             if (entry.pinCount > 0) {

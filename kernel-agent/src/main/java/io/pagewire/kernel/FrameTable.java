@@ -83,6 +83,10 @@ final class FrameTable {
         if (entry == null || entry.pinCount > 0 || memory.isReclaiming(frame) || memory.isHeld(frame)) {
             return false;
         }
+        if (entry.cpuMapped) {
+            owner[frame].wantCpuUnmap(ownerVpn[frame], entry);
+            return false;
+        }
         return !needsNewSwapSlot(frame, entry) || !swap.isFull();
     }
 

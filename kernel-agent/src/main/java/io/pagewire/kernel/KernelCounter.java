@@ -17,6 +17,8 @@ public enum KernelCounter implements CountedEvent {
     PINS(Meter.counter("pagewire.pins", "Pin operations")),
     UNPINS(Meter.counter("pagewire.unpins", "Unpin operations")),
     PINS_REVOKED(Meter.counter("pagewire.pins.revoked", "Pins dropped because their pages were freed")),
+    CPU_UNMAPS_REQUESTED(Meter.counter("pagewire.kernel.cpu.unmaps.requested",
+            "Pages reclaim asked a CPU (the C verbs library) to unmap from a program before it could take their frames")),
     PIN_LIMIT_REJECTIONS(Meter.counter("pagewire.pin.limit.rejections", "Pins refused by the memlock limit, an application's share or the node pin limit")),
     ACCOUNT_SHARE_REJECTIONS(Meter.counter("pagewire.memory.share.rejections",
             "New pages refused because their application held its share of the node's frames and swap (pagewire.quota.callerShare)")),

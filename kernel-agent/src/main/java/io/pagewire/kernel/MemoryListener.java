@@ -22,4 +22,12 @@ public interface MemoryListener {
      * the listener forgets its pins there rather than releasing them.
      */
     void invalidate(AddressSpace space, long firstVpn, long pageCount, InvalidationReason reason);
+
+    /**
+     * Reclaim wants page {@code vpn}, which a CPU maps in its own page tables: that CPU must unmap it and
+     * then say so ({@link AddressSpace#releaseForCpu}); reclaim takes other frames meanwhile. Asked once
+     * per mapping.
+     */
+    default void cpuUnmapWanted(AddressSpace space, long vpn) {
+    }
 }

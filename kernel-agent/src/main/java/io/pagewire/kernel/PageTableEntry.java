@@ -18,6 +18,13 @@ final class PageTableEntry {
      * written back after eviction); whoever needs it waits for the transit to end.
      */
     boolean inTransit;
+    /**
+     * A CPU maps the page in its own page tables (the C verbs library maps its frame at the program's
+     * address): reclaim may not take the frame until that CPU has unmapped it.
+     */
+    boolean cpuMapped;
+    /** Reclaim asked that CPU to unmap the page and waits for it to say it did. */
+    boolean cpuUnmapRequested;
 
     boolean present() {
         return frame >= 0;

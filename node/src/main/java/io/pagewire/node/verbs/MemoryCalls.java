@@ -81,13 +81,19 @@ final class MemoryCalls {
         });
     }
 
+    /** Not paced: this is a program's page faults and its answers to reclaim, as frequent as its memory needs. */
     void mapCpuPages(MapCpuPagesRequest request, StreamObserver<MapCpuPagesResponse> response) {
-        control.paced(response, () -> {
-            AddressSpace space = sessions.get(request.getEndpoint()).endpoint.space();
-            if (request.getRelease()) {
+        ControlCalls.answer(response, () -> {
+            Session session = sessions.get(request.getEndpoint());
+            AddressSpace space = session.endpoint.space();
+            if (request.getRelease() || request.getDiscard()) {
                 space.releaseForCpu(request.getAddress(), request.getLength());
+                if (request.getDiscard()) {
+                    space.discard(request.getAddress(), request.getLength());
+                }
                 return MapCpuPagesResponse.getDefaultInstance();
             }
+            session.mapsCpuPages();
             MapCpuPagesResponse.Builder answer = MapCpuPagesResponse.newBuilder();
             for (int frame : space.holdForCpu(request.getAddress(), request.getLength())) {
                 answer.addFrames(frame);

@@ -5,6 +5,7 @@ import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.WorkRequest;
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CounterRecord;
+import io.pagewire.ring.CpuUnmapRecord;
 import io.pagewire.ring.FaultServedRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
@@ -87,6 +88,17 @@ final class RingCodec {
             return false;
         }
         FaultServedRecord.put(ring.buffer(), index, token, status, error);
+        ring.commit(index);
+        return true;
+    }
+
+    /** Without waiting for room (the kernel asks with its lock held): false when the ring is full. */
+    static boolean tryWriteCpuUnmap(RingBuffer ring, long address, long length) {
+        int index = ring.tryClaim(CpuUnmapRecord.TYPE, CpuUnmapRecord.LENGTH);
+        if (index <= 0) {
+            return false;
+        }
+        CpuUnmapRecord.put(ring.buffer(), index, address, length);
         ring.commit(index);
         return true;
     }

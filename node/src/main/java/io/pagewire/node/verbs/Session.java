@@ -2,6 +2,9 @@ package io.pagewire.node.verbs;
 
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
+import io.pagewire.kernel.AddressSpace;
+import io.pagewire.kernel.InvalidationReason;
+import io.pagewire.kernel.MemoryListener;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
@@ -24,7 +27,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
@@ -251,6 +256,57 @@ final class Session {
         }
     }
 
+    // ---- pages the application maps in its own page tables (the C verbs library) ---------------------
+
+    /** Listens for reclaim's unmap requests once the application maps pages itself; null until then. */
+    private MemoryListener cpuMappings;
+
+    /** The application maps pages of its endpoint in its own page tables: tell it when reclaim wants one back. */
+    synchronized void mapsCpuPages() {
+        if (cpuMappings != null) {
+            return;
+        }
+        cpuMappings = new MemoryListener() {
+            @Override
+            public void invalidate(AddressSpace space, long firstVpn, long pageCount, InvalidationReason reason) {
+                // The application's mappings follow its own calls (deregistration, MADV_DONTNEED), not the NIC's translations.
+            }
+
+            @Override
+            public void cpuUnmapWanted(AddressSpace space, long vpn) {
+                askToUnmap(vpn << space.pageShift(), space.pageSize());
+            }
+        };
+        endpoint.space().addListener(cpuMappings);
+    }
+
+    /**
+     * Puts a CPU_UNMAP record on the event ring. The kernel asks with its lock held, so this never waits
+     * for room: a full ring is tried again shortly from another thread. The application's ring reader
+     * looks at the ring every few milliseconds; a sleeping one is rung.
+     */
+    private void askToUnmap(long address, long length) {
+        SessionRings r = activeRings;
+        if (r == null) {
+            return;
+        }
+        if (RingCodec.tryWriteCpuUnmap(r.events(), address, length)) {
+            if (r.takeAppAsleep()) {
+                CompletableFuture.runAsync(this::wake);
+            }
+            return;
+        }
+        CompletableFuture.runAsync(() -> askToUnmap(address, length), CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS));
+    }
+
+    /** Rings the application's bell (it went to sleep); off the kernel's lock. */
+    private void wake() {
+        Bell b = bell;
+        if (b == null || !b.ring()) {
+            send(DOORBELL);
+        }
+    }
+
     /** The answer to a CPU fault from the ring: null when its pages are resident, else the call status saying why not. */
     synchronized void faultServed(long token, io.grpc.Status failure) {
         SessionRings r = activeRings;
@@ -326,6 +382,13 @@ final class Session {
                 wait.sessionEnded();
             }
         } finally {
+            MemoryListener mappings;
+            synchronized (this) {
+                mappings = cpuMappings;
+            }
+            if (mappings != null) {
+                endpoint.space().removeListener(mappings);
+            }
             endpoint.close(); // whatever failed above, the session's pins, frames and queue pairs go
         }
     }
