@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the testbed's base images from Debian packages, with no image registry involved: a
 # debootstrap (minbase) of this machine's Debian release, imported into Docker.
-#   pagewire/jre:<release>         the Java 17 runtime (the node image's runtime stage)
-#   pagewire/build:<release>       a JDK 17 and Maven (the node image's build stage)
+#   pagewire/jre:<release>         the Java 17 runtime, libibverbs, ibverbs-utils and perftest (the node image's runtime stage)
+#   pagewire/build:<release>       a JDK 17, Maven, gcc and the verbs headers (the node image's build stage)
 #   pagewire/prometheus:<release>  Debian's Prometheus (the testbed's own Prometheus image)
 # Usage: build-base-images.sh [--rebuild] [jre|build|prometheus ...]  (default: all three; an image
 # that already exists is kept unless --rebuild). About 70 s per image, the first time only.
@@ -18,8 +18,8 @@ say() { echo "build-base-images: $*" >&2; }
 
 packages_of() {
   case "$1" in
-    jre) echo openjdk-17-jre-headless,ca-certificates ;;
-    build) echo openjdk-17-jdk-headless,maven,ca-certificates ;;
+    jre) echo openjdk-17-jre-headless,ca-certificates,libibverbs1,libprotobuf-c1,ibverbs-utils,perftest ;;
+    build) echo openjdk-17-jdk-headless,maven,ca-certificates,gcc,make,libc6-dev,libibverbs-dev,protobuf-c-compiler,libprotobuf-c-dev ;;
     prometheus) echo prometheus,ca-certificates ;;
     *) say "unknown image '$1' (jre, build or prometheus)"; exit 2 ;;
   esac
@@ -44,8 +44,12 @@ for name in "$@"; do
   packages=$(packages_of "$name")
   image="pagewire/$name:$release"
   if [ -z "$rebuild" ] && docker image inspect "$image" >/dev/null 2>&1; then
-    say "$image is there already"
-    continue
+    # Kept when it has every package the list names now (an image from before a package was added is rebuilt).
+    if docker run --rm --entrypoint dpkg-query "$image" -W ${packages//,/ } >/dev/null 2>&1; then
+      say "$image is there already"
+      continue
+    fi
+    say "$image lacks some of $packages: rebuilding it"
   fi
   work=$(mktemp -d /tmp/pagewire-base.XXXXXX)
   say "debootstrap $release ($packages) from $mirror for $image"

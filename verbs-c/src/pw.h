@@ -194,7 +194,7 @@ void pw_paging_attach(struct pw_context *ctx);
 void pw_paging_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
 
-/* the library's settings (verbs.c) */
+/* the library's settings (settings.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);
 
 #endif

@@ -41,31 +41,6 @@ enum { REQ_POST = 1, REQ_POST_RECEIVE = 2, EV_COMPLETION = 1, EV_REFUSED = 2, EV
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* ---- settings ---------------------------------------------------------------------------------- */
-
-Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void)
-{
-	const char *s = getenv("PAGEWIRE_REGISTRATION");
-	if (!s || !*s || !strcasecmp(s, "PINNED"))
-		return PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PINNED;
-	if (!strcasecmp(s, "PIN_ON_MISS"))
-		return PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PIN_ON_MISS;
-	if (!strcasecmp(s, "SHADOW"))
-		return PAGEWIRE__VERBS__V1__REGISTRATION_MODE__SHADOW;
-	if (!strcasecmp(s, "ON_DEMAND"))
-		return PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND;
-	pw_log(PW_WARN, "PAGEWIRE_REGISTRATION=%s is not PINNED, PIN_ON_MISS, SHADOW or ON_DEMAND; registering PINNED", s);
-	return PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PINNED;
-}
-
-Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx)
-{
-	Pagewire__Verbs__V1__EndpointRef ref = PAGEWIRE__VERBS__V1__ENDPOINT_REF__INIT;
-	ref.endpoint_id = ctx->endpoint_id;
-	ref.session_key = ctx->session_key;
-	return ref;
-}
-
 /* ---- devices ----------------------------------------------------------------------------------- */
 
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
@@ -75,7 +50,7 @@ static int device_count;
 static void find_devices(void)
 {
 	const char *nodes = getenv("PAGEWIRE_NODE");
-	const char *dir = getenv("PAGEWIRE_RING_DIR");
+	const char *dir = getenv("PAGEWIRE_VERBS_RING_DIRECTORY");
 	const char *socket_override = getenv("PAGEWIRE_VERBS_SOCKET");
 	char list[1024];
 	snprintf(list, sizeof(list), "%s", nodes && *nodes ? nodes : "127.0.0.1:7100");
@@ -89,8 +64,9 @@ static void find_devices(void)
 		if (device_count == 0 && socket_override && *socket_override) {
 			snprintf(d->socket_path, sizeof(d->socket_path), "%s", socket_override);
 		} else if (strchr(t, '/')) {
-			snprintf(d->socket_path, sizeof(d->socket_path), "%s", t);
+			snprintf(d->socket_path, sizeof(d->socket_path), "%s", t); /* the socket itself */
 		} else {
+			/* HOST:PORT names the node by its port, anything else by its id: the node's socket has both names */
 			const char *port = strrchr(t, ':');
 			snprintf(d->socket_path, sizeof(d->socket_path), "%s/pagewire-%s.verbs", dir, port ? port + 1 : t);
 		}

@@ -30,11 +30,12 @@ import java.util.TreeMap;
  */
 public final class NodeSettings {
     /**
-     * Variables of the SDK and the command's client side that share the {@code PAGEWIRE_} prefix: a
+     * Variables of the SDK, the command's client side and the C verbs library that share the {@code PAGEWIRE_} prefix: a
      * node ignores them (a container's health probe reads the same environment as its node).
      */
     public static final Set<String> CLIENT_VARIABLES = Set.of("PAGEWIRE_JAVA_OPTS", "PAGEWIRE_SECURITY_IDENTITY",
-            "PAGEWIRE_SECURITY_SERVER_NAME");
+            "PAGEWIRE_SECURITY_SERVER_NAME", "PAGEWIRE_NODE", "PAGEWIRE_VERBS_SOCKET", "PAGEWIRE_VERBS_RING_DIRECTORY",
+            "PAGEWIRE_VERBS_REGISTRATION", "PAGEWIRE_VERBS_LOG", "PAGEWIRE_VERBS_SPIN_US", "PAGEWIRE_VERBS_LIBRARY");
 
     /** The settings of each part of a node, in the order the reference shows them. */
     private static final Map<String, List<Setting<?>>> SECTIONS = sections();

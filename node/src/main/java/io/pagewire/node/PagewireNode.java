@@ -156,7 +156,9 @@ public final class PagewireNode implements AutoCloseable {
         this.metricsEndpoint = endpoint;
         Path ringDirectory = context.verbs().ringDirectory();
         if (kernel.memory().path() != null && ringDirectory != null) {
-            this.verbsSocket = VerbsSocket.start(ringDirectory.resolve(verbsSocketName()), verbs, verbsExecutor);
+            this.verbsSocket = VerbsSocket.start(ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + ".verbs")), verbs,
+                    verbsExecutor, context.transport() == Transport.IN_PROCESS ? null
+                            : ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"));
         }
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
@@ -220,14 +222,9 @@ public final class PagewireNode implements AutoCloseable {
                 .build();
     }
 
-    /**
-     * The verbs socket's name in the ring directory: after the node's port, which is how a C verbs
-     * program names its node ({@code PAGEWIRE_NODE=127.0.0.1:7101}), or after its id in process.
-     */
-    private String verbsSocketName() {
-        String name = context.transport() == Transport.IN_PROCESS ? context.nodeId().replaceAll("[^A-Za-z0-9_.-]", "_")
-                : String.valueOf(server.getPort());
-        return "pagewire-" + name + ".verbs";
+    /** A node id as part of a file name. */
+    private static String fileName(String name) {
+        return name.replaceAll("[^A-Za-z0-9_.-]", "_");
     }
 
     /** Where C verbs programs on this host reach the node (see {@link VerbsSocket}), or null when they cannot. */

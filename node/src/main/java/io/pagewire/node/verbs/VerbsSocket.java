@@ -102,6 +102,7 @@ public final class VerbsSocket implements AutoCloseable {
     };
 
     private final Path path;
+    private final Path byPort;
     private final ServerSocketChannel listener;
     private final Server server;
     private final ManagedChannel inProcess;
@@ -111,8 +112,9 @@ public final class VerbsSocket implements AutoCloseable {
     private final Thread acceptor;
     private volatile boolean closed;
 
-    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work) throws IOException {
+    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work, Path byPort) throws IOException {
         this.path = path;
+        this.byPort = byPort;
         this.listener = listener;
         String name = "pagewire-verbs-socket-" + UUID.randomUUID();
         this.server = InProcessServerBuilder.forName(name).executor(work)
@@ -139,17 +141,26 @@ public final class VerbsSocket implements AutoCloseable {
     }
 
     /**
-     * Listens at {@code path} (a stale socket there, left by a node killed before it could remove it, is
-     * replaced); null, with the reason logged, when the directory cannot hold one.
+     * Listens at {@code path}, named after the node's id (a stale socket there, left by a node killed
+     * before it could remove it, is replaced); null, with the reason logged, when the directory cannot
+     * hold one.
+     *
+     * @param byPort a second name, after the node's port, linked to the socket (how programs name a node
+     *     as {@code 127.0.0.1:7101}); null for none. Nodes sharing a directory and a port (containers) take
+     *     it in turn: there, programs name their node by id.
      */
-    public static VerbsSocket start(Path path, VerbsService verbs, Executor work) {
+    public static VerbsSocket start(Path path, VerbsService verbs, Executor work, Path byPort) {
         try {
             Files.deleteIfExists(path);
             ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
             try {
                 listener.bind(UnixDomainSocketAddress.of(path));
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
-                return new VerbsSocket(path, listener, verbs, work);
+                if (byPort != null) {
+                    Files.deleteIfExists(byPort);
+                    Files.createSymbolicLink(byPort, path.getFileName());
+                }
+                return new VerbsSocket(path, listener, verbs, work, byPort);
             } catch (IOException | RuntimeException e) {
                 listener.close();
                 Files.deleteIfExists(path);
@@ -319,8 +330,11 @@ public final class VerbsSocket implements AutoCloseable {
         server.shutdownNow();
         try {
             Files.deleteIfExists(path);
+            if (byPort != null && Files.isSymbolicLink(byPort) && Files.readSymbolicLink(byPort).equals(path.getFileName())) {
+                Files.delete(byPort);
+            }
         } catch (IOException e) {
-            // A leftover socket is replaced by the next node on this port.
+            // A leftover socket is replaced by the next node of this id or port.
         }
     }
 

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
  * healthy, an application on the host maps a node's rings through the shared ring directory and writes
- * between two nodes, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
+ * between two nodes, rdma-core's ibv_rc_pingpong runs in two nodes' containers through the image's verbs
+ * library, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
  */
 class ComposeSmokeIT {
@@ -69,6 +70,19 @@ class ComposeSmokeIT {
                 assertThat(ClusterChecks.total(host, "pagewire_sessions_rings"))
                         .as("an application on the host maps the rings of a node in a container (the shared ring directory)").isEqualTo(1.0);
             }
+            // The image ships the verbs library: rdma-core's ibv_rc_pingpong, unmodified, between node-1's and node-2's containers.
+            String node2 = compose(env, project, 30, "ps", "-q", "node-2").output().strip();
+            String preload = "LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so";
+            Result server = run(10, "docker", "exec", "-d", node2, "sh", "-c", preload + " ibv_rc_pingpong -d pagewire0 -n 100 -p 18515");
+            assertThat(server.code()).as("the pingpong server:\n" + server.output()).isZero();
+            Result client = null;
+            for (int attempt = 0; attempt < 20 && (client == null || client.code() != 0); attempt++) {
+                Thread.sleep(500); // the server opens its device and listens
+                client = run(60, "docker", "exec", node1, "sh", "-c", preload + " ibv_rc_pingpong -d pagewire0 -n 100 -p 18515 node-2");
+            }
+            assertThat(client.code()).as("ibv_rc_pingpong in node-1's container against node-2's:\n" + client.output()).isZero();
+            assertThat(client.output()).contains("100 iters in");
+
             FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
             assertThat(first.message()).isEqualTo("hello, pagewire");
 

@@ -3,6 +3,7 @@ package io.pagewire.tools.cli;
 import io.pagewire.tools.perf.Bench;
 import io.pagewire.tools.perf.BenchReport;
 import io.pagewire.tools.perf.Ucx;
+import io.pagewire.tools.perf.VerbsPerftest;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
@@ -62,6 +63,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--no-ucx", description = "Skip UCX even when ucx_perftest is installed.")
     boolean noUcx;
 
+    @Option(names = "--no-verbs", description = "Skip perftest through the verbs library even when both are installed.")
+    boolean noVerbs;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter stdout = spec.commandLine().getOut();
@@ -73,12 +77,14 @@ final class BenchCommand implements Callable<Integer> {
         }
         Files.createDirectories(out);
         Ucx ucx = noUcx ? Ucx.absent() : Ucx.find();
+        VerbsPerftest verbs = noVerbs ? VerbsPerftest.absent() : VerbsPerftest.find();
         // No date: the page says what the latest run measured; when it ran is its commit's business.
         String header = String.format("## pagewire bench%n%nMachine: %s. %d round(s), interleaved; %s. %s", machine(), rounds,
                 quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
                         + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
                         + " process's JIT compilers are quiet, at most 20)",
-                ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).")
+                (ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).") + " "
+                        + verbs.describe())
                 + (settings.isEmpty() ? " Node processes: default settings." : " Node processes: " + settings + ".")
                 + (testbed.isEmpty() ? " Testbed: not measured (no --testbed; deploy/testbed.sh bench measures the compose testbed's)."
                         : " Testbed: the nodes at " + String.join(" and ", testbed) + ", reached from this host.");
@@ -89,7 +95,8 @@ final class BenchCommand implements Callable<Integer> {
         }
         Bench.SecuredPair testbedPair = testbed.isEmpty() ? null
                 : new Bench.SecuredPair(Bench.TESTBED, testbed.get(0), testbed.get(1), testbedSecurity.security());
-        Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx, settings, testbedPair);
+        Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx, settings, testbedPair)
+                .verbs(verbs);
         bench.run(rounds);
         BenchReport report = new BenchReport(bench.figures, header);
         String markdown = report.markdown();

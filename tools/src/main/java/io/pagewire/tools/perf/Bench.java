@@ -73,6 +73,8 @@ public final class Bench {
     private final PrintWriter log;
     private final Path logDirectory;
     private final Ucx ucx;
+    /** Unmodified perftest through the verbs library, beside the SDK's figures (absent: not measured). */
+    private VerbsPerftest verbs;
     /** The {@code pagewire} command's main class, which the node processes run. */
     private final Class<?> command;
     /** Every figure's value, one per round, in the order they were first measured. */
@@ -109,8 +111,15 @@ public final class Bench {
         this.log = log;
         this.logDirectory = logDirectory;
         this.ucx = ucx;
+        this.verbs = VerbsPerftest.find();
         this.nodeSettings = Map.copyOf(nodeSettings);
         this.testbed = testbed;
+    }
+
+    /** Measures verbs programs with {@code value} (absent: not at all) instead of what {@link VerbsPerftest#find} found. */
+    public Bench verbs(VerbsPerftest value) {
+        this.verbs = value;
+        return this;
     }
 
     private Map<String, String> settings(Map<String, String> own) {
@@ -278,6 +287,15 @@ public final class Bench {
                 Perftest.BandwidthRow odp = bandwidth(a, b, RegistrationMode.ON_DEMAND, size, warmup, cpu);
                 record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
                 record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
+                if (size == VERBS_BANDWIDTH_SIZE && verbs.available()) {
+                    // The same nodes and link, driven by Debian's perftest through the verbs library.
+                    Double mb = verbs.writeBandwidthMbPerSec(pair.requester(), pair.responder(), size, warmup + budget.bandwidthSeconds());
+                    if (mb != null) {
+                        record("verbs ib_write_bw " + kib + " MB/s", mb);
+                    } else {
+                        log.printf("# verbs ib_write_bw %s failed; not recorded:%n%s%n", kib, verbs.failure);
+                    }
+                }
             }
             // perftest's tx depth (128) keeps 512 KiB of 4 KiB writes in flight, where the raw stream
             // may have the lanes' whole flow-control window (4 MiB) on the way: the same again with
@@ -305,6 +323,9 @@ public final class Bench {
         }
     }
 
+    /** The size perftest's ib_write_bw is measured at through the verbs library. */
+    static final int VERBS_BANDWIDTH_SIZE = 65536;
+
     /** Requests in flight per queue pair, perftest's default for its bandwidth tests. */
     static final int TX_DEPTH = 128;
 
@@ -327,6 +348,15 @@ public final class Bench {
                         budget.latencyWarmup(), false);
                 record("grpc ping-pong RTT 64 B " + how + " p50 us", link.typical());
                 record("grpc ping-pong RTT 64 B " + how + " p99 us", link.p99());
+                if (busy && verbs.available()) {
+                    Double oneWay = verbs.writeLatencyTypicalUs(nodes.requester(), nodes.responder(), LATENCY_SIZE, budget.latencyIterations());
+                    if (oneWay != null) {
+                        // perftest reports half a round trip.
+                        record("verbs ib_write_lat RTT 64 B " + how + " p50 us", oneWay * 2);
+                    } else {
+                        log.printf("# verbs ib_write_lat failed; not recorded:%n%s%n", verbs.failure);
+                    }
+                }
                 Perftest.LatencyRow read = latency(a, b, RegistrationMode.PINNED, Perftest.Test.READ_LAT, busy, false);
                 record("read RTT 64 B " + how + " p50 us", read.typical());
             }

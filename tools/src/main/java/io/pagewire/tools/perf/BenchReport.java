@@ -74,6 +74,10 @@ public final class BenchReport {
         }
         ratios.add(new Ratio("minor receive fault, added us", "write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us",
                 "write RTT 64 B warm PIN_ON_MISS p50 us", Ratio.Kind.ADDED_AT_MOST, 10));
+        ratios.add(new Ratio("verbs ib_write_bw 64 KiB / grpc stream", "verbs ib_write_bw 64 KiB MB/s", "grpc stream 64 KiB MB/s",
+                Ratio.Kind.AT_LEAST, 0.9));
+        ratios.add(new Ratio("verbs ib_write_lat RTT p50 busy-poll / perf write_lat busy-poll", "verbs ib_write_lat RTT 64 B busy-poll p50 us",
+                "write RTT 64 B busy-poll p50 us", Ratio.Kind.AT_MOST, 1.2));
         ratios.addAll(securedRatios());
         return ratios;
     }

@@ -37,9 +37,9 @@ import org.HdrHistogram.Histogram;
  * (a full round trip).
  */
 public final class Perftest implements AutoCloseable {
-    /** Work requests posted in one ring record (or stream message) when the window has room (perftest's {@code --post_list}). */
     /** How long the nodes of a latency-mode run poll before they block (pagewire.node.busyPollNs). */
     public static final long BUSY_POLL_NS = 50_000;
+    /** Work requests posted in one ring record (or stream message) when the window has room (perftest's {@code --post_list}). */
     public static final int POST_LIST = 16;
     /** Every this many requests one is signalled (perftest's {@code --cq-mod}, whose default this is). */
     public static final int CQ_MOD = 100;

@@ -1,8 +1,6 @@
 package io.pagewire.tools.perf;
 
-import java.io.File;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,16 +21,7 @@ public final class Ucx {
 
     /** ucx_perftest from the PATH, or an absent one. */
     public static Ucx find() {
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String dir : path.split(File.pathSeparator)) {
-                File candidate = new File(dir, "ucx_perftest");
-                if (candidate.canExecute()) {
-                    return new Ucx(candidate.getPath());
-                }
-            }
-        }
-        return new Ucx(null);
+        return new Ucx(ExternalPrograms.onPath("ucx_perftest"));
     }
 
     /** A UCX that is never run. */
@@ -58,7 +47,7 @@ public final class Ucx {
     }
 
     private String[] run(String test, int size, long iterations, long warmup) {
-        int port = freePort();
+        int port = ExternalPrograms.freePort(13337);
         Map<String, String> tcpOnLoopback = Map.of("UCX_TLS", "tcp", "UCX_NET_DEVICES", "lo");
         Process server = null;
         try {
@@ -95,14 +84,6 @@ public final class Ucx {
             if (server != null) {
                 server.destroy();
             }
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            return 13337;
         }
     }
 }

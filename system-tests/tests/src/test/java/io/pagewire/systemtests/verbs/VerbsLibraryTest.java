@@ -126,13 +126,13 @@ class VerbsLibraryTest extends SdkFixture {
         }
     }
 
-    @ParameterizedTest(name = "PAGEWIRE_REGISTRATION={0}")
+    @ParameterizedTest(name = "PAGEWIRE_VERBS_REGISTRATION={0}")
     @ValueSource(strings = {"PIN_ON_MISS", "SHADOW"})
     void theLibrarysSettingChoosesTheModePlainRegistrationsGet(String name) throws Exception {
         RegistrationMode mode = RegistrationMode.valueOf(name);
         Meters before = Meters.of(server);
         int port = freePort();
-        List<String> env = List.of("PAGEWIRE_REGISTRATION=" + name);
+        List<String> env = List.of("PAGEWIRE_VERBS_REGISTRATION=" + name);
         Program s = VerbsPrograms.start(server.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200");
         Thread.sleep(300);
         Program c = VerbsPrograms.start(client.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200",

@@ -1,0 +1,156 @@
+package io.pagewire.tools.perf;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Debian's perftest ({@code ib_write_bw}, {@code ib_write_lat}) run unmodified on a node pair through
+ * the verbs library, as a user runs it: a server on the responder's node, its client on the
+ * requester's, the library preloaded and {@code PAGEWIRE_NODE} naming each one's node. The programs run
+ * at a lower CPU priority than the nodes ({@link #NICE}): their pollers spin, and on a machine of few
+ * cores the node threads that are their NIC must not wait behind them, yet a program must still get a
+ * core beside busy-polling nodes. Absent when perftest or the library is not installed; the bench then
+ * says so.
+ */
+public final class VerbsPerftest {
+    /** Where the library is looked for when PAGEWIRE_VERBS_LIBRARY does not say: the image's place, then the source tree's build. */
+    private static final List<String> LIBRARY_PLACES = List.of("/usr/lib/pagewire/libpagewire-verbs.so", "verbs-c/target/libpagewire-verbs.so");
+
+    /**
+     * The programs' niceness: at 19 they waited behind busy-polling nodes (ib_write_lat typical one-way
+     * 106 us against 39 us at 5, same nodes); at 0 the nodes waited behind them (59 us).
+     */
+    static final int NICE = 5;
+
+    private final Path library;
+    private final String writeBw;
+    private final String writeLat;
+
+    private VerbsPerftest(Path library, String writeBw, String writeLat) {
+        this.library = library;
+        this.writeBw = writeBw;
+        this.writeLat = writeLat;
+    }
+
+    /** The library (PAGEWIRE_VERBS_LIBRARY, the image's, or this source tree's build) and perftest from the PATH, or an absent one. */
+    public static VerbsPerftest find() {
+        Path library = null;
+        String configured = System.getenv("PAGEWIRE_VERBS_LIBRARY");
+        List<String> places = new ArrayList<>();
+        if (configured != null && !configured.isBlank()) {
+            places.add(configured);
+        }
+        places.addAll(LIBRARY_PLACES);
+        for (String place : places) {
+            Path p = Path.of(place).toAbsolutePath();
+            if (Files.isRegularFile(p)) {
+                library = p;
+                break;
+            }
+        }
+        String bw = ExternalPrograms.onPath("ib_write_bw");
+        String lat = ExternalPrograms.onPath("ib_write_lat");
+        return library == null || bw == null || lat == null ? absent() : new VerbsPerftest(library, bw, lat);
+    }
+
+    public static VerbsPerftest absent() {
+        return new VerbsPerftest(null, null, null);
+    }
+
+    public boolean available() {
+        return library != null;
+    }
+
+    /** What the bench's header says about it. */
+    public String describe() {
+        return available() ? "perftest (ib_write_bw, ib_write_lat) through the verbs library " + library + "."
+                : "Verbs programs: not measured (perftest or the verbs library is not installed).";
+    }
+
+    /** ib_write_bw's average bandwidth in MB/s at {@code size} for {@code seconds}, or null when the run failed. */
+    Double writeBandwidthMbPerSec(String requester, String responder, int size, double seconds) {
+        String[] row = run(writeBw, requester, responder, List.of("-s", String.valueOf(size), "-D", String.valueOf(Math.max(1, Math.round(seconds)))));
+        return row == null || row.length < 4 ? null : Double.parseDouble(row[3]);
+    }
+
+    /** ib_write_lat's typical one-way latency in microseconds (half a round trip), or null when the run failed. */
+    Double writeLatencyTypicalUs(String requester, String responder, int size, int iterations) {
+        String[] row = run(writeLat, requester, responder, List.of("-s", String.valueOf(size), "-n", String.valueOf(iterations)));
+        return row == null || row.length < 5 ? null : Double.parseDouble(row[4]);
+    }
+
+    /** The output of the last run that failed, for the bench's log. */
+    String failure = "";
+
+    /** Runs a server on the responder's node and its client on the requester's; the client's result row, or null. */
+    private String[] run(String program, String requester, String responder, List<String> options) {
+        int port = ExternalPrograms.freePort(18515);
+        Process server = null;
+        try {
+            server = start(program, responder, port, options, null).start();
+            for (int attempt = 0; attempt < 20; attempt++) {
+                Thread.sleep(200); // the server opens its device and listens for the client
+                Process client = start(program, requester, port, options, "127.0.0.1").redirectErrorStream(true).start();
+                if (!client.waitFor(180, TimeUnit.SECONDS)) {
+                    client.destroyForcibly();
+                    return null;
+                }
+                String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                String[] row = resultRow(out);
+                if (row != null) {
+                    return row;
+                }
+                if (!out.contains("Couldn't connect") && !out.contains("Unable to open")) {
+                    failure = out;
+                    return null;
+                }
+                failure = out;
+            }
+            return null;
+        } catch (IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } finally {
+            if (server != null) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    private ProcessBuilder start(String program, String node, int port, List<String> options, String serverHost) {
+        List<String> command = new ArrayList<>(List.of("nice", "-n", String.valueOf(NICE), program, "-d", "pagewire0", "-p", String.valueOf(port)));
+        command.addAll(options);
+        if (serverHost != null) {
+            command.add(serverHost);
+        }
+        ProcessBuilder builder = new ProcessBuilder(command);
+        if (serverHost == null) {
+            builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        }
+        builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
+        builder.environment().put("LD_PRELOAD", library.toString());
+        builder.environment().put("PAGEWIRE_NODE", node);
+        return builder;
+    }
+
+    /** The numbers under perftest's "#bytes" header line. */
+    static String[] resultRow(String output) {
+        String[] lines = output.split("\n");
+        for (int i = 0; i + 1 < lines.length; i++) {
+            if (lines[i].trim().startsWith("#bytes")) {
+                String[] columns = lines[i + 1].trim().split("\\s+");
+                if (columns.length >= 4 && columns[0].matches("\\d+")) {
+                    return columns;
+                }
+            }
+        }
+        return null;
+    }
+}
