@@ -156,9 +156,11 @@ public final class PagewireNode implements AutoCloseable {
         this.metricsEndpoint = endpoint;
         Path ringDirectory = context.verbs().ringDirectory();
         if (kernel.memory().path() != null && ringDirectory != null) {
-            this.verbsSocket = VerbsSocket.start(ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + ".verbs")), verbs,
-                    verbsExecutor, context.transport() == Transport.IN_PROCESS ? null
-                            : ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"));
+            // Its own name is unique on the host (id and port); programs name the node by port or by id, links to it.
+            Path byId = ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + ".verbs"));
+            this.verbsSocket = context.transport() == Transport.IN_PROCESS ? VerbsSocket.start(byId, verbs, verbsExecutor, List.of())
+                    : VerbsSocket.start(ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + "-" + server.getPort() + ".verbs")),
+                            verbs, verbsExecutor, List.of(ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"), byId));
         }
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()

@@ -39,6 +39,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -102,7 +103,7 @@ public final class VerbsSocket implements AutoCloseable {
     };
 
     private final Path path;
-    private final Path byPort;
+    private final List<Path> links;
     private final ServerSocketChannel listener;
     private final Server server;
     private final ManagedChannel inProcess;
@@ -112,9 +113,9 @@ public final class VerbsSocket implements AutoCloseable {
     private final Thread acceptor;
     private volatile boolean closed;
 
-    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work, Path byPort) throws IOException {
+    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work, List<Path> links) throws IOException {
         this.path = path;
-        this.byPort = byPort;
+        this.links = List.copyOf(links);
         this.listener = listener;
         String name = "pagewire-verbs-socket-" + UUID.randomUUID();
         this.server = InProcessServerBuilder.forName(name).executor(work)
@@ -141,26 +142,26 @@ public final class VerbsSocket implements AutoCloseable {
     }
 
     /**
-     * Listens at {@code path}, named after the node's id (a stale socket there, left by a node killed
-     * before it could remove it, is replaced); null, with the reason logged, when the directory cannot
-     * hold one.
+     * Listens at {@code path}, a name no other node on this host has (a stale socket there, left by a
+     * node killed before it could remove it, is replaced); null, with the reason logged, when the
+     * directory cannot hold one.
      *
-     * @param byPort a second name, after the node's port, linked to the socket (how programs name a node
-     *     as {@code 127.0.0.1:7101}); null for none. Nodes sharing a directory and a port (containers) take
-     *     it in turn: there, programs name their node by id.
+     * @param links other names linked to the socket, by which programs name the node (its port, its id);
+     *     when nodes sharing a directory share one (containers share a port, clusters node ids), the
+     *     latest node has it
      */
-    public static VerbsSocket start(Path path, VerbsService verbs, Executor work, Path byPort) {
+    public static VerbsSocket start(Path path, VerbsService verbs, Executor work, List<Path> links) {
         try {
             Files.deleteIfExists(path);
             ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
             try {
                 listener.bind(UnixDomainSocketAddress.of(path));
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
-                if (byPort != null) {
-                    Files.deleteIfExists(byPort);
-                    Files.createSymbolicLink(byPort, path.getFileName());
+                for (Path link : links) {
+                    Files.deleteIfExists(link);
+                    Files.createSymbolicLink(link, path.getFileName());
                 }
-                return new VerbsSocket(path, listener, verbs, work, byPort);
+                return new VerbsSocket(path, listener, verbs, work, links);
             } catch (IOException | RuntimeException e) {
                 listener.close();
                 Files.deleteIfExists(path);
@@ -330,8 +331,10 @@ public final class VerbsSocket implements AutoCloseable {
         server.shutdownNow();
         try {
             Files.deleteIfExists(path);
-            if (byPort != null && Files.isSymbolicLink(byPort) && Files.readSymbolicLink(byPort).equals(path.getFileName())) {
-                Files.delete(byPort);
+            for (Path link : links) {
+                if (Files.isSymbolicLink(link) && Files.readSymbolicLink(link).equals(path.getFileName())) {
+                    Files.delete(link);
+                }
             }
         } catch (IOException e) {
             // A leftover socket is replaced by the next node of this id or port.
