@@ -200,10 +200,12 @@ public final class AddressSpace implements AutoCloseable {
      * @return each page's frame, in order
      */
     public int[] holdForCpu(long address, long length) {
+        requireUserRange(address, length, "map for a CPU");
         long firstVpn = address >>> pageShift;
         long endVpn = (address + length + pageSize - 1) >>> pageShift;
-        if (length <= 0 || endVpn - firstVpn > Integer.MAX_VALUE) {
-            throw new BadAddressException(String.format("cannot map 0x%x+%d for a CPU", address, length));
+        if (endVpn - firstVpn > MAX_CPU_PAGES_AT_ONCE) {
+            throw new BadAddressException(String.format("cannot map 0x%x+%d for a CPU: at most %d pages at once", address, length,
+                    MAX_CPU_PAGES_AT_ONCE));
         }
         int[] frames = new int[(int) (endVpn - firstVpn)];
         kernel.lock();
@@ -232,6 +234,7 @@ public final class AddressSpace implements AutoCloseable {
 
     /** A CPU unmapped the pages of [address, address + length) it mapped ({@link #holdForCpu}): reclaim may take them. */
     public void releaseForCpu(long address, long length) {
+        requireUserRange(address, length, "unmap for a CPU");
         long firstVpn = address >>> pageShift;
         long endVpn = (address + length + pageSize - 1) >>> pageShift;
         kernel.lock();
@@ -252,7 +255,8 @@ public final class AddressSpace implements AutoCloseable {
      * memory). NIC translations go first. Pinned pages are refused.
      */
     public void discard(long address, long length) {
-        if (length <= 0 || ((address | length) & (pageSize - 1)) != 0) {
+        requireUserRange(address, length, "discard");
+        if (((address | length) & (pageSize - 1)) != 0) {
             throw new BadAddressException(String.format("cannot discard 0x%x+%d: it must be page-aligned and not empty", address, length));
         }
         long firstVpn = address >>> pageShift;
@@ -277,6 +281,17 @@ public final class AddressSpace implements AutoCloseable {
             kernel.drainAndFree(taken.frames, taken.count, this);
         } finally {
             kernel.unlock();
+        }
+    }
+
+    /** The most pages one call maps for a CPU (its answer lists each page's frame). */
+    private static final long MAX_CPU_PAGES_AT_ONCE = 1 << 22;
+
+    /** Throws {@link BadAddressException} unless [address, address + length) is a non-empty range of user addresses. */
+    private static void requireUserRange(long address, long length, String what) {
+        if (length <= 0 || address < 0 || address > END_ADDRESS - length) {
+            throw new BadAddressException(String.format("cannot %s 0x%x+%s: the range must be non-empty and below 0x%x", what, address,
+                    Long.toUnsignedString(length), END_ADDRESS));
         }
     }
 
