@@ -106,11 +106,7 @@ static int reserve(struct pw_context *ctx, uint64_t first, uint64_t end)
 	req.endpoint = &ref;
 	req.address = first;
 	req.length = end - first;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "Allocate", &req.base, &pagewire__verbs__v1__allocate_response__descriptor, &reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
-	return e;
+	return pw_call_void(&ctx->control, "Allocate", &req.base, &pagewire__verbs__v1__allocate_response__descriptor);
 }
 
 static int free_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
@@ -120,11 +116,7 @@ static int free_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
 	req.endpoint = &ref;
 	req.address = first;
 	req.length = end - first;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "Free", &req.base, &pagewire__verbs__v1__free_response__descriptor, &reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
-	return e;
+	return pw_call_void(&ctx->control, "Free", &req.base, &pagewire__verbs__v1__free_response__descriptor);
 }
 
 static int hold(struct pw_context *ctx, uint64_t first, uint64_t end, int release, Pagewire__Verbs__V1__MapCpuPagesResponse **out)
@@ -302,6 +294,8 @@ static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, 
 	return out;
 }
 
+static void forget_mr(struct pw_context *ctx, struct pw_mr *m);
+
 struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	struct pw_context *ctx = pw_ctx(pd->context);
@@ -363,9 +357,9 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	e = pw_call(&ctx->control, "RegisterRegion", &req.base, &pagewire__verbs__v1__register_region_response__descriptor,
 		    (ProtobufCMessage **)&reply);
 	if (e) {
-		/* the pages stay mapped (they may hold the program's bytes) as the implicit ones do, until the context closes */
-		m->implicit = 1;
+		forget_mr(ctx, m); /* the pages it mapped go back to the program */
 		pthread_mutex_unlock(&ctx->mr_lock);
+		free(m);
 		errno = e;
 		return NULL;
 	}
@@ -380,6 +374,8 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	if (reply->rkey >> 32)
 		pw_log(PW_ERROR, "the node gave rkey 0x%lx, wider than verbs' 32 bits", (unsigned long)reply->rkey);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	if (implicit)
+		__atomic_add_fetch(&ctx->implicit_registrations, 1, __ATOMIC_RELEASE);
 	pw_log(PW_DEBUG, "registered %p+%zu as lkey %u rkey 0x%x", addr, length, m->mr.lkey, m->mr.rkey);
 	return &m->mr;
 }
@@ -414,13 +410,21 @@ int pw_dereg_mr(struct ibv_mr *mr)
 	Pagewire__Verbs__V1__DeregisterRegionRequest req = PAGEWIRE__VERBS__V1__DEREGISTER_REGION_REQUEST__INIT;
 	req.endpoint = &ref;
 	req.lkey = mr->lkey;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "DeregisterRegion", &req.base, &pagewire__verbs__v1__deregister_region_response__descriptor, &reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
+	int e = pw_call_void(&ctx->control, "DeregisterRegion", &req.base, &pagewire__verbs__v1__deregister_region_response__descriptor);
 	if (e)
 		return e;
+	if (m->implicit)
+		__atomic_sub_fetch(&ctx->implicit_registrations, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&ctx->mr_lock);
+	forget_mr(ctx, m);
+	pthread_mutex_unlock(&ctx->mr_lock);
+	free(m);
+	return 0;
+}
+
+/* Gives the pages only `m` maps back to the program and drops `m`. mr_lock held. */
+static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
+{
 	shield(ctx, m->first, m->end);
 	uint64_t ps = ctx->page_size;
 	for (uint64_t p = m->first; p < m->end;) {
@@ -441,9 +445,6 @@ int pw_dereg_mr(struct ibv_mr *mr)
 	remove_mr(ctx, m);
 	extent_remove(ctx, m->first, m->end);
 	unshield(ctx);
-	pthread_mutex_unlock(&ctx->mr_lock);
-	free(m);
-	return 0;
 }
 
 /*
@@ -451,14 +452,22 @@ int pw_dereg_mr(struct ibv_mr *mr)
  * NIC may touch any page of the program, so the pages a work request names become frames then, and stay
  * (as covered by an internal registration of the library's own) until the context closes.
  */
-int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length)
+int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length)
 {
-	if (length == 0)
+	/* the posting path: nothing to do, without a lock, unless the program has an implicit registration */
+	if (length == 0 || __atomic_load_n(&ctx->implicit_registrations, __ATOMIC_ACQUIRE) == 0)
 		return 0;
 	uint64_t ps = ctx->page_size;
 	uint64_t first = addr & ~(ps - 1);
 	uint64_t end = (addr + length + ps - 1) & ~(ps - 1);
 	pthread_mutex_lock(&ctx->mr_lock);
+	int under_implicit = 0;
+	for (int i = 0; i < ctx->mr_count && !under_implicit; i++)
+		under_implicit = ctx->mrs[i]->implicit && ctx->mrs[i]->mr.lkey == lkey;
+	if (!under_implicit) {
+		pthread_mutex_unlock(&ctx->mr_lock);
+		return 0;
+	}
 	int all = 1;
 	for (uint64_t p = first; p < end && all; p += ps)
 		all = covered(ctx, p, NULL);
@@ -626,8 +635,8 @@ static int take_away(uint64_t first, uint64_t end)
 /* Unmaps pages from the program for the node and says so. fault_lock held. */
 static void unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours)
 {
-	if (ours && take_away(first, end) == 0)
-		ctx->pages_taken += (end - first) / ctx->page_size;
+	if (ours)
+		take_away(first, end);
 	/* released even when the page is not (or no longer) the library's: the node must not wait on it */
 	hold(ctx, first, end, 1, NULL);
 }
@@ -691,12 +700,8 @@ __attribute__((visibility("default"))) int madvise(void *addr, size_t length, in
 				req.address = p;
 				req.length = ps;
 				req.discard = 1;
-				ProtobufCMessage *reply = NULL;
 				take_away(p, p + ps);
-				int e = pw_call(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor,
-						&reply);
-				if (reply)
-					protobuf_c_message_free_unpacked(reply, NULL);
+				int e = pw_call_void(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor);
 				if (e) {
 					/* pinned: the page stays the NIC's and the program's; it reads zeros as after MADV_DONTNEED */
 					Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;

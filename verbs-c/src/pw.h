@@ -40,6 +40,9 @@ void pw_conn_close(struct pw_conn *conn);
 int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *request,
 	    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
 
+/* A call whose answer carries nothing the caller needs. */
+int pw_call_void(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc);
+
 /* The session stream: opens it, sends a SessionRequest, reads the next SessionEvent (NULL at the end). */
 int pw_session_open(struct pw_conn *conn);
 int pw_session_send(struct pw_conn *conn, const Pagewire__Verbs__V1__SessionRequest *request);
@@ -105,7 +108,7 @@ struct pw_context {
 	/* registered memory (memory.c) */
 	pthread_mutex_t mr_lock;     /* recursive: a fault inside the library's own copy is served on the same thread */
 	pthread_mutex_t fault_lock;  /* orders unmapping (for the node) against mapping back (for the program) */
-	uint64_t pages_taken;        /* pages the node's kernel took back from the program */
+	int implicit_registrations;  /* live implicit (whole address space) registrations: posts map what they name */
 	/*
 	 * The extents the library maps from the node's memory (registrations, from before their pages are
 	 * mapped until after they are given back), under extent_lock, which is never held across a call: what
@@ -189,7 +192,7 @@ int pw_memory_attach(struct pw_context *ctx, const char *memory_path);
 struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access);
 int pw_dereg_mr(struct ibv_mr *mr);
 void pw_memory_close(struct pw_context *ctx);
-int pw_memory_ensure(struct pw_context *ctx, uint64_t addr, uint64_t length);
+int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length);
 void pw_paging_attach(struct pw_context *ctx);
 void pw_paging_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);

@@ -846,12 +846,9 @@ static int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uin
 		req.address = sg_list[i].addr;
 		req.length = sg_list[i].length;
 		req.advice = a;
-		ProtobufCMessage *reply = NULL;
-		int e = pw_memory_ensure(ctx, sg_list[i].addr, sg_list[i].length);
+		int e = pw_memory_ensure(ctx, sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
 		if (!e)
-			e = pw_call(&ctx->control, "Advise", &req.base, &pagewire__verbs__v1__advise_response__descriptor, &reply);
-		if (reply)
-			protobuf_c_message_free_unpacked(reply, NULL);
+			e = pw_call_void(&ctx->control, "Advise", &req.base, &pagewire__verbs__v1__advise_response__descriptor);
 		if (e)
 			return e;
 	}
@@ -1048,11 +1045,7 @@ static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
 	req.endpoint = &ref;
 	req.srq_id = srq->srq_id;
 	req.limit = limit;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "ArmSharedReceiveQueue", &req.base,
-			&pagewire__verbs__v1__arm_shared_receive_queue_response__descriptor, &reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
+	int e = pw_call_void(&ctx->control, "ArmSharedReceiveQueue", &req.base, &pagewire__verbs__v1__arm_shared_receive_queue_response__descriptor);
 	if (!e)
 		srq->limit = limit;
 	return e;
@@ -1124,11 +1117,7 @@ EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	Pagewire__Verbs__V1__DestroySharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__DESTROY_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
 	req.endpoint = &ref;
 	req.srq_id = srq->srq_id;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "DestroySharedReceiveQueue", &req.base,
-			&pagewire__verbs__v1__destroy_shared_receive_queue_response__descriptor, &reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
+	int e = pw_call_void(&ctx->control, "DestroySharedReceiveQueue", &req.base, &pagewire__verbs__v1__destroy_shared_receive_queue_response__descriptor);
 	if (e)
 		return e;
 	pthread_mutex_lock(&srq_lock);
@@ -1244,12 +1233,7 @@ static int destroy_on_node(struct pw_context *ctx, uint32_t qpn)
 	Pagewire__Verbs__V1__DestroyQueuePairRequest req = PAGEWIRE__VERBS__V1__DESTROY_QUEUE_PAIR_REQUEST__INIT;
 	req.endpoint = &ref;
 	req.qpn = qpn;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "DestroyQueuePair", &req.base, &pagewire__verbs__v1__destroy_queue_pair_response__descriptor,
-			&reply);
-	if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
-	return e;
+	return pw_call_void(&ctx->control, "DestroyQueuePair", &req.base, &pagewire__verbs__v1__destroy_queue_pair_response__descriptor);
 }
 
 EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
@@ -1328,11 +1312,7 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		req.endpoint = &ref;
 		req.qpn = ibqp->qp_num;
 		req.peer = &address;
-		ProtobufCMessage *reply = NULL;
-		int e = pw_call(&ctx->control, "ConnectQueuePair", &req.base,
-				&pagewire__verbs__v1__connect_queue_pair_response__descriptor, &reply);
-		if (reply)
-			protobuf_c_message_free_unpacked(reply, NULL);
+		int e = pw_call_void(&ctx->control, "ConnectQueuePair", &req.base, &pagewire__verbs__v1__connect_queue_pair_response__descriptor);
 		if (e)
 			return e;
 		qp->attr.ah_attr = attr->ah_attr;
@@ -1423,6 +1403,26 @@ static int put_record(struct pw_context *ctx, int32_t type, const uint8_t *recor
 	}
 }
 
+/* A POST record (ring's PostRecord) of `count` work requests already written after its header. */
+static int put_posts(struct pw_context *ctx, uint8_t *record, uint32_t qpn, int count)
+{
+	uint32_t n = (uint32_t)count;
+	memcpy(record, &qpn, 4);
+	memcpy(record + 4, &n, 4);
+	return put_record(ctx, REQ_POST, record, POST_HEADER + count * POST_WR);
+}
+
+/* A POST_RECEIVE record (ring's PostReceiveRecord) of `count` receives already written after its header. */
+static int put_receives(struct pw_context *ctx, uint8_t *record, uint32_t qpn, uint32_t srq_id, int count)
+{
+	uint32_t n = (uint32_t)count, zero = 0;
+	memcpy(record, &qpn, 4);
+	memcpy(record + 4, &srq_id, 4);
+	memcpy(record + 8, &n, 4);
+	memcpy(record + 12, &zero, 4);
+	return put_record(ctx, REQ_POST_RECEIVE, record, RECV_HEADER + count * RECV_WR);
+}
+
 static int wire_opcode(enum ibv_wr_opcode op)
 {
 	switch (op) {
@@ -1510,14 +1510,11 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 					length += wr->sg_list[i].length;
 				} else if (opcode == OP_WRITE || opcode == OP_READ) {
 					if (count == 32) {
-						uint32_t qpn = ibqp->qp_num, n = (uint32_t)count;
-						memcpy(record, &qpn, 4);
-						memcpy(record + 4, &n, 4);
-						e = put_record(ctx, REQ_POST, record, POST_HEADER + count * POST_WR);
+						e = put_posts(ctx, record, ibqp->qp_num, count);
 						count = 0;
 					}
 					if (!e)
-						e = pw_memory_ensure(ctx, local, length);
+						e = pw_memory_ensure(ctx, lkey, local, length);
 					if (!e)
 						put_wr(record + POST_HEADER + count++ * POST_WR, wr->wr_id, opcode, 0, lkey, local, length,
 						       wr->wr.rdma.remote_addr + offset, wr->wr.rdma.rkey, 0, 0, 0);
@@ -1533,7 +1530,7 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			if (e)
 				break;
 			if (opcode == OP_WRITE || opcode == OP_READ) {
-				e = pw_memory_ensure(ctx, local, length);
+				e = pw_memory_ensure(ctx, lkey, local, length);
 				if (e)
 					break;
 				remote_offset = offset;
@@ -1541,7 +1538,7 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		}
 		/* Under an implicit registration the pages a request names become the NIC's when first posted. */
 		if (!(wr->send_flags & IBV_SEND_INLINE) && opcode != OP_WRITE && opcode != OP_READ) {
-			e = pw_memory_ensure(ctx, local, length);
+			e = pw_memory_ensure(ctx, lkey, local, length);
 			if (e)
 				break;
 		}
@@ -1566,10 +1563,7 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			rkey = wr->wr.rdma.rkey;
 		}
 		if (count == 32) {
-			uint32_t qpn = ibqp->qp_num, n = (uint32_t)count;
-			memcpy(record, &qpn, 4);
-			memcpy(record + 4, &n, 4);
-			e = put_record(ctx, REQ_POST, record, POST_HEADER + count * POST_WR);
+			e = put_posts(ctx, record, ibqp->qp_num, count);
 			count = 0;
 			if (e)
 				break;
@@ -1578,10 +1572,7 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		       wr->imm_data, swap);
 	}
 	if (count > 0) {
-		uint32_t qpn = ibqp->qp_num, n = (uint32_t)count;
-		memcpy(record, &qpn, 4);
-		memcpy(record + 4, &n, 4);
-		int e2 = put_record(ctx, REQ_POST, record, POST_HEADER + count * POST_WR);
+		int e2 = put_posts(ctx, record, ibqp->qp_num, count);
 		if (!e)
 			e = e2;
 	}
@@ -1614,16 +1605,11 @@ static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, 
 			length += wr->sg_list[i].length;
 		}
 		if (!e)
-			e = pw_memory_ensure(ctx, address, length);
+			e = pw_memory_ensure(ctx, lkey, address, length);
 		if (e)
 			break;
 		if (count == 64) {
-			uint32_t n = (uint32_t)count, zero = 0;
-			memcpy(record, &qpn, 4);
-			memcpy(record + 4, &srq_id, 4);
-			memcpy(record + 8, &n, 4);
-			memcpy(record + 12, &zero, 4);
-			e = put_record(ctx, REQ_POST_RECEIVE, record, RECV_HEADER + count * RECV_WR);
+			e = put_receives(ctx, record, qpn, srq_id, count);
 			count = 0;
 			if (e)
 				break;
@@ -1635,12 +1621,7 @@ static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, 
 		memcpy(r + 16, &address, 8);
 	}
 	if (count > 0) {
-		uint32_t n = (uint32_t)count, zero = 0;
-		memcpy(record, &qpn, 4);
-		memcpy(record + 4, &srq_id, 4);
-		memcpy(record + 8, &n, 4);
-		memcpy(record + 12, &zero, 4);
-		int e2 = put_record(ctx, REQ_POST_RECEIVE, record, RECV_HEADER + count * RECV_WR);
+		int e2 = put_receives(ctx, record, qpn, srq_id, count);
 		if (!e)
 			e = e2;
 	}

@@ -246,3 +246,12 @@ Pagewire__Verbs__V1__SessionEvent *pw_session_next(struct pw_conn *conn)
 	free(body);
 	return event;
 }
+
+int pw_call_void(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc)
+{
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call(conn, method, request, reply_desc, &reply);
+	if (reply)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	return e;
+}

@@ -229,12 +229,6 @@ public final class PagewireNode implements AutoCloseable {
         return name.replaceAll("[^A-Za-z0-9_.-]", "_");
     }
 
-    /** Where C verbs programs on this host reach the node (see {@link VerbsSocket}), or null when they cannot. */
-    public Path verbsSocketPath() {
-        VerbsSocket s = verbsSocket;
-        return s == null ? null : s.path();
-    }
-
     /** Dials a peer's lanes. */
     public void connect(String peer, String target) {
         fabric.connect(peer, target);

@@ -173,10 +173,6 @@ public final class VerbsSocket implements AutoCloseable {
         }
     }
 
-    public Path path() {
-        return path;
-    }
-
     private void acceptLoop() {
         while (!closed) {
             try {
