@@ -1,6 +1,7 @@
 package io.pagewire.node.fabric;
 
 import io.grpc.stub.CallStreamObserver;
+import io.pagewire.node.loop.LoopDutyCycle;
 import io.pagewire.proto.fabric.LaneFrame;
 import io.pagewire.proto.fabric.LaneHello;
 import java.util.Locale;
@@ -95,11 +96,23 @@ final class Lane {
     /**
      * Hands a lane's frame to its handler, asks for the next unless the handler ended the lane, and
      * gives the frame's receive buffer back (its payloads are not read after this).
+     *
+     * <p>A frame whose batch stalled the lane (a PIN_ON_MISS receive waited for the kernel) is not
+     * followed at once: the next is asked for two loop passes later, once the acknowledgements of
+     * what the stalled batch executed (sent at the next pass's start) were flushed by that pass's tasks.
+     * Read on at once, the loop would execute batch after stalled batch while every acknowledgement
+     * waited behind them, and the requesters' timers would expire on data that had long arrived: a
+     * NIC's receive stalls, its transmit side does not.
      */
     static void handle(LaneFrame frame, Predicate<LaneFrame> handler, Runnable requestNext) {
         try {
             if (handler.test(frame)) {
-                requestNext.run();
+                LoopDutyCycle cycle = LaneSink.takeStall() ? LoopDutyCycle.onThisLoop() : null;
+                if (cycle == null) {
+                    requestNext.run();
+                } else {
+                    cycle.again(() -> cycle.again(requestNext::run));
+                }
             }
         } finally {
             LaneMarshaller.release(frame);

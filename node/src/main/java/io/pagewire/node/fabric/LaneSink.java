@@ -14,8 +14,19 @@ import java.util.concurrent.atomic.LongAdder;
 final class LaneSink {
     private static final System.Logger LOG = System.getLogger(LaneSink.class.getName());
 
+    /** Per thread: the batch just delivered stalled its lane (see {@link #takeStall}). */
+    private static final ThreadLocal<boolean[]> STALLED = ThreadLocal.withInitial(() -> new boolean[1]);
+
     private volatile PacketRouter nic;
     private final LongAdder batchesFailed = new LongAdder();
+
+    /** Whether the batch this thread delivered last stalled its lane on a receive fault, forgetting it. */
+    static boolean takeStall() {
+        boolean[] stalled = STALLED.get();
+        boolean was = stalled[0];
+        stalled[0] = false;
+        return was;
+    }
 
     /** Hands inbound packets and link events to this NIC's router from now on. */
     void attach(PacketRouter value) {
@@ -33,6 +44,7 @@ final class LaneSink {
             if (cycle != null) {
                 // The loop reads on: acknowledge what this pass brought once it ends.
                 n.receive(peer, batch, task -> cycle.again(() -> afterPass(peer, task)));
+                STALLED.get()[0] |= n.takeLaneStall();
             } else {
                 n.receive(peer, batch);
             }

@@ -41,7 +41,11 @@ public enum NicCounter implements CountedEvent {
     RNR_NAKS_RECEIVED(Meter.counter("pagewire.rnr.naks.received", "RNR NAKs received from responders"), false),
     NO_RECEIVE_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "no_receive"),
     RECEIVE_BUFFER_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "buffer_fault"),
-    RETRANSMITTED_PACKETS(Meter.counter("pagewire.retransmitted.packets", "Packets sent again"), false),
+    RETRANSMITTED_AFTER_ACK_TIMEOUT(Family.RETRANSMITTED, false, "cause", "ack_timeout"),
+    RETRANSMITTED_AFTER_RNR_NAK(Family.RETRANSMITTED, false, "cause", "rnr_nak"),
+    RETRANSMITTED_AFTER_SEQUENCE_NAK(Family.RETRANSMITTED, false, "cause", "sequence_nak"),
+    RETRANSMITTED_AFTER_LANE_LOSS(Family.RETRANSMITTED, false, "cause", "lane_replay"),
+    RETRANSMITTED_READ_REFETCH(Family.RETRANSMITTED, false, "cause", "read_refetch"),
     ACK_TIMEOUTS(Meter.counter("pagewire.ack.timeouts", "Acknowledgement timeouts"), false),
     SEQUENCE_NAKS_SENT(Meter.counter("pagewire.sequence.naks.sent", "NAKs sent for a packet sequence gap"), false),
     SEQUENCE_NAKS_RECEIVED(Meter.counter("pagewire.sequence.naks.received", "NAKs received for a packet sequence gap"), false),
@@ -95,6 +99,10 @@ public enum NicCounter implements CountedEvent {
                 "RNR NAKs sent to SENDs and WRITE_WITH_IMMs, by cause (no receive posted, a fault on the posted buffer)");
         static final Meter REFUSALS = Meter.counter("pagewire.refusal.naks.sent",
                 "Requests the responder refused, by reason (remote_access: a bad key, address or right; invalid_request: malformed)");
+        static final Meter RETRANSMITTED = Meter.counter("pagewire.retransmitted.packets",
+                "Packets sent again, by cause: ack_timeout (the acknowledgement timer expired), rnr_nak (after an RNR back-off),"
+                        + " sequence_nak (the responder saw a gap), lane_replay (a lane broke with packets on it), read_refetch"
+                        + " (READ responses dropped for a local page fault, asked for again)");
         static final Meter PACKETS = Meter.counter("pagewire.nic.packets", "Packets the NIC sent and received");
         static final Meter PAYLOAD = Meter.counter("pagewire.nic.payload", "bytes", "Payload bytes the NIC sent and received");
         static final Meter OPERATIONS = Meter.counter("pagewire.operations.completed",
@@ -105,6 +113,10 @@ public enum NicCounter implements CountedEvent {
         TLB_SOURCE_FIRST_HITS, TLB_SOURCE_FIRST_MISSES, TLB_SOURCE_AGAIN_HITS, TLB_SOURCE_AGAIN_MISSES,
         TLB_DESTINATION_FIRST_HITS, TLB_DESTINATION_FIRST_MISSES, TLB_DESTINATION_AGAIN_HITS, TLB_DESTINATION_AGAIN_MISSES,
     };
+
+    /** Every cause of a retransmission: their sum is every packet sent again. */
+    public static final List<NicCounter> RETRANSMISSIONS = List.of(RETRANSMITTED_AFTER_ACK_TIMEOUT, RETRANSMITTED_AFTER_RNR_NAK,
+            RETRANSMITTED_AFTER_SEQUENCE_NAK, RETRANSMITTED_AFTER_LANE_LOSS, RETRANSMITTED_READ_REFETCH);
 
     /** The counter of TLB lookups of one kind: on a destination or a source page, for a retransmission or not, missed or hit. */
     public static NicCounter tlbLookup(boolean destination, boolean again, boolean miss) {

@@ -46,6 +46,15 @@ public final class NicCounters {
         return sum;
     }
 
+    /** Packets sent again, whatever the cause. */
+    public long retransmitted() {
+        long sum = 0;
+        for (NicCounter cause : NicCounter.RETRANSMISSIONS) {
+            sum += get(cause);
+        }
+        return sum;
+    }
+
     /** The counter's value for one registration mode. */
     public long get(NicCounter counter, RegistrationMode mode) {
         return values.get(counter.id() * COLUMNS + mode.ordinal());

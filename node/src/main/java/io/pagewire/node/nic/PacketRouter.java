@@ -80,6 +80,8 @@ public final class PacketRouter implements AutoCloseable {
         final List<QueuePair> touched = new ArrayList<>(4);
         boolean scheduled;
         String executingFor;
+        /** A receive stalled the lane since {@link #takeLaneStall} last looked. */
+        boolean stalled;
 
         @Override
         public void run() {
@@ -232,10 +234,23 @@ public final class PacketRouter implements AutoCloseable {
      * is executing. A stall outside a batch's execution (none is known) counts in the NIC's total only.
      */
     void laneStalled(long nanos) {
-        String peer = receivePass.get().executingFor;
+        ReceivePass pass = receivePass.get();
+        pass.stalled = true;
+        String peer = pass.executingFor;
         if (peer != null) {
             receiveStallByPeer.computeIfAbsent(peer, p -> new LongAdder()).add(nanos);
         }
+    }
+
+    /**
+     * Whether a receive on this thread stalled its lane (PIN_ON_MISS) since the last call, forgetting it:
+     * the transport then lets the acknowledgements of what was executed out before it reads on.
+     */
+    public boolean takeLaneStall() {
+        ReceivePass pass = receivePass.get();
+        boolean stalled = pass.stalled;
+        pass.stalled = false;
+        return stalled;
     }
 
     /** Nanoseconds packets from {@code peer} waited while PIN_ON_MISS pinned their destination pages. */

@@ -40,6 +40,8 @@ final class Requester {
     /** Every PSN up to this one is acknowledged. */
     private long ackedThrough = -1;
     private long highestSent = -1;
+    /** Why packets at or below highestSent are being sent again: the last thing that moved sendPsn back. */
+    private NicCounter resendCause = NicCounter.RETRANSMITTED_AFTER_ACK_TIMEOUT;
     /** Credits were spent for every PSN up to this one (retransmissions spend none). */
     private long chargedThrough = -1;
     private final Credits credits;
@@ -270,6 +272,8 @@ final class Requester {
      * would have, so one fault costs one response more, not a window of duplicates.
      */
     private void requestDroppedResponses(Outbox out) {
+        NicCounter cause = resendCause;
+        resendCause = NicCounter.RETRANSMITTED_READ_REFETCH;
         for (SendWqe wqe : refetching) {
             if (wqes.indexOf(wqe.psnFirst) < 0 || qp.state() != QueuePair.State.READY) {
                 wqe.refetch.clear();
@@ -283,6 +287,7 @@ final class Requester {
             }
         }
         refetching.clear();
+        resendCause = cause;
     }
 
     private boolean sendAtomic(SendWqe wqe, Outbox out) {
@@ -312,7 +317,7 @@ final class Requester {
             recovery.restartTimer();
         }
         if (firstPsn <= highestSent) {
-            counters.increment(NicCounter.RETRANSMITTED_PACKETS);
+            counters.increment(resendCause);
         }
         highestSent = Math.max(highestSent, lastPsn);
     }
@@ -373,7 +378,7 @@ final class Requester {
             case NAK_SEQUENCE_ERROR -> {
                 counters.increment(NicCounter.SEQUENCE_NAKS_RECEIVED);
                 acknowledged(psn - 1);
-                rewind(psn);
+                rewind(psn, NicCounter.RETRANSMITTED_AFTER_SEQUENCE_NAK);
             }
             case RNR_NAK -> {
                 counters.increment(NicCounter.RNR_NAKS_RECEIVED);
@@ -509,17 +514,18 @@ final class Requester {
         }
     }
 
-    private void rewind(long psn) {
+    private void rewind(long psn, NicCounter cause) {
         long to = Math.max(psn, unackedPsn());
         if (to < sendPsn) {
             sendPsn = to;
+            resendCause = cause;
         }
     }
 
     private void receiverNotReady(long psn, long delayNs) {
         switch (recovery.receiverNotReady(psn)) {
             case WAIT -> {
-                rewind(psn);
+                rewind(psn, NicCounter.RETRANSMITTED_AFTER_RNR_NAK);
                 nic.timers().schedule(Recovery.rnrDelayNs(delayNs), qp::onRnrTimerExpired);
             }
             case GIVE_UP -> {
@@ -551,6 +557,7 @@ final class Requester {
         switch (recovery.checkTimeout(now, highestSent >= unacked)) {
             case RESEND -> {
                 sendPsn = unacked;
+                resendCause = NicCounter.RETRANSMITTED_AFTER_ACK_TIMEOUT;
                 forgetRefetches();
                 return true;
             }
@@ -563,6 +570,7 @@ final class Requester {
     /** The link to the peer came back: everything unacknowledged goes again (the responder drops what it has). */
     void replay() {
         sendPsn = unackedPsn();
+        resendCause = NicCounter.RETRANSMITTED_AFTER_LANE_LOSS;
         forgetRefetches();
         recovery.restartTimer();
     }

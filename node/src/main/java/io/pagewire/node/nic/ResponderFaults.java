@@ -32,15 +32,20 @@ final class ResponderFaults {
             return false; // retransmissions find it served
         }
         nic.kernel().faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
-            inFlight.remove(key);
-            if (error != null) {
-                Throwable cause = error.getCause() != null ? error.getCause() : error;
-                nic.counters().increment(NicCounter.RECEIVE_FAULTS_FAILED);
-                failed.put(key, cause.getMessage());
-            }
-            if (fault != null) {
-                nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
-                region.policy().faultServed(region, vpn, fault.translation());
+            try {
+                if (error != null) {
+                    Throwable cause = error.getCause() != null ? error.getCause() : error;
+                    nic.counters().increment(NicCounter.RECEIVE_FAULTS_FAILED);
+                    failed.put(key, cause.getMessage());
+                }
+                if (fault != null) {
+                    nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
+                    region.policy().faultServed(region, vpn, fault.translation());
+                }
+            } finally {
+                // Only now: a retransmission that found no translation while it was being installed
+                // must not fault the page a second time (one page brought in, one fault counted).
+                inFlight.remove(key);
             }
         });
         return true;

@@ -91,7 +91,9 @@ class ProtocolRecoveryTest {
         dropOnce(p -> p.getOpcode() == Opcode.WRITE_MIDDLE && p.getPsn() == 5);
         writeAndReadBackIntact();
         assertThat(b.counters().get(NicCounter.SEQUENCE_NAKS_SENT)).isEqualTo(1);
-        assertThat(a.counters().get(NicCounter.RETRANSMITTED_PACKETS)).isPositive();
+        assertThat(a.counters().get(NicCounter.RETRANSMITTED_AFTER_SEQUENCE_NAK)).isPositive();
+        assertThat(a.counters().retransmitted()).as("every resend has a cause").isEqualTo(a.counters().get(NicCounter.RETRANSMITTED_AFTER_SEQUENCE_NAK)
+                + a.counters().get(NicCounter.RETRANSMITTED_AFTER_ACK_TIMEOUT));
     }
 
     @Test

@@ -153,13 +153,13 @@ public final class ReceiveFaultsExperiment implements Experiment {
             long noReceive = Math.round(in.since(inBefore, "pagewire_receive_rnr_naks_sent_total", "cause=no_receive"));
             int slotBytes = SystemBuffer.slotBytes(pair.responder().node().pageSize());
             return new Run(op, mode, (double) shape.messages() * MESSAGE / seconds / 1e6, latency.getValueAtPercentile(50) / 1e3,
-                    latency.getValueAtPercentile(99) / 1e3, Math.round(out.since(outBefore, "pagewire_retransmitted_packets_total")),
+                    latency.getValueAtPercentile(99) / 1e3, Resent.of(cause -> Math.round(out.since(outBefore, "pagewire_retransmitted_packets_total",
+                            "cause=" + cause.tags().get(1)))),
                     Math.round(in.since(inBefore, "pagewire_rnr_naks_sent_total")) - noReceive, noReceive,
                     Math.round(in.since(inBefore, "pagewire_parked_parts_total")), (int) (in.sum("pagewire_system_buffer_peak_bytes") / slotBytes),
                     (int) (in.sum("pagewire_system_buffer_capacity_bytes") / slotBytes), Math.round(out.since(outBefore, "pagewire_credit_waits_total")),
                     in.since(inBefore, "pagewire_receive_stall_seconds_total"),
-                    Math.round(in.since(inBefore, "pagewire_kernel_page_faults_total", "origin=nic", "kind=major")),
-                    Math.round(out.since(outBefore, "pagewire_ack_timeouts_total")));
+                    Math.round(in.since(inBefore, "pagewire_kernel_page_faults_total", "origin=nic", "kind=major")));
         }
     }
 
@@ -210,9 +210,29 @@ public final class ReceiveFaultsExperiment implements Experiment {
     }
 
     /** What one operation and mode measured. */
-    record Run(Operation op, RegistrationMode mode, double megabytesPerSecond, double p50Us, double p99Us, long retransmitted, long rnrNaks,
-            long noReceiveRnrNaks, long parkedParts, int peakBufferSlots, int bufferSlots, long creditWaits, double stallSeconds, long majorFaults,
-            long ackTimeouts) {
+    record Run(Operation op, RegistrationMode mode, double megabytesPerSecond, double p50Us, double p99Us, Resent resent, long rnrNaks,
+            long noReceiveRnrNaks, long parkedParts, int peakBufferSlots, int bufferSlots, long creditWaits, double stallSeconds, long majorFaults) {
+        long retransmitted() {
+            return resent.total();
+        }
+    }
+
+    /** Packets the sender sent again, by what sent them again (the sender's {@code pagewire_retransmitted_packets_total} by cause). */
+    record Resent(long ackTimeout, long rnrNak, long sequenceNak, long laneReplay, long readRefetch) {
+        static Resent of(java.util.function.ToLongFunction<NicCounter> count) {
+            return new Resent(count.applyAsLong(NicCounter.RETRANSMITTED_AFTER_ACK_TIMEOUT), count.applyAsLong(NicCounter.RETRANSMITTED_AFTER_RNR_NAK),
+                    count.applyAsLong(NicCounter.RETRANSMITTED_AFTER_SEQUENCE_NAK), count.applyAsLong(NicCounter.RETRANSMITTED_AFTER_LANE_LOSS),
+                    count.applyAsLong(NicCounter.RETRANSMITTED_READ_REFETCH));
+        }
+
+        long total() {
+            return ackTimeout + rnrNak + sequenceNak + laneReplay + readRefetch;
+        }
+
+        /** timeout/RNR/sequence/lane, as the table shows them. */
+        String split() {
+            return ackTimeout + "/" + rnrNak + "/" + sequenceNak + "/" + laneReplay;
+        }
     }
 
     private Run run(Shape shape, Operation op, RegistrationMode mode) throws Exception {
@@ -268,11 +288,10 @@ public final class ReceiveFaultsExperiment implements Experiment {
             NicCounters in = receiver.nic().counters();
             SystemBuffer buffer = receiver.kernel().systemBuffer();
             return new Run(op, mode, (double) shape.messages() * MESSAGE / seconds / 1e6, latency.getValueAtPercentile(50) / 1e3,
-                    latency.getValueAtPercentile(99) / 1e3, out.get(NicCounter.RETRANSMITTED_PACKETS),
+                    latency.getValueAtPercentile(99) / 1e3, Resent.of(out::get),
                     in.get(NicCounter.RNR_NAKS_SENT) - in.get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT), in.get(NicCounter.NO_RECEIVE_RNR_NAKS_SENT),
                     in.get(NicCounter.PARKED_PARTS), buffer.peakSlotsInUse(), buffer.slotCount(), out.get(NicCounter.CREDIT_WAITS),
-                    in.get(NicCounter.RECEIVE_STALL_NANOS) / 1e9, receiver.kernel().counters().get(KernelCounter.NIC_FAULTS_MAJOR),
-                    out.get(NicCounter.ACK_TIMEOUTS));
+                    in.get(NicCounter.RECEIVE_STALL_NANOS) / 1e9, receiver.kernel().counters().get(KernelCounter.NIC_FAULTS_MAJOR));
         }
     }
 
@@ -350,7 +369,7 @@ public final class ReceiveFaultsExperiment implements Experiment {
             categories.add(mode.name());
         }
         for (Run r : runs) {
-            rows.add(List.of(r.op().name(), r.mode().name(), r.megabytesPerSecond(), r.p50Us(), r.p99Us(), r.retransmitted(), r.rnrNaks(),
+            rows.add(List.of(r.op().name(), r.mode().name(), r.megabytesPerSecond(), r.p50Us(), r.p99Us(), r.retransmitted(), r.resent().split(), r.rnrNaks(),
                     r.noReceiveRnrNaks(), r.parkedParts(), r.peakBufferSlots() + "/" + r.bufferSlots(), r.creditWaits(), r.stallSeconds(), r.majorFaults()));
             double[][] values = series.computeIfAbsent(r.op() + " MB/s", k -> new double[][] {new double[MODES.length], new double[MODES.length]});
             values[1][Arrays.asList(MODES).indexOf(r.mode())] = r.megabytesPerSecond();
@@ -359,16 +378,14 @@ public final class ReceiveFaultsExperiment implements Experiment {
         List<Run> pinOnMiss = runs.stream().filter(r -> r.mode() == RegistrationMode.PIN_ON_MISS).toList();
         // A SEND that finds no posted receive is answered RNR too, whatever the mode (the reposting thread fell
         // behind): those NAKs, and the retransmissions after them, are not a page's doing and are counted apart.
-        // So are acknowledgement timeouts: a lane stalled behind queued pins for longer than the requester's
-        // timeout (200 ms) has its packets sent again by RC's timer, not by any answer from the NIC; on a loaded
-        // 2-core machine that happens now and then even on nodes of their own.
-        claims.add(new Claim("U-Net/MM: a receive into a missing page stalls while the kernel pins it; it is never NAKed, and nothing is sent again"
-                + " but on an acknowledgement timeout (a stall longer than the timeout)",
-                pinOnMiss.stream().allMatch(r -> r.rnrNaks() == 0 && (r.retransmitted() == 0 || r.noReceiveRnrNaks() > 0 || r.ackTimeouts() > 0)
-                        && r.stallSeconds() > 0),
-                describe(pinOnMiss, r -> String.format(Locale.ROOT, "%s: %.2f s stalled, %d RNR NAKs for pages, %d retransmitted (%d RNR NAKs for"
-                        + " want of a posted receive, %d acknowledgement timeouts)", r.op(), r.stallSeconds(), r.rnrNaks(), r.retransmitted(),
-                        r.noReceiveRnrNaks(), r.ackTimeouts()))));
+        claims.add(new Claim("U-Net/MM: a receive into a missing page stalls while the kernel pins it; it is never NAKed for a page, and"
+                + " nothing is sent again (but after an RNR NAK for want of a posted receive)",
+                pinOnMiss.stream().allMatch(r -> r.rnrNaks() == 0 && r.stallSeconds() > 0 && r.resent().ackTimeout() == 0
+                        && r.resent().sequenceNak() == 0 && r.resent().laneReplay() == 0 && (r.resent().rnrNak() == 0 || r.noReceiveRnrNaks() > 0)),
+                describe(pinOnMiss, r -> String.format(Locale.ROOT, "%s: %.2f s stalled, %d RNR NAKs for pages, %d retransmitted (after %d"
+                        + " acknowledgement timeouts, %d RNR NAKs, %d sequence NAKs, %d lane losses; %d RNR NAKs for want of a posted receive)",
+                        r.op(), r.stallSeconds(), r.rnrNaks(), r.retransmitted(), r.resent().ackTimeout(), r.resent().rnrNak(),
+                        r.resent().sequenceNak(), r.resent().laneReplay(), r.noReceiveRnrNaks()))));
         List<Run> shadow = runs.stream().filter(r -> r.mode() == RegistrationMode.SHADOW).toList();
         claims.add(new Claim("NetVM: data for a missing page waits in the system buffer, which never overflows, and no sender is NAKed",
                 shadow.stream().allMatch(r -> r.parkedParts() > 0 && r.peakBufferSlots() <= r.bufferSlots() && r.rnrNaks() == 0),
@@ -379,7 +396,7 @@ public final class ReceiveFaultsExperiment implements Experiment {
                 onDemand.stream().allMatch(r -> r.rnrNaks() > 0 && r.retransmitted() > 0),
                 describe(onDemand, r -> String.format(Locale.ROOT, "%s: %d RNR NAKs for pages, %d packets retransmitted", r.op(), r.rnrNaks(),
                         r.retransmitted()))));
-        return new ExperimentResult(List.of("op", "mode", "MB/s", "p50 us", "p99 us", "retransmitted", "RNR NAKs (faults)", "RNR NAKs (no receive)",
+        return new ExperimentResult(List.of("op", "mode", "MB/s", "p50 us", "p99 us", "retransmitted", "resent after timeout/RNR/seq/lane", "RNR NAKs (faults)", "RNR NAKs (no receive)",
                 "parked parts", "buffer peak/slots",
                 "credit waits", "stall s", "major faults"), rows,
                 new ExperimentResult.Plot(String.format(Locale.ROOT, "receive-faults: streaming into %.0fx the receiver's memory",

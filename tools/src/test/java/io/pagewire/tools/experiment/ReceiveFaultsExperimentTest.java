@@ -31,7 +31,7 @@ class ReceiveFaultsExperimentTest {
             assertThat(claim.reproduced()).as(claim.line() + "\n" + table).isTrue();
         }
         for (var row : result.rows()) {
-            assertThat((long) row.get(12)).as("the region went to swap and came back: major faults under " + row.get(1)).isPositive();
+            assertThat((long) row.get(13)).as("the region went to swap and came back: major faults under " + row.get(1)).isPositive();
         }
     }
 
@@ -61,7 +61,7 @@ class ReceiveFaultsExperimentTest {
                 assertThat(claim.reproduced()).as(claim.line() + "\n" + table).isTrue();
             }
             for (var row : result.rows()) {
-                assertThat((long) row.get(12)).as("major faults under " + row.get(1) + "\n" + table).isPositive();
+                assertThat((long) row.get(13)).as("major faults under " + row.get(1) + "\n" + table).isPositive();
             }
             TestData.awaitTrue(() -> running.nodes().stream().allMatch(n -> n.nic().endpoints().isEmpty()), 10_000, "the experiment's endpoints closed");
         }
