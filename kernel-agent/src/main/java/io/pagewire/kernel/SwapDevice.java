@@ -45,6 +45,10 @@ final class SwapDevice implements AutoCloseable {
             this.path = temporary ? Files.createTempFile("pagewire-swap-", ".img") : file;
             this.channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ,
                     StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+            if (temporary) {
+                // Nobody else opens it: unlinked now, it goes with the node however the node ends (a kill -9 included).
+                Files.deleteIfExists(path);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open swap file " + file + ": " + e.getMessage(), e);
         }
@@ -155,9 +159,6 @@ final class SwapDevice implements AutoCloseable {
     public void close() {
         try {
             channel.close();
-            if (temporary) {
-                Files.deleteIfExists(path);
-            }
         } catch (IOException e) {
             throw new UncheckedIOException("closing swap file " + path, e);
         }

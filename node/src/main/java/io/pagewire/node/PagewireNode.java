@@ -29,12 +29,12 @@ import io.pagewire.proto.baseline.LinkBaselineGrpc;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.verbs.Stat;
 import io.pagewire.proto.verbs.VerbsGrpc;
+import io.pagewire.ring.OwnerDirectory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -71,25 +71,47 @@ public final class PagewireNode implements AutoCloseable {
     private final HealthStatusManager health = new HealthStatusManager();
     private final MetricsEndpoint metricsEndpoint;
     private final CallerAuthentication authentication;
+    /**
+     * The node's directory in its ring directory, locked while the node lives: its memory file, the
+     * sessions' rings and page tables and its verbs socket go there; null (anonymous memory, no rings)
+     * when the node offers no rings or the directory is not usable.
+     */
+    private final OwnerDirectory sharedFiles;
     /** Where C verbs programs on this host reach the node, or null (no usable ring directory). */
     private volatile VerbsSocket verbsSocket;
 
     /**
-     * Where the node's physical memory goes: a file in its ring directory, so the applications that
-     * map their rings may map it too; null (anonymous memory, reached through calls only) when the
-     * node offers no rings or the directory is not usable.
+     * Removes what dead nodes left in the ring directory, then claims this node's own directory
+     * there; null when the node offers no rings or the directory is not usable.
      */
-    private static Path memoryFileIn(Path ringDirectory, String nodeId) {
+    private static OwnerDirectory claimSharedFiles(Path ringDirectory, String nodeId) {
         if (ringDirectory == null || !Files.isDirectory(ringDirectory) || !Files.isWritable(ringDirectory)) {
             return null;
         }
-        return ringDirectory.resolve("pagewire-" + nodeId.replaceAll("[^A-Za-z0-9_.-]", "_") + "-"
-                + Long.toHexString(new SecureRandom().nextLong()) + ".memory");
+        OwnerDirectory.Removal removal = OwnerDirectory.removeDead(ringDirectory, false);
+        if (!removal.isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, "node " + nodeId + ": " + ringDirectory + ": " + removal.describe());
+        }
+        try {
+            return OwnerDirectory.claim(ringDirectory, nodeId);
+        } catch (UncheckedIOException e) {
+            LOG.log(System.Logger.Level.WARNING, "node " + nodeId + " offers no shared memory to applications on its host: "
+                    + e.getCause().getMessage());
+            return null;
+        }
     }
 
     private PagewireNode(NodeContext context) {
         this.context = context;
-        this.kernel = KernelAgent.start(context.kernel().memoryFile(memoryFileIn(context.verbs().ringDirectory(), context.nodeId())));
+        this.sharedFiles = claimSharedFiles(context.verbs().ringDirectory(), context.nodeId());
+        try {
+            this.kernel = KernelAgent.start(context.kernel().memoryFile(sharedFiles == null ? null : sharedFiles.resolve("memory")));
+        } catch (RuntimeException e) {
+            if (sharedFiles != null) {
+                sharedFiles.close();
+            }
+            throw e;
+        }
         ChannelFactory channels;
         if (context.transport() == Transport.IN_PROCESS) {
             AtomicInteger threads = new AtomicInteger();
@@ -127,7 +149,7 @@ public final class PagewireNode implements AutoCloseable {
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
         this.verbs = new VerbsService(context.nodeId(), context.verbs(), nic, fabric, eventLoops, context.busyPollNs(), metrics::snapshot,
-                scheduler, verbsExecutor);
+                scheduler, verbsExecutor, sharedFiles == null ? null : sharedFiles.path());
         metrics.bindSessions(verbs::sessionCount, verbs::sessionsOnRings);
         metrics.bindPacing(verbs::pacedOperations, verbs::pacingRefusals);
         this.authentication = new CallerAuthentication(context.security(),
@@ -155,12 +177,11 @@ public final class PagewireNode implements AutoCloseable {
         }
         this.metricsEndpoint = endpoint;
         Path ringDirectory = context.verbs().ringDirectory();
-        if (kernel.memory().path() != null && ringDirectory != null) {
-            // Its own name is unique on the host (id and port); programs name the node by port or by id, links to it.
+        if (kernel.memory().path() != null && sharedFiles != null) {
+            // The socket lives in the node's own directory; programs name the node by port or by id, links to it.
             Path byId = ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + ".verbs"));
-            this.verbsSocket = context.transport() == Transport.IN_PROCESS ? VerbsSocket.start(byId, verbs, verbsExecutor, List.of())
-                    : VerbsSocket.start(ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + "-" + server.getPort() + ".verbs")),
-                            verbs, verbsExecutor, List.of(ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"), byId));
+            this.verbsSocket = VerbsSocket.start(sharedFiles.resolve("verbs"), verbs, verbsExecutor, context.transport() == Transport.IN_PROCESS
+                    ? List.of(byId) : List.of(ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"), byId));
         }
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
@@ -373,6 +394,9 @@ public final class PagewireNode implements AutoCloseable {
             }
         }
         kernel.close();
+        if (sharedFiles != null) {
+            sharedFiles.close();
+        }
         if (eventLoops != null) {
             eventLoops.close();
         }

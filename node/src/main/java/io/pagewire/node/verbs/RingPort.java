@@ -74,7 +74,7 @@ final class RingPort implements AutoCloseable {
     }
 
     /**
-     * @param directory where ring files are made; null turns user-level access off
+     * @param directory where ring files are made (the node's owner directory); null turns user-level access off
      * @param sleepLimitNs how often every sleeping reader looks at its ring anyway
      * @param loops the node's event loops, where the rings are read and the bells served
      * @param poster posts a decoded record on the session's queue pair (the verbs service's post path)
@@ -96,7 +96,8 @@ final class RingPort implements AutoCloseable {
     /** Creates a session's ring file and its bell; throws with the reason when the node offers no rings. */
     SessionRings create(Endpoint endpoint) {
         if (directory == null) {
-            throw new IllegalStateException("node " + nodeId + " offers no shared-memory rings (pagewire.node.ringDirectory is empty)");
+            throw new IllegalStateException("node " + nodeId + " offers no shared-memory rings (pagewire.node.ringDirectory is empty or"
+                    + " not a writable directory)");
         }
         if (!Files.isDirectory(directory) || !Files.isWritable(directory)) {
             throw new IllegalStateException("node " + nodeId + " cannot make rings in " + directory + ": not a writable directory");

@@ -20,6 +20,7 @@ import io.pagewire.proto.verbs.SessionOpened;
 import io.pagewire.proto.verbs.SessionRequest;
 import io.pagewire.proto.verbs.WatchRefused;
 import io.pagewire.proto.verbs.WorkRequest;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
@@ -46,12 +47,12 @@ final class SessionStream implements AutoCloseable {
 
     /** @param busyPollNs the node's latency mode (0: off): how long its loops, ring readers included, poll before they block */
     SessionStream(String nodeId, VerbsContext context, Nic nic, Sessions sessions, ControlCalls control, NodeEventLoops loops,
-            long busyPollNs, Executor work) {
+            long busyPollNs, Executor work, Path sharedFiles) {
         this.nodeId = nodeId;
         this.nic = nic;
         this.sessions = sessions;
         this.control = control;
-        this.rings = new RingPort(nodeId, context.ringDirectory(), context.ringBytes(), busyPollNs > 0 ? busyPollNs : RING_IDLE_SPIN_NS,
+        this.rings = new RingPort(nodeId, sharedFiles, context.ringBytes(), busyPollNs > 0 ? busyPollNs : RING_IDLE_SPIN_NS,
                 context.ringSleepLimitNs(), loops, this::postFromRing, this::faultFromRing);
         this.work = work;
     }

@@ -56,6 +56,7 @@ import io.pagewire.proto.verbs.Stat;
 import io.pagewire.proto.verbs.StoreRequest;
 import io.pagewire.proto.verbs.StoreResponse;
 import io.pagewire.proto.verbs.VerbsGrpc;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
@@ -82,12 +83,13 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
      * @param stats the node's meters, as ReadStats answers them
      * @param scheduler where paced operations and counter waits are timed
      * @param work where paced operations run once their wait is over (the pool unary calls run on)
+     * @param sharedFiles where sessions' rings and page tables are made (the node's owner directory); null: no rings
      */
     public VerbsService(String nodeId, VerbsContext context, Nic nic, Fabric fabric, NodeEventLoops loops, long busyPollNs,
-            Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work) {
+            Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work, Path sharedFiles) {
         this.sessions = new Sessions(nodeId, context, nic.kernel().context().callerShare());
         this.control = new ControlCalls(context, scheduler, work);
-        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work);
+        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work, sharedFiles);
         this.memory = new MemoryCalls(context, sessions, control);
         this.queuePairs = new QueuePairCalls(nodeId, nic, fabric, sessions, control);
         this.counters = new CounterCalls(sessions, control, scheduler);

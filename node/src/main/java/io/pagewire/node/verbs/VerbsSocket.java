@@ -51,8 +51,8 @@ import java.util.concurrent.Executor;
  * library), as rdma-core's providers reach their device through {@code /dev/infiniband/uverbsN}: each
  * frame carries one message of the {@code Verbs} service, which the socket passes to the very same
  * service (through a private in-process channel), so every check, quota and pacer applies. The socket
- * is made in the node's ring directory, readable and writable by the node's user only: whoever can
- * connect can map the node's memory anyway.
+ * is made in the node's own directory in its ring directory, readable and writable by the node's user
+ * only: whoever can connect can map the node's memory anyway.
  *
  * <pre>
  *   frame (both ways; little-endian):
@@ -142,9 +142,8 @@ public final class VerbsSocket implements AutoCloseable {
     }
 
     /**
-     * Listens at {@code path}, a name no other node on this host has (a stale socket there, left by a
-     * node killed before it could remove it, is replaced); null, with the reason logged, when the
-     * directory cannot hold one.
+     * Listens at {@code path}, in the node's own directory (see {@code OwnerDirectory}); null, with the
+     * reason logged, when the directory cannot hold one.
      *
      * @param links other names linked to the socket, by which programs name the node (its port, its id);
      *     when nodes sharing a directory share one (containers share a port, clusters node ids), the
@@ -159,7 +158,7 @@ public final class VerbsSocket implements AutoCloseable {
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
                 for (Path link : links) {
                     Files.deleteIfExists(link);
-                    Files.createSymbolicLink(link, path.getFileName());
+                    Files.createSymbolicLink(link, link.getParent().relativize(path));
                 }
                 return new VerbsSocket(path, listener, verbs, work, links);
             } catch (IOException | RuntimeException e) {
@@ -328,7 +327,7 @@ public final class VerbsSocket implements AutoCloseable {
         try {
             Files.deleteIfExists(path);
             for (Path link : links) {
-                if (Files.isSymbolicLink(link) && Files.readSymbolicLink(link).equals(path.getFileName())) {
+                if (Files.isSymbolicLink(link) && Files.readSymbolicLink(link).equals(link.getParent().relativize(path))) {
                     Files.delete(link);
                 }
             }

@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
         versionProvider = PagewireCommand.Version.class,
         description = "Pagewire: a testbed for user-level networking with virtual memory.",
         subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, HealthCommand.class,
-            CertsCommand.class, SoakCommand.class, FloodCommand.class, ExperimentCommand.class,
+            CertsCommand.class, CleanCommand.class, SoakCommand.class, FloodCommand.class, ExperimentCommand.class,
             CommandLine.HelpCommand.class})
 public final class PagewireCommand {
     /**
@@ -47,6 +47,9 @@ public final class PagewireCommand {
         public <K> K create(Class<K> type) throws Exception {
             if (type == NodeCommand.class) {
                 return type.cast(new NodeCommand(environment));
+            }
+            if (type == CleanCommand.class) {
+                return type.cast(new CleanCommand(environment));
             }
             return CommandLine.defaultFactory().create(type);
         }

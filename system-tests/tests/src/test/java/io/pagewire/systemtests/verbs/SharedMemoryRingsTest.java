@@ -39,8 +39,9 @@ class SharedMemoryRingsTest extends SdkFixture {
     @TempDir
     Path rings;
 
+    /** The sessions' ring files: each node makes them in its own directory of the ring directory. */
     private List<Path> ringFiles() throws IOException {
-        try (Stream<Path> files = Files.list(rings)) {
+        try (Stream<Path> files = Files.walk(rings)) {
             return files.filter(p -> p.getFileName().toString().endsWith(".rings")).toList();
         }
     }
@@ -193,7 +194,7 @@ class SharedMemoryRingsTest extends SdkFixture {
     }
 
     private List<Path> bellFiles(Path directory) throws IOException {
-        try (Stream<Path> files = Files.list(directory)) {
+        try (Stream<Path> files = Files.walk(directory)) {
             return files.filter(p -> p.getFileName().toString().endsWith(".bell")).toList();
         }
     }
