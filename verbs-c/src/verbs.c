@@ -214,7 +214,7 @@ static int atomic_pop(struct pw_qp *qp, struct pw_atomic_slot *slot)
 }
 
 static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status,
-		    uint32_t bytes, uint64_t value, int has_imm, uint32_t imm, const char *error, int error_length)
+		    uint32_t bytes, uint64_t value, int has_imm, uint32_t imm, const char *error, int error_length, uint32_t vendor_err)
 {
 	struct pw_qp *qp = qp_of(ctx, qpn);
 	if (!qp) {
@@ -244,6 +244,7 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	wc.qp_num = qpn;
 	wc.src_qp = qp->attr.dest_qp_num;
 	wc.slid = (uint16_t)qp->attr.ah_attr.dlid;
+	wc.vendor_err = vendor_err;
 	if (has_imm) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = imm;
@@ -253,6 +254,19 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	struct ibv_cq *cq = receive ? qp->qp.recv_cq : qp->qp.send_cq;
 	if (cq)
 		cq_push((struct pw_cq *)cq, &wc);
+}
+
+/*
+ * A post the node refused: its completion fails with IBV_WC_LOC_QP_OP_ERR, and vendor_err says why as
+ * libibverbs' post calls would: ENOMEM for a limit (a full queue, a quota, the program's share of a
+ * node-wide pool: gRPC's RESOURCE_EXHAUSTED), EINVAL for a request that is not valid.
+ */
+static void refused(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, uint32_t code, const char *error, int error_length)
+{
+	int why = code == 8 ? ENOMEM : EINVAL;
+	pw_log(PW_WARN, "the node refused work request 0x%lx of queue pair %u (%s): %.*s", (unsigned long)wr_id, qpn,
+	       why == ENOMEM ? "ENOMEM" : "EINVAL", error_length, error);
+	deliver(ctx, wr_id, qpn, OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, 0, NULL, 0, (uint32_t)why);
 }
 
 static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
@@ -274,24 +288,24 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 		if (error_length < 0 || error_length > length - 48)
 			error_length = 0;
 		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, value, flags & 1, imm, (const char *)b + 48,
-			error_length);
+			error_length, 0);
 	} else if (type == EV_CPU_UNMAP && length >= 16) {
 		uint64_t address, pages;
 		memcpy(&address, b, 8);
 		memcpy(&pages, b + 8, 8);
 		pw_cpu_unmap(ctx, address, pages);
-	} else if (type == EV_REFUSED && length >= 16) {
+	} else if (type == EV_REFUSED && length >= 24) {
+		/* RefusedRecord: wr id, qpn, gRPC status code, error length, (zero), error */
 		uint64_t wr_id;
-		uint32_t qpn;
+		uint32_t qpn, code;
 		int32_t error_length;
 		memcpy(&wr_id, b, 8);
 		memcpy(&qpn, b + 8, 4);
-		memcpy(&error_length, b + 12, 4);
-		if (error_length < 0 || error_length > length - 16)
+		memcpy(&code, b + 12, 4);
+		memcpy(&error_length, b + 16, 4);
+		if (error_length < 0 || error_length > length - 24)
 			error_length = 0;
-		pw_log(PW_WARN, "the node refused work request 0x%lx of queue pair %u: %.*s", (unsigned long)wr_id, qpn, error_length,
-		       (const char *)b + 16);
-		deliver(ctx, wr_id, qpn, OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, 0, NULL, 0);
+		refused(ctx, wr_id, qpn, code, (const char *)b + 24, error_length);
 	}
 }
 
@@ -314,21 +328,19 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			Pagewire__Verbs__V1__CompletionEvent *c = ev->completions->completions[i];
 			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->value, c->has_immediate,
-				c->immediate, c->error, (int)strlen(c->error));
+				c->immediate, c->error, (int)strlen(c->error), 0);
 		}
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_COMPLETION: {
 		Pagewire__Verbs__V1__CompletionEvent *c = ev->completion;
 		drain(ctx);
 		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->value, c->has_immediate,
-			c->immediate, c->error, (int)strlen(c->error));
+			c->immediate, c->error, (int)strlen(c->error), 0);
 		break;
 	}
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_REFUSED:
 		drain(ctx);
-		pw_log(PW_WARN, "the node refused work request 0x%lx of queue pair %u: %s", (unsigned long)ev->refused->wr_id,
-		       ev->refused->qpn, ev->refused->error);
-		deliver(ctx, ev->refused->wr_id, ev->refused->qpn, OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, 0, NULL, 0);
+		refused(ctx, ev->refused->wr_id, ev->refused->qpn, ev->refused->code, ev->refused->error, (int)strlen(ev->refused->error));
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_SRQ_LIMIT_REACHED: {
 		struct ibv_async_event ae;

@@ -60,9 +60,11 @@ class RingRecordsTest {
         assertThat(CompletionRecord.immediate(b, 0)).isEqualTo(0x55);
         assertThat(CompletionRecord.error(b, 0, CompletionRecord.length(error.length))).isEqualTo("lkey 3 is not registered");
         assertThat(CompletionRecord.error(b, 0, CompletionRecord.FIXED_BYTES + 3)).isNull();
-        RefusedRecord.put(b, 100, 5, 6, CompletionRecord.utf8("full"));
+        RefusedRecord.put(b, 100, 5, 6, RefusedRecord.RESOURCE_EXHAUSTED, CompletionRecord.utf8("full"));
         assertThat(RefusedRecord.error(b, 100, RefusedRecord.length(4))).isEqualTo("full");
         assertThat(RefusedRecord.wrId(b, 100)).isEqualTo(5);
+        assertThat(RefusedRecord.qpn(b, 100)).isEqualTo(6);
+        assertThat(RefusedRecord.status(b, 100)).isEqualTo(RefusedRecord.RESOURCE_EXHAUSTED);
         CounterRecord.put(b, 200, 4, 77);
         assertThat(CounterRecord.counterId(b, 200)).isEqualTo(4);
         assertThat(CounterRecord.value(b, 200)).isEqualTo(77);

@@ -36,6 +36,18 @@ final class Errors {
         };
     }
 
+    /**
+     * A post the node refused, typed by why: a limit (a full queue, a quota, the caller's share of a
+     * node-wide pool) is {@code ResourceExhaustedException}, anything else an invalid request.
+     *
+     * @param code the refusal's gRPC status code (0, from a node that sends none: invalid)
+     */
+    static PagewireException fromRefusal(int code, String message) {
+        Status.Code status = code == 0 ? Status.Code.INVALID_ARGUMENT : Status.fromCodeValue(code).getCode();
+        return status == Status.Code.RESOURCE_EXHAUSTED ? new PagewireException.ResourceExhaustedException(message)
+                : new PagewireException.InvalidRequestException(message);
+    }
+
     /** What an unanswered call may mean about TLS: the status gRPC gives says nothing of it. */
     private static String securityHint(Status status) {
         for (Throwable c = status.getCause(); c != null; c = c.getCause()) {

@@ -187,7 +187,7 @@ final class GrpcEndpoint implements Endpoint {
             }
             case COMPLETION -> completed(event.getCompletion());
             case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
-            case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getError());
+            case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getCode(), event.getRefused().getError());
             case COUNTER -> counterChanged(event.getCounter().getCounterId(), event.getCounter().getValue());
             case WATCH_REFUSED -> {
                 // The counter is gone (destroyed while the watch was on its way): its handlers will never run.
@@ -293,8 +293,8 @@ final class GrpcEndpoint implements Endpoint {
             }
 
             @Override
-            public void refused(int qpn, long wrId, String error) {
-                GrpcEndpoint.this.refused(wrId, error);
+            public void refused(int qpn, long wrId, int code, String error) {
+                GrpcEndpoint.this.refused(wrId, code, error);
             }
 
             @Override
@@ -355,11 +355,12 @@ final class GrpcEndpoint implements Endpoint {
         }
     }
 
-    private void refused(long wrId, String error) {
+    /** A post the node refused: {@code code} (a gRPC status code) says why, a limit or a bad request. */
+    private void refused(long wrId, int code, String error) {
         pendingReceives.remove(wrId);
         CompletableFuture<Completion> future = pending.remove(wrId);
         if (future != null) {
-            future.completeExceptionally(new PagewireException.InvalidRequestException(error));
+            future.completeExceptionally(Errors.fromRefusal(code, error));
         }
     }
 

@@ -42,7 +42,8 @@ final class RingClient implements AutoCloseable {
         /** {@code opcode} and {@code status} are verbs.proto's numbers; {@code error} is null on success. */
         void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate, int immediate);
 
-        void refused(int qpn, long wrId, String error);
+        /** {@code code} is the gRPC status code of the refusal. */
+        void refused(int qpn, long wrId, int code, String error);
 
         void counterChanged(int counterId, long value);
 
@@ -443,7 +444,8 @@ final class RingClient implements AutoCloseable {
                     CompletionRecord.opcode(b, at), CompletionRecord.status(b, at), CompletionRecord.bytes(b, at),
                     CompletionRecord.value(b, at), CompletionRecord.error(b, at, length), CompletionRecord.hasImmediate(b, at),
                     CompletionRecord.immediate(b, at));
-            case RefusedRecord.TYPE -> events.refused(RefusedRecord.qpn(b, at), RefusedRecord.wrId(b, at), RefusedRecord.error(b, at, length));
+            case RefusedRecord.TYPE -> events.refused(RefusedRecord.qpn(b, at), RefusedRecord.wrId(b, at), RefusedRecord.status(b, at),
+                    RefusedRecord.error(b, at, length));
             case CounterRecord.TYPE -> events.counterChanged(CounterRecord.counterId(b, at), CounterRecord.value(b, at));
             case FaultServedRecord.TYPE -> events.faultServed(FaultServedRecord.token(b, at), FaultServedRecord.status(b, at),
                     FaultServedRecord.error(b, at, length));

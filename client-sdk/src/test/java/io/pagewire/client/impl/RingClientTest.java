@@ -48,7 +48,7 @@ class RingClientTest {
             }
 
             @Override
-            public void refused(int qpn, long wrId, String error) {
+            public void refused(int qpn, long wrId, int code, String error) {
             }
 
             @Override

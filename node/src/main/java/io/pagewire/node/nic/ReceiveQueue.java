@@ -32,7 +32,7 @@ final class ReceiveQueue {
      */
     synchronized void post(Endpoint endpoint, ReceiveRequest request) {
         if (posted.size() >= capacity) {
-            throw new NicException("receive " + request.wrId() + ": the receive queue holds " + capacity
+            throw new QuotaExceededException("receive " + request.wrId() + ": the receive queue holds " + capacity
                     + " posted receives already (pagewire.nic.cqCapacity); reap completions first");
         }
         if (request.length() < 0) {

@@ -70,13 +70,13 @@ final class RingCodec {
         return true;
     }
 
-    static boolean writeRefused(RingBuffer ring, int qpn, long wrId, String message) {
+    static boolean writeRefused(RingBuffer ring, int qpn, long wrId, int code, String message) {
         byte[] error = CompletionRecord.utf8(message);
         int index = claim(ring, RefusedRecord.TYPE, RefusedRecord.length(error.length));
         if (index < 0) {
             return false;
         }
-        RefusedRecord.put(ring.buffer(), index, wrId, qpn, error);
+        RefusedRecord.put(ring.buffer(), index, wrId, qpn, code, error);
         ring.commit(index);
         return true;
     }

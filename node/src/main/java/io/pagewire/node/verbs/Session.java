@@ -113,16 +113,23 @@ final class Session {
         send(SessionEvent.newBuilder().setCompletions(batch).build());
     }
 
-    synchronized void refused(int qpn, long wrId, String reason) {
-        String error = StatusMapping.bounded(reason);
+    /** A posted work request or receive the node would not take: why ({@code status}'s code) and what to fix (its description). */
+    synchronized void refused(int qpn, long wrId, Status status) {
+        String error = StatusMapping.bounded(status.getDescription());
+        int code = status.getCode().value();
         SessionRings r = activeRings;
-        if (r != null && RingCodec.writeRefused(r.events(), qpn, wrId, error)) {
+        if (r != null && RingCodec.writeRefused(r.events(), qpn, wrId, code, error)) {
             ringIfAsleep(r);
             return;
         }
         flushCompletions(); // keep the order the application sees
 
-        send(SessionEvent.newBuilder().setRefused(PostRefused.newBuilder().setQpn(qpn).setWrId(wrId).setError(error)).build());
+        send(SessionEvent.newBuilder().setRefused(PostRefused.newBuilder().setQpn(qpn).setWrId(wrId).setCode(code).setError(error)).build());
+    }
+
+    /** A post refused for what {@code e} says (its status as {@link StatusMapping} gives it). */
+    void refused(int qpn, long wrId, RuntimeException e) {
+        refused(qpn, wrId, StatusMapping.toStatus(e).getStatus());
     }
 
     void watch(EventCounter counter) {

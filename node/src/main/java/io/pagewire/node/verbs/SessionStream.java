@@ -96,12 +96,12 @@ final class SessionStream implements AutoCloseable {
                 post(session, post.qpn(), post.requests());
             }
         } catch (RuntimeException e) {
-            String error = StatusMapping.toStatus(e).getStatus().getDescription();
+            Status status = StatusMapping.toStatus(e).getStatus();
             if (post.receives() != null) {
-                post.receives().forEach(r -> session.refused(post.qpn(), r.wrId(), error));
+                post.receives().forEach(r -> session.refused(post.qpn(), r.wrId(), status));
             } else {
                 for (io.pagewire.node.nic.WorkRequest wr : post.requests()) {
-                    session.refused(post.qpn(), wr.wrId(), error);
+                    session.refused(post.qpn(), wr.wrId(), status);
                 }
             }
         }
@@ -220,12 +220,14 @@ final class SessionStream implements AutoCloseable {
                         failed.set(true);
                         events.onError(StatusMapping.toStatus(e));
                     } else if (request.hasPost()) {
+                        Status status = StatusMapping.toStatus(e).getStatus();
                         for (WorkRequest wr : request.getPost().getRequestsList()) {
-                            session.refused(request.getPost().getQpn(), wr.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
+                            session.refused(request.getPost().getQpn(), wr.getWrId(), status);
                         }
                     } else if (request.hasPostReceive()) {
+                        Status status = StatusMapping.toStatus(e).getStatus();
                         for (ReceiveRequest r : request.getPostReceive().getReceivesList()) {
-                            session.refused(request.getPostReceive().getQpn(), r.getWrId(), StatusMapping.toStatus(e).getStatus().getDescription());
+                            session.refused(request.getPostReceive().getQpn(), r.getWrId(), status);
                         }
                     } else if (request.hasWatch()) {
                         // One bad watch is that watch's problem, not the session's: its endpoint and memory stay.
@@ -294,7 +296,7 @@ final class SessionStream implements AutoCloseable {
                     qp.postReceive(request);
                 }
             } catch (NicException e) {
-                session.refused(qpn, request.wrId(), e.getMessage());
+                session.refused(qpn, request.wrId(), e);
             }
         }
     }
@@ -312,13 +314,13 @@ final class SessionStream implements AutoCloseable {
             valid = new ArrayList<>(requests.size());
             for (io.pagewire.node.nic.WorkRequest wr : requests) {
                 if (wr.opcode() == null) {
-                    session.refused(qpn, wr.wrId(), "work request " + wr.wrId() + " has no opcode");
+                    session.refused(qpn, wr.wrId(), Status.INVALID_ARGUMENT.withDescription("work request " + wr.wrId() + " has no opcode"));
                 } else {
                     valid.add(wr);
                 }
             }
         }
-        qp.postEach(valid, (wr, error) -> session.refused(qpn, wr.wrId(), error.getMessage()));
+        qp.postEach(valid, (wr, error) -> session.refused(qpn, wr.wrId(), error));
     }
 
     /** Stops reading every session's rings and deletes their files. */

@@ -82,9 +82,9 @@ class CallerShareTest extends SdkFixture {
         for (int i = 0; i < 8; i++) {
             receives.add(receiver.postReceive(pinned, memory + i * 4096L, 4096));
         }
-        // A refused post is reported on its own (as an invalid request, whatever the reason), naming the share.
+        // A refused post is reported on its own, as a limit reached, naming the share.
         assertThatThrownBy(() -> receiver.await(receiver.postReceive(pinned, memory, 4096)))
-                .isInstanceOf(PagewireException.class).hasMessageContaining("its share (pagewire.quota.callerShare)");
+                .isInstanceOf(PagewireException.ResourceExhaustedException.class).hasMessageContaining("its share (pagewire.quota.callerShare)");
         assertThat(receives).as("the receives within its share stay posted").noneMatch(CompletableFuture::isDone);
         assertThat(node.nic().workRequestsOutstanding()).as("half the node's work requests").isEqualTo(8);
 

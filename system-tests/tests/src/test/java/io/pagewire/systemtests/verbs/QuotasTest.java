@@ -99,6 +99,11 @@ class QuotasTest extends SdkFixture {
         neighbour.createEventCounter(Access.all());
     }
 
+    /**
+     * A post refused for a limit is {@code ResourceExhaustedException}, and an invalid one
+     * {@code InvalidRequestException}, whether it came through the rings (the first session) or the
+     * session stream (the second, connected without shared memory): the refusal carries its status.
+     */
     @Test
     void outstandingWorkRequestsAreLimitedPerSessionAndPerNodeAndCountedBackWhenDone() throws Exception {
         start(1, c -> {
@@ -111,21 +116,29 @@ class QuotasTest extends SdkFixture {
         long address = first.allocate(64 << 10);
         MemoryRegion buffers = first.register(address, 64 << 10, RegistrationMode.PINNED, Access.all());
         QueuePair qp = first.createQueuePair();
+        assertThatThrownBy(() -> qp.await(qp.postReceive(buffers, address + (64 << 10), 4096))).as("outside its region")
+                .isInstanceOf(PagewireException.InvalidRequestException.class);
         List<CompletableFuture<Completion>> posted = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             posted.add(qp.postReceive(buffers, address + i * 4096L, 4096));
         }
-        assertThatThrownBy(() -> qp.await(qp.postReceive(buffers, address, 4096))).hasMessageContaining("pagewire.quota.workRequestsPerSession");
+        assertThat(first.sharesMemory()).as("the first session posts through its rings").isTrue();
+        assertThatThrownBy(() -> qp.await(qp.postReceive(buffers, address, 4096))).isInstanceOf(PagewireException.ResourceExhaustedException.class)
+                .hasMessageContaining("pagewire.quota.workRequestsPerSession");
 
-        Endpoint second = client.openEndpoint("second");
+        Pagewire overStream = track(Pagewire.connect(node.target(), connectOptions().withSharedMemory(false)));
+        Endpoint second = overStream.openEndpoint("second");
+        assertThat(second.sharesMemory()).as("the second session posts on its stream").isFalse();
         long other = second.allocate(64 << 10);
         MemoryRegion otherBuffers = second.register(other, 64 << 10, RegistrationMode.PINNED, Access.all());
         QueuePair otherQp = second.createQueuePair();
+        assertThatThrownBy(() -> otherQp.await(otherQp.postReceive(otherBuffers, other - 4096, 4096))).as("outside its region")
+                .isInstanceOf(PagewireException.InvalidRequestException.class);
         for (int i = 0; i < 4; i++) {
             otherQp.postReceive(otherBuffers, other + i * 4096L, 4096);
         }
         assertThatThrownBy(() -> otherQp.await(otherQp.postReceive(otherBuffers, other, 4096)))
-                .hasMessageContaining("pagewire.quota.workRequestsPerNode");
+                .isInstanceOf(PagewireException.ResourceExhaustedException.class).hasMessageContaining("pagewire.quota.workRequestsPerNode");
         assertThat(node.nic().workRequestsOutstanding()).isEqualTo(12);
 
         qp.close(); // its receives complete as flushed: they are no longer outstanding
