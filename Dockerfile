@@ -42,6 +42,7 @@ COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
 # The verbs library (docs/verbs.md): a program in this container, or in one that shares its ring
 # directory, runs on the node with LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so.
 COPY --from=build /verbs/ /usr/lib/pagewire/
+COPY deploy/docker/pagewire-health /usr/lib/pagewire/pagewire-health
 # The node's emulated physical memory is a file in the ring directory (put it on a tmpfs, such as a
 # host's /dev/shm, to keep it in RAM), off the heap: size the container's memory limit for
 # PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES plus the heap plus ~100 MiB; the node's JVM takes 40 % of the
@@ -52,14 +53,15 @@ ENV PAGEWIRE_NODE_HOST=0.0.0.0 \
     PAGEWIRE_NODE_RING_DIRECTORY=/var/lib/pagewire/rings \
     PAGEWIRE_KERNEL_SWAP_FILE=/var/lib/pagewire/swap/node.swap \
     PAGEWIRE_NODE=127.0.0.1:7100 \
-    PAGEWIRE_VERBS_RING_DIRECTORY=/var/lib/pagewire/rings
+    PAGEWIRE_VERBS_RING_DIRECTORY=/var/lib/pagewire/rings \
+    PAGEWIRE_NODE_HEALTH_FILE=/var/lib/pagewire/health
 USER pagewire
 WORKDIR /var/lib/pagewire
 VOLUME ["/var/lib/pagewire/swap"]
 EXPOSE 7100 9464
 STOPSIGNAL SIGTERM
-# The probe is a short-lived JVM: client compiler only, small heap, and it must not inherit the node's flags.
-HEALTHCHECK --interval=10s --timeout=8s --start-period=60s --retries=3 \
-  CMD ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx48m", "-Xss512k", "-XX:-UsePerfData", \
-       "-cp", "/opt/pagewire/pagewire.jar", "io.pagewire.tools.cli.PagewireCommand", "health", "--quiet", "localhost:7100"]
+# The probe starts no JVM: it reads the health file the node rewrites every second (fresh and SERVING:
+# healthy). Two failures in a row (a stuck node's file is stale after 5 s) make the node unhealthy
+# within three intervals.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=2 CMD ["/usr/lib/pagewire/pagewire-health"]
 ENTRYPOINT ["java", "-XX:MaxRAMPercentage=40", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/pagewire/pagewire.jar", "node"]

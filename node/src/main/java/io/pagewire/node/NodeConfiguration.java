@@ -1,6 +1,8 @@
 package io.pagewire.node;
 
 import io.pagewire.config.Setting;
+import io.pagewire.config.SettingType;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -30,6 +32,13 @@ public final class NodeConfiguration {
     public static final Setting<Long> BUSY_POLL = Setting.nanos("pagewire.node.busyPollNs", 0,
             "Latency mode: how long an idle event loop keeps polling before it blocks; 0 blocks at once")
             .where(v -> v >= 0 && v <= 1_000_000_000L, "from 0 to 1 s");
+
+    public static final Setting<Path> HEALTH_FILE = Setting.of("pagewire.node.healthFile", SettingType.PATH, null,
+            "A file the node rewrites every health interval with SERVING (its event loops run, its server takes calls) or NOT_SERVING"
+                    + " and why, for probes that start no JVM (the image's HEALTHCHECK); empty writes none");
+    public static final Setting<Long> HEALTH_INTERVAL = Setting.nanos("pagewire.node.healthIntervalNs", 1_000_000_000L,
+            "How often the health file is rewritten; an event loop silent for three intervals makes the node NOT_SERVING")
+            .where(v -> v >= 10_000_000L && v <= 60_000_000_000L, "from 10 ms to 60 s");
 
     /** Every setting above, in declaration order. */
     public static final List<Setting<?>> SETTINGS = Setting.declaredIn(NodeConfiguration.class);

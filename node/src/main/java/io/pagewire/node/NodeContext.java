@@ -3,6 +3,8 @@ package io.pagewire.node;
 import static io.pagewire.node.NodeConfiguration.ACCEPT_PEERS;
 import static io.pagewire.node.NodeConfiguration.BUSY_POLL;
 import static io.pagewire.node.NodeConfiguration.EVENT_LOOP_THREADS;
+import static io.pagewire.node.NodeConfiguration.HEALTH_FILE;
+import static io.pagewire.node.NodeConfiguration.HEALTH_INTERVAL;
 import static io.pagewire.node.NodeConfiguration.HOST;
 import static io.pagewire.node.NodeConfiguration.ID;
 import static io.pagewire.node.NodeConfiguration.METRICS_PORT;
@@ -142,6 +144,26 @@ public final class NodeContext {
 
     public long shutdownGraceNs() {
         return settings.get(SHUTDOWN_GRACE);
+    }
+
+    /** Where the node writes its health for probes that start no JVM, or null for nowhere. */
+    public NodeContext healthFile(java.nio.file.Path value) {
+        settings.set(HEALTH_FILE, value);
+        return this;
+    }
+
+    public java.nio.file.Path healthFile() {
+        return settings.get(HEALTH_FILE);
+    }
+
+    /** How often the health file is rewritten. */
+    public NodeContext healthIntervalNs(long value) {
+        settings.set(HEALTH_INTERVAL, value);
+        return this;
+    }
+
+    public long healthIntervalNs() {
+        return settings.get(HEALTH_INTERVAL);
     }
 
     public int eventLoopThreads() {

@@ -20,6 +20,7 @@ import io.pagewire.node.metrics.MetricsEndpoint;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicTimers;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
@@ -71,12 +72,16 @@ public final class PagewireNode implements AutoCloseable {
     private final HealthStatusManager health = new HealthStatusManager();
     private final MetricsEndpoint metricsEndpoint;
     private final CallerAuthentication authentication;
+    /** Malformed input from any caller: refused, counted, logged at a bounded rate. */
+    private final BadInput badInput;
     /**
      * The node's directory in its ring directory, locked while the node lives: its memory file, the
      * sessions' rings and page tables and its verbs socket go there; null (anonymous memory, no rings)
      * when the node offers no rings or the directory is not usable.
      */
     private final OwnerDirectory sharedFiles;
+    /** The node's health in its health file, or null without one. */
+    private volatile NodeHealth healthFile;
     /** Where C verbs programs on this host reach the node, or null (no usable ring directory). */
     private volatile VerbsSocket verbsSocket;
 
@@ -129,7 +134,8 @@ public final class PagewireNode implements AutoCloseable {
             channels = ChannelFactory.netty(context.fabric(), eventLoops.workers(), eventLoops.channelType(),
                     context.security().mutualTls() ? context.security().channelCredentials() : null);
         }
-        this.fabric = new Fabric(context.fabric(), channels);
+        this.badInput = new BadInput(context.nodeId());
+        this.fabric = new Fabric(context.fabric(), channels, badInput);
         this.nic = new Nic(context.nodeId(), kernel, context.nic(), NicTimers.threaded(context.nodeId()), fabric);
         fabric.attach(nic);
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -154,7 +160,7 @@ public final class PagewireNode implements AutoCloseable {
         metrics.bindPacing(verbs::pacedOperations, verbs::pacingRefusals);
         this.authentication = new CallerAuthentication(context.security(),
                 Set.of(VerbsGrpc.SERVICE_NAME, "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"));
-        metrics.bindRefusals(authentication, fabric);
+        metrics.bindRefusals(authentication, fabric, badInput);
         this.server = buildServer();
         try {
             server.start();
@@ -181,7 +187,7 @@ public final class PagewireNode implements AutoCloseable {
             // The socket lives in the node's own directory; programs name the node by port or by id, links to it.
             Path byId = ringDirectory.resolve(fileName("pagewire-" + context.nodeId() + ".verbs"));
             this.verbsSocket = VerbsSocket.start(sharedFiles.resolve("verbs"), verbs, verbsExecutor, context.transport() == Transport.IN_PROCESS
-                    ? List.of(byId) : List.of(ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"), byId));
+                    ? List.of(byId) : List.of(ringDirectory.resolve("pagewire-" + server.getPort() + ".verbs"), byId), badInput);
         }
         if (context.transport() == Transport.NETTY && !context.security().mutualTls()) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " serves in PLAINTEXT on " + boundAddress()
@@ -191,6 +197,16 @@ public final class PagewireNode implements AutoCloseable {
         health.setStatus("", ServingStatus.SERVING);
         health.setStatus(VerbsGrpc.SERVICE_NAME, ServingStatus.SERVING);
         health.setStatus(FabricGrpc.SERVICE_NAME, ServingStatus.SERVING);
+        if (context.healthFile() != null) {
+            this.healthFile = new NodeHealth(context.nodeId(), context.healthFile(), context.healthIntervalNs(), eventLoops.workers(),
+                    () -> server.isShutdown() ? "the server is shut down (the node is stopping)" : null, scheduler);
+        }
+    }
+
+    /** Why the node is not healthy now (a stuck event loop, a server shut down), or null when it is; null without a health file. */
+    public String healthProblem() {
+        NodeHealth h = healthFile;
+        return h == null ? null : h.problem();
     }
 
     /** Starts a node: validates its configuration, starts its server, and dials its peers. */
@@ -239,7 +255,7 @@ public final class PagewireNode implements AutoCloseable {
                 .maxInboundMessageSize(context.fabric().maxMessageBytes())
                 .addService(fabric.service())
                 .addService(new LinkBaseline(fabric))
-                .addService(verbs)
+                .addService(badInput.guard(verbs.bindService(), BadInput.Source.VERBS))
                 .addService(health.getHealthService())
                 .addService(ProtoReflectionServiceV1.newInstance())
                 .build();
@@ -372,6 +388,9 @@ public final class PagewireNode implements AutoCloseable {
     /** Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and the kernel. */
     @Override
     public void close() {
+        if (healthFile != null) {
+            healthFile.close();
+        }
         if (verbsSocket != null) {
             verbsSocket.close();
         }

@@ -5,6 +5,7 @@ import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.proto.fabric.LaneFrame;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
@@ -19,6 +20,7 @@ import java.util.function.Predicate;
  * closes.
  */
 final class Dialer {
+    private final BadInput badInput;
     private static final System.Logger LOG = System.getLogger(Dialer.class.getName());
 
     private final FabricContext context;
@@ -29,7 +31,9 @@ final class Dialer {
     /** Whether the link to a peer is cut by fault injection. */
     private final Predicate<String> cut;
 
-    Dialer(FabricContext context, long incarnation, ScheduledExecutorService scheduler, BooleanSupplier closed, Predicate<String> cut) {
+    Dialer(FabricContext context, long incarnation, ScheduledExecutorService scheduler, BooleanSupplier closed, Predicate<String> cut,
+            BadInput badInput) {
+        this.badInput = badInput;
         this.context = context;
         this.incarnation = incarnation;
         this.scheduler = scheduler;
@@ -68,7 +72,7 @@ final class Dialer {
                 Lane lane = laneRef.get();
                 if (frame == LaneMarshaller.MALFORMED) {
                     Status malformed = LaneAcceptor.malformed(context.nodeId(), link.peer);
-                    LOG.log(System.Logger.Level.WARNING, malformed.getDescription());
+                    badInput.report(BadInput.Source.LANE, link.peer, malformed.getDescription());
                     lane.close(malformed.asRuntimeException());
                     return false;
                 }

@@ -4,6 +4,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.PacketTransport;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
 import java.util.List;
@@ -44,7 +45,8 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     /** The whole cluster is shutting down: a peer's departure is expected, not news for the log. */
     private volatile boolean peersLeaving;
 
-    public Fabric(FabricContext context, ChannelFactory channels) {
+    /** @param badInput where lane frames that do not parse are reported */
+    public Fabric(FabricContext context, ChannelFactory channels, BadInput badInput) {
         this.context = context.conclude();
         this.channels = channels;
         this.faults = new FaultInjector(context);
@@ -56,8 +58,8 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         executor.setRemoveOnCancelPolicy(true);
         this.scheduler = executor;
         long incarnation = System.nanoTime() ^ ThreadLocalRandom.current().nextLong();
-        this.dialer = new Dialer(context, incarnation, scheduler, () -> closed, faults::isCut);
-        this.acceptor = new LaneAcceptor(context, incarnation, () -> closed, faults::isCut, this::link);
+        this.dialer = new Dialer(context, incarnation, scheduler, () -> closed, faults::isCut, badInput);
+        this.acceptor = new LaneAcceptor(context, incarnation, () -> closed, faults::isCut, this::link, badInput);
     }
 
     /** Hands inbound packets and link events to this NIC from now on. */

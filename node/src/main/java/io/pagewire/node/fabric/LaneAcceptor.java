@@ -4,6 +4,7 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.PeerIdentity;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.fabric.LaneFrame;
@@ -19,6 +20,7 @@ import java.util.function.Predicate;
  * node; it must start with a hello, and it ends at the first frame that is not a lane frame.
  */
 final class LaneAcceptor {
+    private final BadInput badInput;
     private static final System.Logger LOG = System.getLogger(LaneAcceptor.class.getName());
 
     private final FabricContext context;
@@ -29,7 +31,9 @@ final class LaneAcceptor {
     private final Function<String, PeerLink> links;
     private final LongAdder refused = new LongAdder();
 
-    LaneAcceptor(FabricContext context, long incarnation, BooleanSupplier closed, Predicate<String> cut, Function<String, PeerLink> links) {
+    LaneAcceptor(FabricContext context, long incarnation, BooleanSupplier closed, Predicate<String> cut, Function<String, PeerLink> links,
+            BadInput badInput) {
+        this.badInput = badInput;
         this.context = context;
         this.incarnation = incarnation;
         this.closed = closed;
@@ -111,7 +115,7 @@ final class LaneAcceptor {
                     Lane lane = laneRef.get();
                     if (frame == LaneMarshaller.MALFORMED) {
                         Status status = malformed(context.nodeId(), lane == null ? "a caller before its hello" : lane.peer);
-                        LOG.log(System.Logger.Level.WARNING, status.getDescription());
+                        badInput.report(BadInput.Source.LANE, lane == null ? String.valueOf(caller) : lane.peer, status.getDescription());
                         out.onError(status.asRuntimeException());
                         ended();
                         return false;

@@ -65,6 +65,9 @@ public enum Metric {
     CONTROL_PACED(Meter.counter("pagewire.control.paced",
             "Control-plane operations (session opens, allocations, registrations, queue pairs, counters) of callers over their rate"
                     + " (pagewire.quota.controlOpsPerSecond): started later, or refused for waiting too long"), "outcome"),
+    BAD_INPUT(Meter.counter("pagewire.bad.input", "Malformed input refused with INVALID_ARGUMENT, by where it came in: verbs (a call or"
+            + " session message that does not parse), verbs_socket (a frame that breaks the socket's protocol), lane (a peer's frame that"
+            + " does not parse); the log has one line per caller per 10 s"), "source"),
     SECURITY_REFUSALS(Meter.counter("pagewire.security.refusals",
             "Calls and lanes refused for who sent them: no Pagewire identity in the certificate, a missing or wrong application token,"
                     + " a lane from a node that is not a peer or whose certificate names another"), "reason");

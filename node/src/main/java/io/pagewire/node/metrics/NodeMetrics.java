@@ -24,6 +24,7 @@ import io.pagewire.node.nic.NicCounters;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.Side;
 import io.pagewire.node.nic.WaitCause;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.proto.verbs.Stat;
 import java.time.Duration;
@@ -210,7 +211,10 @@ public final class NodeMetrics {
     }
 
     /** The node's refusals of callers by reason, and batches that failed in the NIC (the meters hold their sources weakly: the node holds both). */
-    public void bindRefusals(CallerAuthentication authentication, Fabric fabric) {
+    public void bindRefusals(CallerAuthentication authentication, Fabric fabric, BadInput badInput) {
+        for (BadInput.Source source : BadInput.Source.values()) {
+            counter(Metric.BAD_INPUT, badInput, b -> b.count(source), Tags.of("source", source.tag()));
+        }
         counter(Metric.SECURITY_REFUSALS, authentication, CallerAuthentication::refusedForIdentity,
                 Tags.of("reason", "no_identity"));
         counter(Metric.SECURITY_REFUSALS, authentication, CallerAuthentication::refusedForToken,

@@ -22,6 +22,7 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.proto.verbs.VerbsGrpc;
 import java.io.ByteArrayInputStream;
@@ -103,6 +104,7 @@ public final class VerbsSocket implements AutoCloseable {
     };
 
     private final Path path;
+    private final BadInput badInput;
     private final List<Path> links;
     private final ServerSocketChannel listener;
     private final Server server;
@@ -113,13 +115,16 @@ public final class VerbsSocket implements AutoCloseable {
     private final Thread acceptor;
     private volatile boolean closed;
 
-    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work, List<Path> links) throws IOException {
+    private VerbsSocket(Path path, ServerSocketChannel listener, VerbsService verbs, Executor work, List<Path> links, BadInput badInput)
+            throws IOException {
         this.path = path;
+        this.badInput = badInput;
         this.links = List.copyOf(links);
         this.listener = listener;
         String name = "pagewire-verbs-socket-" + UUID.randomUUID();
         this.server = InProcessServerBuilder.forName(name).executor(work)
-                .addService(ServerInterceptors.intercept(verbs, new LocalCaller())).build().start();
+                .addService(ServerInterceptors.intercept(badInput.guard(verbs.bindService(), BadInput.Source.VERBS_SOCKET), new LocalCaller()))
+                .build().start();
         this.inProcess = InProcessChannelBuilder.forName(name).directExecutor().build();
         this.channel = ClientInterceptors.intercept(inProcess, new ClientInterceptor() {
             @Override
@@ -149,7 +154,7 @@ public final class VerbsSocket implements AutoCloseable {
      *     when nodes sharing a directory share one (containers share a port, clusters node ids), the
      *     latest node has it
      */
-    public static VerbsSocket start(Path path, VerbsService verbs, Executor work, List<Path> links) {
+    public static VerbsSocket start(Path path, VerbsService verbs, Executor work, List<Path> links, BadInput badInput) {
         try {
             Files.deleteIfExists(path);
             ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
@@ -160,7 +165,7 @@ public final class VerbsSocket implements AutoCloseable {
                     Files.deleteIfExists(link);
                     Files.createSymbolicLink(link, link.getParent().relativize(path));
                 }
-                return new VerbsSocket(path, listener, verbs, work, links);
+                return new VerbsSocket(path, listener, verbs, work, links, badInput);
             } catch (IOException | RuntimeException e) {
                 listener.close();
                 Files.deleteIfExists(path);
@@ -206,9 +211,11 @@ public final class VerbsSocket implements AutoCloseable {
                     session(frames, caller);
                     return;
                 } else {
-                    frames.reply(Status.Code.INVALID_ARGUMENT.value(), "frame kind " + kind + " is not CALL (1) or OPEN_SESSION (2)");
+                    refuse(frames, caller, Status.Code.INVALID_ARGUMENT, "frame kind " + kind + " is not CALL (1) or OPEN_SESSION (2)");
                 }
             }
+        } catch (MalformedFrameException e) {
+            badInput.report(BadInput.Source.VERBS_SOCKET, caller, e.getMessage() + "; the connection was closed");
         } catch (IOException | RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "verbs socket connection ended: " + e);
         } finally {
@@ -218,19 +225,20 @@ public final class VerbsSocket implements AutoCloseable {
 
     private void call(Frames frames, ByteBuffer frame, String caller) throws IOException {
         if (frame.remaining() < 2) {
-            frames.reply(Status.Code.INVALID_ARGUMENT.value(), "a CALL frame starts with its method name's length");
+            refuse(frames, caller, Status.Code.INVALID_ARGUMENT, "a CALL frame starts with its method name's length");
             return;
         }
         int nameLength = frame.getShort() & 0xFFFF;
         if (nameLength > frame.remaining()) {
-            frames.reply(Status.Code.INVALID_ARGUMENT.value(), "a CALL frame's method name runs past the frame");
+            refuse(frames, caller, Status.Code.INVALID_ARGUMENT, "a CALL frame's method name runs past the frame");
             return;
         }
         byte[] name = new byte[nameLength];
         frame.get(name);
         MethodDescriptor<byte[], byte[]> method = methods.get(new String(name, StandardCharsets.UTF_8));
         if (method == null || method.getType() != MethodDescriptor.MethodType.UNARY) {
-            frames.reply(Status.Code.UNIMPLEMENTED.value(), "no unary verbs call named " + new String(name, StandardCharsets.UTF_8));
+            String shown = new String(name, StandardCharsets.UTF_8);
+            refuse(frames, caller, Status.Code.UNIMPLEMENTED, "no unary verbs call named " + (shown.length() > 64 ? shown.substring(0, 64) + "..." : shown));
             return;
         }
         byte[] request = new byte[frame.remaining()];
@@ -271,8 +279,9 @@ public final class VerbsSocket implements AutoCloseable {
                 }
                 int kind = frame.get() & 0xFF;
                 if (kind != SESSION_SEND) {
-                    requests.onError(Status.INVALID_ARGUMENT.withDescription("frame kind " + kind + " on a session: only SESSION_SEND (3)")
-                            .asRuntimeException());
+                    String what = "frame kind " + kind + " on a session: only SESSION_SEND (3)";
+                    badInput.report(BadInput.Source.VERBS_SOCKET, caller, what);
+                    requests.onError(Status.INVALID_ARGUMENT.withDescription(what).asRuntimeException());
                     return;
                 }
                 byte[] message = new byte[frame.remaining()];
@@ -284,6 +293,12 @@ public final class VerbsSocket implements AutoCloseable {
             // The program went away (or wrote garbage): its session ends, as a broken stream's does.
             requests.onError(Status.CANCELLED.withDescription("the program's verbs socket closed").asRuntimeException());
         }
+    }
+
+    /** Answers a frame that breaks the protocol with {@code code}, and reports it as the caller's bad input. */
+    private void refuse(Frames frames, String caller, Status.Code code, String what) throws IOException {
+        badInput.report(BadInput.Source.VERBS_SOCKET, caller, what);
+        frames.reply(code.value(), what);
     }
 
     private static final CallOptions.Key<String> CALLER_OPTION = CallOptions.Key.create("pagewire-local-caller");
@@ -336,6 +351,15 @@ public final class VerbsSocket implements AutoCloseable {
         }
     }
 
+    /** A frame whose length breaks the protocol: the connection cannot be read on. */
+    private static final class MalformedFrameException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        MalformedFrameException(String message) {
+            super(message);
+        }
+    }
+
     /** Reads and writes the frames of one connection (writes serialised: session events come from the node's threads). */
     private static final class Frames {
         private final SocketChannel channel;
@@ -354,7 +378,7 @@ public final class VerbsSocket implements AutoCloseable {
             }
             int n = length.flip().getInt();
             if (n < 1 || n > MAX_FRAME) {
-                throw new IOException("frame of " + Integer.toUnsignedString(n) + " bytes (1.." + MAX_FRAME + ")");
+                throw new MalformedFrameException("a frame of " + Integer.toUnsignedString(n) + " bytes (1.." + MAX_FRAME + ")");
             }
             ByteBuffer frame = ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN);
             if (!fill(frame)) {

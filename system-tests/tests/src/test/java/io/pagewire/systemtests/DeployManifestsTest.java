@@ -94,8 +94,8 @@ class DeployManifestsTest {
         assertThat(configured.port()).isEqualTo(defaults.port());
         service.getSpec().getPorts().forEach(p -> assertThat(ports).as("Service port " + p.getName()).containsEntry(p.getName(), p.getPort()));
         for (var probe : List.of(node.getReadinessProbe(), node.getLivenessProbe())) {
-            assertThat(probe.getExec().getCommand()).as("probes run `pagewire health` against the node's port (over its TLS)")
-                    .contains("health", "localhost:" + configured.port());
+            assertThat(probe.getExec().getCommand()).as("probes read the node's health file with the image's script (no JVM per probe)")
+                    .containsExactly("/usr/lib/pagewire/pagewire-health");
         }
         Map<String, String> annotations = set.getSpec().getTemplate().getMetadata().getAnnotations();
         assertThat(annotations).containsEntry("prometheus.io/scrape", "true")

@@ -32,6 +32,7 @@ import io.pagewire.proto.fabric.LaneHello;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
+import io.pagewire.systemtests.LogLines;
 import io.pagewire.systemtests.PrintClusterOnFailure;
 import io.pagewire.systemtests.ServiceChecks;
 import io.pagewire.tools.testbed.EmbeddedCluster;
@@ -97,7 +98,7 @@ class FabricFuzzTest {
         try (Pagewire app = Pagewire.connect(victim.target(), cluster.connectOptions())) {
             ManagedChannel channel = GrpcPagewire.channelBuilder(victim.target(), new ClientSecurity(
                     fuzzerIdentity.caFile(), fuzzerIdentity.certificateFile(), fuzzerIdentity.privateKeyFile(), "node-1", "")).build();
-            try {
+            try (LogLines log = new LogLines()) {
                 SplittableRandom random = new SplittableRandom(seed);
                 Map<String, Long> answers = new TreeMap<>();
                 // The fuzzer's first lane makes it a linked peer, so the victim's queue pairs can be connected to it.
@@ -129,6 +130,10 @@ class FabricFuzzTest {
                 assertThat(victim.fabric().batchesFailed()).as("batches that threw in the victim's NIC (see its log)").isZero();
                 assertThat(victim.nic().counters().get(NicCounter.TIMER_TASK_FAILURES)).as("NIC timer tasks that threw").isZero();
                 assertThat(victim.nic().counters().get(NicCounter.PIN_ACCOUNTING_ERRORS)).as("pin accounting errors").isZero();
+                // Bad input is the peer's: a few lines (a peer's garbage lanes are one line per 10 s), never a stack trace.
+                assertThat(log.withStackTraces()).as("stack traces logged").isEmpty();
+                assertThat(log.count()).as("log lines for %d fuzzed batches and %d garbage lanes:\n%s", batches, garbageLanes, log.sample())
+                        .isLessThanOrEqualTo(20 * Math.max(1, batches / 10_000));
             } finally {
                 channel.shutdownNow();
             }

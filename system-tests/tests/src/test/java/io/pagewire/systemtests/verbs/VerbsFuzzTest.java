@@ -26,6 +26,13 @@ import io.pagewire.proto.verbs.OpenSession;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.SessionRequest;
 import io.pagewire.proto.verbs.VerbsGrpc;
+import io.pagewire.systemtests.ClusterChecks;
+import io.pagewire.systemtests.LogLines;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -57,7 +64,7 @@ class VerbsFuzzTest extends SdkFixture {
         start(2, c -> { });
         PagewireNode node = cluster.node(1);
         ManagedChannel channel = cluster.openChannel(node);
-        try {
+        try (LogLines log = new LogLines()) {
             EndpointRef ref = openSession(channel);
             List<MethodDescriptor<Message, Message>> methods = unaryMethods();
             Map<Status.Code, Integer> codes = new EnumMap<>(Status.Code.class);
@@ -95,6 +102,9 @@ class VerbsFuzzTest extends SdkFixture {
                     .map(e -> e.getKey() + "=" + e.getValue() / 1_000_000).toList());
             System.out.println("VerbsFuzzTest calls over 1 s: " + String.join("\n  ", slow));
             assertThat(bad).as("calls that ended in UNKNOWN, INTERNAL or a hang (seed " + seed + ")").isEmpty();
+            assertThat(log.withStackTraces()).as("stack traces logged").isEmpty();
+            assertThat(log.count()).as("log lines for %d fuzzed calls:\n%s", INPUTS, log.sample())
+                    .isLessThanOrEqualTo(LOG_LINES_PER_10K * INPUTS / 10_000);
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
@@ -111,7 +121,7 @@ class VerbsFuzzTest extends SdkFixture {
         ManagedChannel channel = cluster.openChannel(cluster.node(1));
         Map<String, Integer> outcomes = new TreeMap<>();
         Map<String, String> bad = new TreeMap<>();
-        try {
+        try (LogLines log = new LogLines()) {
             int sent = 0;
             int streams = 0;
             while (sent < messages) {
@@ -134,6 +144,9 @@ class VerbsFuzzTest extends SdkFixture {
             }
             System.out.println("VerbsFuzzTest " + sent + " session messages on " + streams + " streams: " + outcomes);
             assertThat(bad).as("session streams that ended in UNKNOWN, INTERNAL or stopped being read (seed " + seed + ")").isEmpty();
+            assertThat(log.withStackTraces()).as("stack traces logged").isEmpty();
+            assertThat(log.count()).as("log lines for %d fuzzed session messages:\n%s", messages, log.sample())
+                    .isLessThanOrEqualTo(LOG_LINES_PER_10K * messages / 10_000);
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
@@ -312,6 +325,179 @@ class VerbsFuzzTest extends SdkFixture {
             }
             case MESSAGE -> depth > 3 ? null : fuzz((Message) builder.newBuilderForField(field).getDefaultInstanceForType(), ref, random, depth + 1);
         };
+    }
+
+    /** At most this many log lines per 10,000 bad inputs: one per caller every 10 s, and a few from what ends a stream. */
+    private static final int LOG_LINES_PER_10K = 20;
+
+    /**
+     * Requests that do not parse, on every verbs RPC over gRPC and as frames on the node's verbs socket
+     * (broken framing, unknown kinds and calls, calls and session messages whose bytes are not the
+     * message): each is INVALID_ARGUMENT (UNIMPLEMENTED for a call that does not exist), the node logs
+     * them as a few lines and no stack trace, counts every one, and serves a well-behaved client after.
+     */
+    @Test
+    void unparsableInputIsTheCallersAndTheLogStaysReadable() throws Exception {
+        long seed = Long.getLong("pagewire.fuzz.seed", System.nanoTime());
+        int inputs = Integer.getInteger("pagewire.fuzz.unparsable", 10_000);
+        System.out.println("VerbsFuzzTest unparsable input, seed " + seed + " (replay with -Dpagewire.fuzz.seed=" + seed + ")");
+        SplittableRandom random = new SplittableRandom(seed);
+        start(2, c -> { });
+        PagewireNode node = cluster.node(1);
+        Map<String, Integer> grpcCodes = new TreeMap<>();
+        Map<String, Integer> socketCodes = new TreeMap<>();
+        ManagedChannel channel = cluster.openChannel(node);
+        try (LogLines log = new LogLines()) {
+            List<MethodDescriptor<byte[], byte[]>> methods = new ArrayList<>();
+            for (MethodDescriptor<?, ?> m : VerbsGrpc.getServiceDescriptor().getMethods()) {
+                methods.add(m.toBuilder(RAW, RAW).build());
+            }
+            for (int i = 0; i < inputs; i++) {
+                MethodDescriptor<byte[], byte[]> method = methods.get(random.nextInt(methods.size()));
+                byte[] garbage = unparsable(random);
+                Status.Code code;
+                if (method.getType() == MethodDescriptor.MethodType.UNARY) {
+                    try {
+                        ClientCalls.blockingUnaryCall(channel, method, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), garbage);
+                        code = Status.Code.OK;
+                    } catch (StatusRuntimeException e) {
+                        code = e.getStatus().getCode();
+                    }
+                } else {
+                    code = garbageOnSession(channel, method, garbage);
+                }
+                grpcCodes.merge(method.getBareMethodName() + " " + code, 1, Integer::sum);
+            }
+            int grpcLines = log.count();
+            System.out.println("VerbsFuzzTest " + inputs + " unparsable gRPC requests: " + grpcCodes + "; " + grpcLines + " log lines");
+            assertThat(grpcCodes.keySet()).as("every unparsable request is INVALID_ARGUMENT").allMatch(k -> k.endsWith(" INVALID_ARGUMENT"));
+
+            Path socket = node.context().verbs().ringDirectory().resolve("pagewire-" + node.target().substring(node.target().lastIndexOf(':') + 1)
+                    + ".verbs");
+            for (int i = 0; i < inputs; i++) {
+                socketCodes.merge(garbageOnSocket(socket, random, methods), 1, Integer::sum);
+            }
+            System.out.println("VerbsFuzzTest " + inputs + " bad frames on " + socket + ": " + socketCodes + "; " + (log.count() - grpcLines)
+                    + " log lines");
+            assertThat(socketCodes.keySet()).as("every bad frame is refused as the caller's")
+                    .allMatch(k -> k.equals("INVALID_ARGUMENT") || k.equals("UNIMPLEMENTED") || k.equals("closed"));
+            assertThat(log.withStackTraces()).as("stack traces logged").isEmpty();
+            assertThat(log.count()).as("log lines for %d bad inputs:\n%s", 2 * inputs, log.sample())
+                    .isLessThanOrEqualTo(LOG_LINES_PER_10K * 2 * inputs / 10_000);
+            assertThat(ClusterChecks.total(connect(node), "pagewire_bad_input_total")).as("every bad input counted")
+                    .isGreaterThanOrEqualTo(2.0 * inputs);
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+        wellBehavedClientStillServed();
+    }
+
+    private static final MethodDescriptor.Marshaller<byte[]> RAW = new MethodDescriptor.Marshaller<>() {
+        @Override
+        public java.io.InputStream stream(byte[] value) {
+            return new java.io.ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(java.io.InputStream stream) {
+            try {
+                return stream.readAllBytes();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+    };
+
+    /** Bytes no protobuf message parses: a field number 0, a wire type 6 or 7, or a length past the end. */
+    private static byte[] unparsable(SplittableRandom random) {
+        if (random.nextInt(3) == 0) {
+            return new byte[] {0x0A, (byte) 0x7F}; // field 1, length-delimited, 127 bytes that are not there
+        }
+        byte[] bytes = new byte[1 + random.nextInt(16)];
+        random.nextBytes(bytes);
+        bytes[0] = random.nextBoolean() ? 0x00 : (byte) 0x0E; // tag 0, or field 1 with wire type 6: neither exists
+        return bytes;
+    }
+
+    /** Opens a session stream, sends one message that does not parse: how the stream ended. */
+    private static Status.Code garbageOnSession(ManagedChannel channel, MethodDescriptor<byte[], byte[]> method, byte[] garbage) throws Exception {
+        CompletableFuture<Status> ended = new CompletableFuture<>();
+        StreamObserver<byte[]> requests = ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT
+                .withDeadlineAfter(10, TimeUnit.SECONDS)), new StreamObserver<>() {
+                    @Override
+                    public void onNext(byte[] value) {
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        ended.complete(Status.fromThrowable(t));
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        ended.complete(Status.OK);
+                    }
+                });
+        requests.onNext(garbage);
+        requests.onCompleted();
+        return ended.get(15, TimeUnit.SECONDS).getCode();
+    }
+
+    /** One connection to the verbs socket with one bad frame: the status it was answered with, or "closed". */
+    private static String garbageOnSocket(Path socket, SplittableRandom random, List<MethodDescriptor<byte[], byte[]>> methods) throws Exception {
+        try (SocketChannel channel = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            ByteBuffer frame;
+            switch (random.nextInt(6)) {
+                case 0 -> frame = frame(1 + random.nextInt(200) + 5, new byte[0]); // a kind past 4
+                case 1 -> frame = frame(1, new byte[] {(byte) 0xFF}); // a CALL too short for its name's length
+                case 2 -> frame = frame(1, callBody("NoSuchCall".repeat(1 + random.nextInt(3)), new byte[0]));
+                case 3 -> frame = frame(1, callBody(methods.get(random.nextInt(methods.size())).getBareMethodName(), unparsable(random)));
+                case 4 -> {
+                    write(channel, frame(2, new byte[0])); // OPEN_SESSION, then a message that does not parse
+                    frame = frame(3, unparsable(random));
+                }
+                default -> {
+                    ByteBuffer huge = ByteBuffer.allocate(5).order(ByteOrder.LITTLE_ENDIAN);
+                    huge.putInt(-1 - random.nextInt(1000)).put((byte) 1).flip(); // a length past the largest frame
+                    frame = huge;
+                }
+            }
+            write(channel, frame);
+            ByteBuffer header = ByteBuffer.allocate(9).order(ByteOrder.LITTLE_ENDIAN);
+            try {
+                while (header.hasRemaining()) {
+                    if (channel.read(header) < 0) {
+                        return "closed";
+                    }
+                }
+            } catch (java.io.IOException reset) {
+                return "closed"; // the node closed a connection whose framing it could not follow
+            }
+            header.flip();
+            header.getInt();
+            header.get();
+            int code = header.getInt();
+            return Status.fromCodeValue(code).getCode().name();
+        }
+    }
+
+    private static byte[] callBody(String method, byte[] request) {
+        byte[] name = method.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ByteBuffer body = ByteBuffer.allocate(2 + name.length + request.length).order(ByteOrder.LITTLE_ENDIAN);
+        body.putShort((short) name.length).put(name).put(request);
+        return body.array();
+    }
+
+    private static ByteBuffer frame(int kind, byte[] body) {
+        ByteBuffer frame = ByteBuffer.allocate(5 + body.length).order(ByteOrder.LITTLE_ENDIAN);
+        frame.putInt(1 + body.length).put((byte) kind).put(body).flip();
+        return frame;
+    }
+
+    private static void write(SocketChannel channel, ByteBuffer frame) throws java.io.IOException {
+        while (frame.hasRemaining()) {
+            channel.write(frame);
+        }
     }
 
     private void wellBehavedClientStillServed() {
