@@ -66,10 +66,16 @@ public final class VerbsPerftest {
         return library != null;
     }
 
-    /** What the bench's header says about it. */
+    /** What the bench's header says about it: the library as a user finds it (relative to the checkout it was built in, or the image's path). */
     public String describe() {
-        return available() ? "perftest (ib_write_bw, ib_write_lat) through the verbs library " + library + "."
+        return available() ? "perftest (ib_write_bw, ib_write_lat) through the verbs library " + shown(library) + "."
                 : "Verbs programs: not measured (perftest or the verbs library is not installed).";
+    }
+
+    /** A path under the working directory (the checkout) relative to it; any other as it is. */
+    static String shown(Path path) {
+        Path here = Path.of("").toAbsolutePath();
+        return path.startsWith(here) ? here.relativize(path).toString() : path.toString();
     }
 
     /** ib_write_bw's average bandwidth in MB/s at {@code size} for {@code seconds}, or null when the run failed. */
