@@ -41,8 +41,13 @@ final class Recovery {
     private volatile boolean sweepWanted;
     /** When the acknowledgement timer last started (progress, a resend, the end of a wait). */
     private long lastProgressNs;
-    /** Timeouts in a row without progress. */
+    /** Timeouts in a row without progress while the link took data: retransmissions that reached it. */
     private int retries;
+    /**
+     * Timeouts in a row while no lane could take data: nothing went out for them, so they do not use
+     * the retransmissions' budget; they have their own, as long, which ends a cut that lasts.
+     */
+    private int waitTimeouts;
     private long rnrPsn = -1;
     private int rnrRetries;
     private boolean rnrWaiting;
@@ -76,6 +81,7 @@ final class Recovery {
     void progressed() {
         lastProgressNs = nic.clock().nanoTime();
         retries = 0;
+        waitTimeouts = 0;
     }
 
     /** Every PSN up to {@code psn} was acknowledged: an RNR NAK at or before it is over. */
@@ -107,6 +113,12 @@ final class Recovery {
      */
     void linkWaiting(boolean waiting, boolean inFlight) {
         if (waiting && !linkWaiting && !inFlight) {
+            restartTimer();
+        }
+        if (!waiting && linkWaiting) {
+            // The link takes data again (a cut healed, and the transport under it caught up): what timed
+            // out meanwhile never went out, so the retransmissions still to come keep their whole budget.
+            waitTimeouts = 0;
             restartTimer();
         }
         linkWaiting = waiting;
@@ -158,8 +170,7 @@ final class Recovery {
             return Timeout.NOT_YET;
         }
         nic.counters().increment(NicCounter.ACK_TIMEOUTS);
-        retries++;
-        if (retries > ctx.retryCount()) {
+        if (linkWaiting ? ++waitTimeouts > ctx.retryCount() : ++retries > ctx.retryCount()) {
             return Timeout.GIVE_UP;
         }
         lastProgressNs = now;
@@ -180,11 +191,12 @@ final class Recovery {
      * lengthen the queue further; backing off, as TCP's retransmission timer does, lets it drain.
      */
     private long currentTimeoutNs() {
-        return ctx.ackTimeoutNs() << Math.min(retries, MAX_BACKOFF_SHIFT);
+        return ctx.ackTimeoutNs() << Math.min(Math.max(retries, waitTimeouts), MAX_BACKOFF_SHIFT);
     }
 
     /** What a failing test prints. */
     String describe() {
-        return (rnrWaiting ? " rnr-wait" : "") + (retries > 0 ? " timeouts=" + retries : "") + (linkWaiting ? " link-wait" : "");
+        return (rnrWaiting ? " rnr-wait" : "") + (retries > 0 ? " timeouts=" + retries : "") + (linkWaiting ? " link-wait" : "")
+                + (waitTimeouts > 0 ? " wait-timeouts=" + waitTimeouts : "");
     }
 }

@@ -29,4 +29,15 @@ public final class ClusterChecks {
         }
         return sum;
     }
+
+    /** A meter's series of the node, each as "tags=value" (what a failing or diagnostic line prints). */
+    public static String byCause(Pagewire node, String meter) {
+        Map<String, Double> byTags = node.stats().get(meter);
+        if (byTags == null) {
+            return "{}";
+        }
+        StringBuilder out = new StringBuilder("{");
+        byTags.forEach((tags, value) -> out.append(out.length() > 1 ? ", " : "").append(tags).append('=').append(Math.round(value)));
+        return out.append('}').toString();
+    }
 }
