@@ -14,6 +14,7 @@ import io.pagewire.node.nic.NicCounter;
 import io.pagewire.tools.testbed.EmbeddedCluster;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -35,9 +36,25 @@ import java.util.concurrent.atomic.AtomicLong;
  * count. A stream through a node that restarted begins again (what the node held went with it).
  */
 final class Soak {
-    /** What to run. */
+    /**
+     * What to run.
+     *
+     * @param ringDirectory where the nodes share memory with applications on the host (null: their default)
+     */
     record Settings(int nodes, long durationNs, long seed, double lossRate, double duplicateRate, double reorderRate, long delayNs,
-            boolean linkCuts, boolean restarts, long maxOperations) {
+            boolean linkCuts, boolean restarts, long maxOperations, Path ringDirectory) {
+        Settings(int nodes, long durationNs, long seed, double lossRate, double duplicateRate, double reorderRate, long delayNs,
+                boolean linkCuts, boolean restarts, long maxOperations) {
+            this(nodes, durationNs, seed, lossRate, duplicateRate, reorderRate, delayNs, linkCuts, restarts, maxOperations, null);
+        }
+    }
+
+    /** What else runs against the soak's nodes while its streams do (applications and programs that come and go). */
+    interface Churn {
+        /**
+         * Runs until {@code deadline} or {@code stopping}; reports what breaks an invariant to {@code violation}.
+         */
+        void run(EmbeddedCluster cluster, long deadline, java.util.function.BooleanSupplier stopping, java.util.function.Consumer<String> violation);
     }
 
     /** What happened: the summary line's figures, and every violation seen. */
@@ -76,9 +93,16 @@ final class Soak {
     private volatile boolean restarting;
     private volatile boolean stopping;
 
+    private final Churn churn;
+
     Soak(Settings settings, PrintWriter log) {
+        this(settings, log, null);
+    }
+
+    Soak(Settings settings, PrintWriter log, Churn churn) {
         this.settings = settings;
         this.log = log;
+        this.churn = churn;
     }
 
     Result run() throws Exception {
@@ -89,6 +113,9 @@ final class Soak {
             c.nic().ackTimeoutNs(50_000_000L).retryCount(7).rnrRetryCount(7).tlbEntries(64).tlbWays(4);
             c.fabric().lossRate(settings.lossRate()).duplicateRate(settings.duplicateRate()).reorderRate(settings.reorderRate())
                     .delayNs(settings.delayNs()).faultSeed(settings.seed());
+            if (settings.ringDirectory() != null) {
+                c.verbs().ringDirectory(settings.ringDirectory());
+            }
         })) {
             List<Pagewire> connections = new ArrayList<>();
             List<Stream> streams = new ArrayList<>();
@@ -127,10 +154,22 @@ final class Soak {
                     restarter.setDaemon(true);
                     restarter.start();
                 }
+                Thread churning = null;
+                if (churn != null) {
+                    churning = new Thread(() -> churn.run(cluster, deadline, () -> stopping, this::violation), "soak-churn");
+                    churning.setDaemon(true);
+                    churning.start();
+                }
                 for (Thread t : threads) {
                     t.join(TimeUnit.NANOSECONDS.toMillis(settings.durationNs()) + TimeUnit.SECONDS.toMillis(3 * OPERATION_TIMEOUT_S));
                     if (t.isAlive()) {
                         violation(t.getName() + " did not finish: an operation hung");
+                    }
+                }
+                if (churning != null) {
+                    churning.join(TimeUnit.SECONDS.toMillis(3 * OPERATION_TIMEOUT_S));
+                    if (churning.isAlive()) {
+                        violation("the churn of applications and programs did not finish: something it waited on hung");
                     }
                 }
                 stopping = true;

@@ -5,12 +5,12 @@ import java.io.IOException;
 import java.net.ServerSocket;
 
 /** What running someone else's benchmark program takes: finding it on the PATH and a free port for its server. */
-final class ExternalPrograms {
+public final class ExternalPrograms {
     private ExternalPrograms() {
     }
 
     /** The executable {@code name} on the PATH, or null. */
-    static String onPath(String name) {
+    public static String onPath(String name) {
         String path = System.getenv("PATH");
         if (path != null) {
             for (String dir : path.split(File.pathSeparator)) {
@@ -24,7 +24,7 @@ final class ExternalPrograms {
     }
 
     /** A port free now on this host, or {@code fallback}. */
-    static int freePort(int fallback) {
+    public static int freePort(int fallback) {
         try (ServerSocket socket = new ServerSocket(0)) {
             return socket.getLocalPort();
         } catch (IOException e) {

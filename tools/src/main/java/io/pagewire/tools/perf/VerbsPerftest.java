@@ -39,20 +39,7 @@ public final class VerbsPerftest {
 
     /** The library (PAGEWIRE_VERBS_LIBRARY, the image's, or this source tree's build) and perftest from the PATH, or an absent one. */
     public static VerbsPerftest find() {
-        Path library = null;
-        String configured = System.getenv("PAGEWIRE_VERBS_LIBRARY");
-        List<String> places = new ArrayList<>();
-        if (configured != null && !configured.isBlank()) {
-            places.add(configured);
-        }
-        places.addAll(LIBRARY_PLACES);
-        for (String place : places) {
-            Path p = Path.of(place).toAbsolutePath();
-            if (Files.isRegularFile(p)) {
-                library = p;
-                break;
-            }
-        }
+        Path library = library();
         String bw = ExternalPrograms.onPath("ib_write_bw");
         String lat = ExternalPrograms.onPath("ib_write_lat");
         return library == null || bw == null || lat == null ? absent() : new VerbsPerftest(library, bw, lat);
@@ -64,6 +51,23 @@ public final class VerbsPerftest {
 
     public boolean available() {
         return library != null;
+    }
+
+    /** The verbs library to preload: PAGEWIRE_VERBS_LIBRARY, the image's, or this source tree's build; null when none is there. */
+    public static Path library() {
+        String configured = System.getenv("PAGEWIRE_VERBS_LIBRARY");
+        List<String> places = new ArrayList<>();
+        if (configured != null && !configured.isBlank()) {
+            places.add(configured);
+        }
+        places.addAll(LIBRARY_PLACES);
+        for (String place : places) {
+            Path p = Path.of(place).toAbsolutePath();
+            if (Files.isRegularFile(p)) {
+                return p;
+            }
+        }
+        return null;
     }
 
     /** What the bench's header says about it: the library as a user finds it (relative to the checkout it was built in, or the image's path). */
