@@ -71,8 +71,11 @@ if [ "$1" = bench ]; then
   certs=$(mktemp -d /tmp/pagewire-testbed-certs.XXXXXX)
   trap 'rm -rf "$certs"' EXIT
   "$0" certs "$certs"
-  # The host processes the testbed is compared with get the compose nodes' own settings.
+  # The host processes the testbed is compared with get the compose nodes' own settings; verbs programs
+  # run inside node-1's and node-2's containers, as a user of the testbed runs them.
+  containers="$("${compose[@]}" ps -q node-1),$("${compose[@]}" ps -q node-2)"
   "$root/pagewire" bench --testbed "localhost:${PAGEWIRE_HOST_PORT_NODE1:-7101},localhost:${PAGEWIRE_HOST_PORT_NODE2:-7102}" --certs "$certs" \
+    --testbed-containers "$containers" \
     --set pagewire.kernel.physicalMemoryBytes=256MiB --set pagewire.kernel.swapBytes=1GiB \
     --set pagewire.kernel.memlockLimitBytes=64MiB --set pagewire.nic.tlbEntries=1024 "$@"
   exit 0

@@ -54,6 +54,11 @@ final class BenchCommand implements Callable<Integer> {
                     + " --certs/--plaintext/--token as any application reaches them.")
     List<String> testbed = new ArrayList<>();
 
+    @Option(names = "--testbed-containers", paramLabel = "NAME,NAME", split = ",",
+            description = "The containers of the two testbed nodes (the requester's first): unmodified verbs programs (ib_write_bw,"
+                    + " ib_write_lat) run in them through the image's library, beside the same between the host processes.")
+    List<String> testbedContainers = new ArrayList<>();
+
     @Mixin
     ClientSecurityOptions testbedSecurity = new ClientSecurityOptions();
 
@@ -87,14 +92,21 @@ final class BenchCommand implements Callable<Integer> {
                         + verbs.describe())
                 + (settings.isEmpty() ? " Node processes: default settings." : " Node processes: " + settings + ".")
                 + (testbed.isEmpty() ? " Testbed: not measured (no --testbed; deploy/testbed.sh bench measures the compose testbed's)."
-                        : " Testbed: the nodes at " + String.join(" and ", testbed) + ", reached from this host.");
+                        : " Testbed: the nodes at " + String.join(" and ", testbed) + ", reached from this host"
+                        + (testbedContainers.isEmpty() ? "." : "; verbs programs run in their containers."));
         if (!testbed.isEmpty() && testbed.size() != 2) {
             err.println("pagewire bench: --testbed takes two nodes, HOST:PORT,HOST:PORT (the requester's first), not " + testbed);
             err.flush();
             return 2;
         }
+        if (!testbedContainers.isEmpty() && (testbedContainers.size() != 2 || testbed.isEmpty())) {
+            err.println("pagewire bench: --testbed-containers takes the two testbed nodes' containers, NAME,NAME, with --testbed, not "
+                    + testbedContainers);
+            err.flush();
+            return 2;
+        }
         Bench.SecuredPair testbedPair = testbed.isEmpty() ? null
-                : new Bench.SecuredPair(Bench.TESTBED, testbed.get(0), testbed.get(1), testbedSecurity.security());
+                : new Bench.SecuredPair(Bench.TESTBED, testbed.get(0), testbed.get(1), testbedSecurity.security(), List.copyOf(testbedContainers));
         Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx, settings, testbedPair)
                 .verbs(verbs);
         bench.run(rounds);

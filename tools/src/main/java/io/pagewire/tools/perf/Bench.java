@@ -92,7 +92,16 @@ public final class Bench {
      * Two nodes measured as a configuration users run, under a figure prefix: their addresses (the
      * requester's first) and how the bench's applications and probes reach them.
      */
-    public record SecuredPair(String label, String requester, String responder, ClientSecurity security) {
+    public record SecuredPair(String label, String requester, String responder, ClientSecurity security, List<String> containers) {
+        public SecuredPair(String label, String requester, String responder, ClientSecurity security) {
+            this(label, requester, responder, security, List.of());
+        }
+
+        /** Where verbs programs run against the requester and the responder: on this host, or in the nodes' containers. */
+        VerbsPerftest.Place place(int side) {
+            return containers.isEmpty() ? VerbsPerftest.Place.host(side == 0 ? requester : responder)
+                    : VerbsPerftest.Place.inContainer(containers.get(side));
+        }
     }
 
     /** Node settings ({@code --set}) for every node process the bench starts; empty for the defaults. */
@@ -205,10 +214,38 @@ public final class Bench {
         SecuredPair mtls = pairs.get(1);
         securedBandwidth(mtls, 65536, warmup, false);
         securedLatency(mtls, false);
+        if (verbs.available()) {
+            for (SecuredPair nodes : pairs.subList(1, pairs.size())) {
+                if (!nodes.label().equals(TESTBED) || !nodes.containers().isEmpty()) {
+                    securedVerbs(nodes, warmup);
+                }
+            }
+        }
         for (SecuredPair nodes : pairs) {
             record("ring hop 8 KiB " + nodes.label() + " us", ringHop(nodes, true));
         }
         record("ring hop 8 KiB " + mtls.label() + ", remote application us", ringHop(mtls, false));
+    }
+
+    /**
+     * Debian's ib_write_bw (64 KiB) and ib_write_lat (64 B) through the verbs library between the pair's
+     * nodes: on this host for host processes, inside the two node containers for a testbed given
+     * with its containers (what a user of the compose testbed runs).
+     */
+    private void securedVerbs(SecuredPair nodes, double warmup) {
+        Double mb = verbs.writeBandwidthMbPerSec(nodes.place(0), nodes.place(1), VERBS_BANDWIDTH_SIZE, warmup + budget.bandwidthSeconds());
+        if (mb != null) {
+            record(nodes.label() + " verbs ib_write_bw " + label(VERBS_BANDWIDTH_SIZE) + " MB/s", mb);
+        } else {
+            log.printf("# %s verbs ib_write_bw failed; not recorded:%n%s%n", nodes.label(), verbs.failure);
+        }
+        VerbsPerftest.Latency latency = verbs.writeLatency(nodes.place(0), nodes.place(1), LATENCY_SIZE, budget.latencyIterations());
+        if (latency != null) {
+            record(nodes.label() + " verbs ib_write_lat RTT 64 B p50 us", latency.typicalUs() * 2);
+            record(nodes.label() + " verbs ib_write_lat RTT 64 B p99 us", latency.p99Us() * 2);
+        } else {
+            log.printf("# %s verbs ib_write_lat failed; not recorded:%n%s%n", nodes.label(), verbs.failure);
+        }
     }
 
     /** Connections to a secured pair: with rings where the node offers them, or as a remote application. */

@@ -127,6 +127,15 @@ public final class BenchReport {
                 Ratio.Kind.AT_MOST, 2));
         ratios.add(new Ratio("ring hop " + t + " / " + m + " host, remote application", "ring hop 8 KiB " + t + " us",
                 "ring hop 8 KiB " + m + ", remote application us", Ratio.Kind.SHOWN, 0));
+        // Unmodified verbs programs inside two node containers, against the same between two host node processes.
+        ratios.add(new Ratio(t + " verbs ib_write_bw 64 KiB / " + m + " host", t + " verbs ib_write_bw 64 KiB MB/s",
+                m + " verbs ib_write_bw 64 KiB MB/s", Ratio.Kind.AT_LEAST, 0.7));
+        ratios.add(new Ratio(t + " verbs ib_write_lat RTT p50 / " + m + " host", t + " verbs ib_write_lat RTT 64 B p50 us",
+                m + " verbs ib_write_lat RTT 64 B p50 us", Ratio.Kind.AT_MOST, 1.5));
+        ratios.add(new Ratio(t + " verbs ib_write_lat RTT p99 / p50", t + " verbs ib_write_lat RTT 64 B p99 us",
+                t + " verbs ib_write_lat RTT 64 B p50 us", Ratio.Kind.AT_MOST, 5));
+        ratios.add(new Ratio(m + " verbs ib_write_lat RTT p99 / p50", m + " verbs ib_write_lat RTT 64 B p99 us",
+                m + " verbs ib_write_lat RTT 64 B p50 us", Ratio.Kind.SHOWN, 0));
         return ratios;
     }
 

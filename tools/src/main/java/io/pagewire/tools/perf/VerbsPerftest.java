@@ -20,6 +20,8 @@ import java.util.concurrent.TimeUnit;
 public final class VerbsPerftest {
     /** Where the library is looked for when PAGEWIRE_VERBS_LIBRARY does not say: the image's place, then the source tree's build. */
     private static final List<String> LIBRARY_PLACES = List.of("/usr/lib/pagewire/libpagewire-verbs.so", "verbs-c/target/libpagewire-verbs.so");
+    /** Where the node image keeps the library (the Dockerfile). */
+    static final String IMAGE_LIBRARY = "/usr/lib/pagewire/libpagewire-verbs.so";
 
     /**
      * The programs' niceness: at 19 they waited behind busy-polling nodes (ib_write_lat typical one-way
@@ -82,30 +84,61 @@ public final class VerbsPerftest {
         return path.startsWith(here) ? here.relativize(path).toString() : path.toString();
     }
 
+    /**
+     * Where one side of a perftest program runs: on this host, with this checkout's (or the image's)
+     * library preloaded and {@code node} naming its node, or inside a node's container (its image's
+     * library, the node named by {@code node} or, when null, by the container's own PAGEWIRE_NODE).
+     */
+    public record Place(String node, String container) {
+        public static Place host(String target) {
+            return new Place(target, null);
+        }
+
+        public static Place inContainer(String container) {
+            return new Place(null, container);
+        }
+    }
+
+    /** ib_write_lat's one-way figures in microseconds (half a round trip): typical and 99th percentile. */
+    record Latency(double typicalUs, double p99Us) {
+    }
+
     /** ib_write_bw's average bandwidth in MB/s at {@code size} for {@code seconds}, or null when the run failed. */
     Double writeBandwidthMbPerSec(String requester, String responder, int size, double seconds) {
+        return writeBandwidthMbPerSec(Place.host(requester), Place.host(responder), size, seconds);
+    }
+
+    /** As {@link #writeBandwidthMbPerSec(String, String, int, double)}, wherever the two sides run. */
+    Double writeBandwidthMbPerSec(Place requester, Place responder, int size, double seconds) {
         String[] row = run(writeBw, requester, responder, List.of("-s", String.valueOf(size), "-D", String.valueOf(Math.max(1, Math.round(seconds)))));
         return row == null || row.length < 4 ? null : Double.parseDouble(row[3]);
     }
 
     /** ib_write_lat's typical one-way latency in microseconds (half a round trip), or null when the run failed. */
     Double writeLatencyTypicalUs(String requester, String responder, int size, int iterations) {
+        Latency latency = writeLatency(Place.host(requester), Place.host(responder), size, iterations);
+        return latency == null ? null : latency.typicalUs();
+    }
+
+    /** ib_write_lat's one-way typical and 99th percentile, wherever the two sides run; null when the run failed. */
+    Latency writeLatency(Place requester, Place responder, int size, int iterations) {
         String[] row = run(writeLat, requester, responder, List.of("-s", String.valueOf(size), "-n", String.valueOf(iterations)));
-        return row == null || row.length < 5 ? null : Double.parseDouble(row[4]);
+        return row == null || row.length < 8 ? null : new Latency(Double.parseDouble(row[4]), Double.parseDouble(row[7]));
     }
 
     /** The output of the last run that failed, for the bench's log. */
     String failure = "";
 
     /** Runs a server on the responder's node and its client on the requester's; the client's result row, or null. */
-    private String[] run(String program, String requester, String responder, List<String> options) {
+    private String[] run(String program, Place requester, Place responder, List<String> options) {
         int port = ExternalPrograms.freePort(18515);
         Process server = null;
         try {
             server = start(program, responder, port, options, null).start();
+            String serverHost = responder.container() == null ? "127.0.0.1" : containerAddress(responder.container());
             for (int attempt = 0; attempt < 20; attempt++) {
                 Thread.sleep(200); // the server opens its device and listens for the client
-                Process client = start(program, requester, port, options, "127.0.0.1").redirectErrorStream(true).start();
+                Process client = start(program, requester, port, options, serverHost).redirectErrorStream(true).start();
                 if (!client.waitFor(180, TimeUnit.SECONDS)) {
                     client.destroyForcibly();
                     return null;
@@ -134,8 +167,22 @@ public final class VerbsPerftest {
         }
     }
 
-    private ProcessBuilder start(String program, String node, int port, List<String> options, String serverHost) {
-        List<String> command = new ArrayList<>(List.of("nice", "-n", String.valueOf(NICE), program, "-d", "pagewire0", "-p", String.valueOf(port)));
+    /**
+     * One side. In a container it runs under docker exec with the image's library, bounded by
+     * timeout(1) there: killing the docker client would leave the program running in the container.
+     */
+    private ProcessBuilder start(String program, Place place, int port, List<String> options, String serverHost) {
+        List<String> command = new ArrayList<>();
+        if (place.container() != null) {
+            command.addAll(List.of("docker", "exec", "-e", "LD_PRELOAD=" + IMAGE_LIBRARY));
+            if (place.node() != null) {
+                command.addAll(List.of("-e", "PAGEWIRE_NODE=" + place.node()));
+            }
+            command.addAll(List.of(place.container(), "timeout", "200", "nice", "-n", String.valueOf(NICE), Path.of(program).getFileName().toString()));
+        } else {
+            command.addAll(List.of("nice", "-n", String.valueOf(NICE), program));
+        }
+        command.addAll(List.of("-d", "pagewire0", "-p", String.valueOf(port)));
         command.addAll(options);
         if (serverHost != null) {
             command.add(serverHost);
@@ -144,10 +191,23 @@ public final class VerbsPerftest {
         if (serverHost == null) {
             builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD);
         }
-        builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
-        builder.environment().put("LD_PRELOAD", library.toString());
-        builder.environment().put("PAGEWIRE_NODE", node);
+        if (place.container() == null) {
+            builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
+            builder.environment().put("LD_PRELOAD", library.toString());
+            builder.environment().put("PAGEWIRE_NODE", place.node());
+        }
         return builder;
+    }
+
+    /** A container's address on its network, where the other side's client reaches its server. */
+    private static String containerAddress(String container) throws IOException, InterruptedException {
+        Process inspect = new ProcessBuilder("docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", container)
+                .redirectErrorStream(true).start();
+        String out = new String(inspect.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        if (!inspect.waitFor(30, TimeUnit.SECONDS) || inspect.exitValue() != 0 || out.isEmpty()) {
+            throw new IOException("cannot find the address of container " + container + ": " + out);
+        }
+        return out.split("\\s+")[0];
     }
 
     /** The numbers under perftest's "#bytes" header line. */
