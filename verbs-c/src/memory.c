@@ -206,8 +206,11 @@ static int still_mapped(uint64_t first, uint64_t end)
 }
 
 /*
- * Gives [first, end) back to the program: its bytes into fresh anonymous pages at the same addresses,
- * then the node frees the pages. Pages the program unmapped itself stay unmapped.
+ * Gives [first, end) back to the program: its bytes into fresh anonymous pages, which then replace the
+ * node's frames at the same addresses in one mremap, so the range is never unmapped or zero in
+ * between; then the node frees the pages. Nothing here comes from the heap: the range may hold the
+ * heap's own pages (a malloc'd buffer's neighbours), and a copy taken from the heap could lie in the
+ * very page being replaced. Pages the program unmapped itself stay unmapped.
  */
 static void give_back(uint64_t first, uint64_t end)
 {
@@ -216,14 +219,17 @@ static void give_back(uint64_t first, uint64_t end)
 		pw_log(PW_INFO, "0x%lx+%zu was unmapped while registered; its frames are freed", (unsigned long)first, n);
 		return;
 	}
-	void *copy = malloc(n);
-	if (copy)
-		memcpy(copy, (void *)(uintptr_t)first, n);
-	if (mmap((void *)(uintptr_t)first, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+	void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED) {
+		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program (no memory for its copy: %s); it stays mapped from the node",
+		       (unsigned long)first, n, strerror(errno));
+		return;
+	}
+	memcpy(copy, (void *)(uintptr_t)first, n);
+	if (mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == MAP_FAILED) {
 		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program: %s", (unsigned long)first, n, strerror(errno));
-	else if (copy)
-		memcpy((void *)(uintptr_t)first, copy, n);
-	free(copy);
+		munmap(copy, n);
+	}
 }
 
 static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)

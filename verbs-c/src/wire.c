@@ -30,11 +30,17 @@ void pw_log(enum pw_level level, const char *fmt, ...)
 		return;
 	static const char *names[] = { "error", "warn", "info", "debug" };
 	char line[2048];
+	int at = snprintf(line, sizeof(line), "pagewire-verbs %s: ", names[level]);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(line + at, sizeof(line) - (size_t)at - 1, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "pagewire-verbs %s: %s\n", names[level], line);
+	size_t n = strlen(line);
+	line[n++] = '\n';
+	/* One write(2), not stdio: the library's own threads never take the program's locks (stderr's among them). */
+	if (write(STDERR_FILENO, line, n) < 0) {
+		/* nowhere else to say it */
+	}
 }
 
 int pw_conn_open(struct pw_conn *conn, const char *socket_path)
