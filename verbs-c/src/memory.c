@@ -44,7 +44,7 @@ int pw_memory_attach(struct pw_context *ctx, const char *memory_path)
 	return 0;
 }
 
-/* Whether page-aligned [first, end) overlaps a live registration other than `except`. */
+/* Whether a live (explicit) registration other than `except` covers `page`. */
 static int covered(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
 {
 	for (int i = 0; i < ctx->mr_count; i++) {
@@ -53,6 +53,11 @@ static int covered(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
 			return 1;
 	}
 	return 0;
+}
+
+int pw_covered(struct pw_context *ctx, uint64_t page)
+{
+	return covered(ctx, page, NULL);
 }
 
 static int extent_add(struct pw_context *ctx, uint64_t first, uint64_t end)
@@ -88,8 +93,7 @@ static void extent_remove(struct pw_context *ctx, uint64_t first, uint64_t end)
 	pthread_mutex_unlock(&ctx->extent_lock);
 }
 
-/* Whether the library maps the page at `page` from the node's memory (or is about to, or is giving it back). */
-static int extent_covers(struct pw_context *ctx, uint64_t page)
+int pw_extent_covers(struct pw_context *ctx, uint64_t page)
 {
 	int found = 0;
 	pthread_mutex_lock(&ctx->extent_lock);
@@ -119,7 +123,8 @@ static int free_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
 	return pw_call_void(&ctx->control, "Free", &req.base, &pagewire__verbs__v1__free_response__descriptor);
 }
 
-static int hold(struct pw_context *ctx, uint64_t first, uint64_t end, int release, Pagewire__Verbs__V1__MapCpuPagesResponse **out)
+int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
+	    Pagewire__Verbs__V1__MapCpuPagesResponse **out)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
 	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
@@ -128,12 +133,72 @@ static int hold(struct pw_context *ctx, uint64_t first, uint64_t end, int releas
 	req.length = end - first;
 	req.release = release;
 	ProtobufCMessage *reply = NULL;
-	int e = pw_call(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, &reply);
+	int e = pw_call(conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, &reply);
 	if (!e && out)
 		*out = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
 	else if (reply)
 		protobuf_c_message_free_unpacked(reply, NULL);
 	return e;
+}
+
+int pw_let_go(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int discard)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	req.release = !discard;
+	req.discard = discard;
+	uint8_t buffer[2048];
+	ProtobufCMessage *reply = NULL;
+	return pw_call_in(conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer, sizeof(buffer),
+			  &reply);
+}
+
+int pw_runs_add(struct pw_runs *runs, uint64_t first, uint64_t end)
+{
+	if (runs->count + 2 > runs->slots) {
+		int slots = runs->slots ? runs->slots * 2 : 512;
+		size_t was = sizeof(uint64_t) * (size_t)runs->slots, now = sizeof(uint64_t) * (size_t)slots;
+		void *grown = runs->pairs ? mremap(runs->pairs, was, now, MREMAP_MAYMOVE)
+					  : mmap(NULL, now, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (grown == MAP_FAILED)
+			return ENOMEM;
+		runs->pairs = grown;
+		runs->slots = slots;
+	}
+	runs->pairs[runs->count++] = first;
+	runs->pairs[runs->count++] = end;
+	return 0;
+}
+
+void pw_runs_free(struct pw_runs *runs)
+{
+	if (runs->pairs)
+		munmap(runs->pairs, sizeof(uint64_t) * (size_t)runs->slots);
+	runs->pairs = NULL;
+	runs->count = runs->slots = 0;
+}
+
+int pw_hold_one(struct pw_context *ctx, uint64_t page, uint32_t *frame)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = page;
+	req.length = ctx->page_size;
+	uint8_t buffer[4096];
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call_in(&ctx->pager_conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer,
+			   sizeof(buffer), &reply);
+	if (e)
+		return e;
+	Pagewire__Verbs__V1__MapCpuPagesResponse *held = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
+	if (held->n_frames != 1)
+		return EPROTO;
+	*frame = held->frames[0];
+	return 0;
 }
 
 /*
@@ -143,36 +208,48 @@ static int hold(struct pw_context *ctx, uint64_t first, uint64_t end, int releas
  */
 static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
-	Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
-	int e = hold(ctx, first, end, 0, &held);
+	/*
+	 * Nothing from the heap while the node's requests for these pages wait (map_range's shield): the
+	 * heap's own pages may be registered, and a fault in malloc then waits for frames that only
+	 * come back once these pages are mapped. The answer is read into memory of its own.
+	 */
+	uint64_t ps = ctx->page_size;
+	size_t pages = (size_t)((end - first) / ps);
+	size_t bytes = 2 * (pages * 6 + 4096) + pages * 4 + 4096;
+	uint8_t *buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buffer == MAP_FAILED)
+		return ENOMEM;
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	ProtobufCMessage *reply = NULL;
+	int e = pw_call_in(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer, bytes,
+			   &reply);
 	for (int attempt = 0; e == ENOMEM && attempt < 1000; attempt++) {
 		/* every frame is mapped by some program: reclaim has asked them for pages back, which takes a moment */
 		struct timespec wait = { 0, 2 * 1000 * 1000 };
 		nanosleep(&wait, NULL);
-		e = hold(ctx, first, end, 0, &held);
+		e = pw_call_in(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer,
+			       bytes, &reply);
 	}
-	if (e)
-		return e;
-	uint64_t ps = ctx->page_size;
-	size_t pages = (size_t)((end - first) / ps);
-	if (held->n_frames != pages) {
-		protobuf_c_message_free_unpacked(&held->base, NULL);
-		hold(ctx, first, end, 1, NULL);
-		return EPROTO;
+	Pagewire__Verbs__V1__MapCpuPagesResponse *held = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
+	if (!e && held->n_frames != pages) {
+		pw_let_go(ctx, &ctx->control, first, end, 0);
+		e = EPROTO;
 	}
-	for (size_t i = 0; i < pages; i++) {
+	for (size_t i = 0; !e && i < pages; i++) {
 		off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[i] * ps);
 		if (pwrite(ctx->memory_fd, (void *)(uintptr_t)(first + i * ps), ps, at) != (ssize_t)ps) {
 			e = errno ? errno : EFAULT;
 			pw_log(PW_ERROR, "cannot register 0x%lx: the program's page there is not readable (%s)",
 			       (unsigned long)(first + i * ps), strerror(e));
-			protobuf_c_message_free_unpacked(&held->base, NULL);
-			hold(ctx, first, end, 1, NULL);
-			return e;
+			pw_let_go(ctx, &ctx->control, first, end, 0);
 		}
 	}
 	/* Consecutive frames map in one go. */
-	for (size_t i = 0; i < pages;) {
+	for (size_t i = 0; !e && i < pages;) {
 		size_t j = i + 1;
 		while (j < pages && held->frames[j] == held->frames[j - 1] + 1)
 			j++;
@@ -181,13 +258,11 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 		if (mmap(want, (j - i) * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED) {
 			e = errno;
 			pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: %s", (unsigned long)(uintptr_t)want, strerror(e));
-			protobuf_c_message_free_unpacked(&held->base, NULL);
-			return e;
 		}
 		i = j;
 	}
-	protobuf_c_message_free_unpacked(&held->base, NULL);
-	return 0;
+	munmap(buffer, bytes);
+	return e;
 }
 
 /* Whether the program still maps [first, end) (it may have unmapped a buffer it had registered). */
@@ -205,6 +280,21 @@ static int still_mapped(uint64_t first, uint64_t end)
 	return 1;
 }
 
+int pw_private_copy(uint64_t first, uint64_t end)
+{
+	size_t n = (size_t)(end - first);
+	void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED)
+		return errno;
+	memcpy(copy, (void *)(uintptr_t)first, n);
+	if (mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == MAP_FAILED) {
+		int e = errno;
+		munmap(copy, n);
+		return e;
+	}
+	return 0;
+}
+
 /*
  * Gives [first, end) back to the program: its bytes into fresh anonymous pages, which then replace the
  * node's frames at the same addresses in one mremap, so the range is never unmapped or zero in
@@ -219,34 +309,52 @@ static void give_back(uint64_t first, uint64_t end)
 		pw_log(PW_INFO, "0x%lx+%zu was unmapped while registered; its frames are freed", (unsigned long)first, n);
 		return;
 	}
-	void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (copy == MAP_FAILED) {
-		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program (no memory for its copy: %s); it stays mapped from the node",
-		       (unsigned long)first, n, strerror(errno));
-		return;
-	}
-	memcpy(copy, (void *)(uintptr_t)first, n);
-	if (mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == MAP_FAILED) {
-		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program: %s", (unsigned long)first, n, strerror(errno));
-		munmap(copy, n);
-	}
+	int e = pw_private_copy(first, end);
+	if (e)
+		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program: %s; it stays mapped from the node", (unsigned long)first, n,
+		       strerror(e));
 }
 
 static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	give_back(first, end);
-	hold(ctx, first, end, 1, NULL);
+	pw_hold(ctx, &ctx->control, first, end, 1, NULL);
 	free_pages(ctx, first, end);
 }
 
-/* Maps every page of [first, end) no registration maps yet. Called with mr_lock held. */
+/* Pages [first, end) are being given back to the program: the node's unmap requests for them wait. */
+static void shield(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	pthread_mutex_lock(&ctx->fault_lock);
+	ctx->shield_first = first;
+	ctx->shield_end = end;
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
+/* The pages are given back: serve the unmap requests that waited. */
+static void unshield(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->fault_lock);
+	ctx->shield_first = ctx->shield_end = 0;
+	for (int i = 0; i + 1 < ctx->deferred.count; i += 2)
+		pw_unmap_for_node(ctx, ctx->deferred.pairs[i], ctx->deferred.pairs[i + 1], pw_extent_covers(ctx, ctx->deferred.pairs[i]));
+	ctx->deferred.count = 0;
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
+/*
+ * Maps every page of [first, end) no registration maps yet. Called with mr_lock held. The node may
+ * want some of these pages back before they are even mapped (reclaim picks frames the CPU holds): its
+ * requests wait (shield) until they are, or the program's bytes could not be copied into their frames.
+ */
 static int map_range(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	uint64_t ps = ctx->page_size;
 	int e = reserve(ctx, first, end);
 	if (e)
 		return e;
-	for (uint64_t p = first; p < end;) {
+	shield(ctx, first, end);
+	for (uint64_t p = first; p < end && !e;) {
 		if (covered(ctx, p, NULL)) {
 			p += ps;
 			continue;
@@ -255,11 +363,10 @@ static int map_range(struct pw_context *ctx, uint64_t first, uint64_t end)
 		while (q < end && !covered(ctx, q, NULL))
 			q += ps;
 		e = map_run(ctx, p, q);
-		if (e)
-			return e;
 		p = q;
 	}
-	return 0;
+	unshield(ctx);
+	return e;
 }
 
 static int add_mr(struct pw_context *ctx, struct pw_mr *m)
@@ -386,28 +493,6 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	return &m->mr;
 }
 
-/* Pages [first, end) are being given back to the program: the node's unmap requests for them wait. */
-static void shield(struct pw_context *ctx, uint64_t first, uint64_t end)
-{
-	pthread_mutex_lock(&ctx->fault_lock);
-	ctx->shield_first = first;
-	ctx->shield_end = end;
-	pthread_mutex_unlock(&ctx->fault_lock);
-}
-
-static void unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours);
-
-/* The pages are given back: serve the unmap requests that waited. */
-static void unshield(struct pw_context *ctx)
-{
-	pthread_mutex_lock(&ctx->fault_lock);
-	ctx->shield_first = ctx->shield_end = 0;
-	for (int i = 0; i + 1 < ctx->deferred_count; i += 2)
-		unmap_for_node(ctx, ctx->deferred[i], ctx->deferred[i + 1], extent_covers(ctx, ctx->deferred[i]));
-	ctx->deferred_count = 0;
-	pthread_mutex_unlock(&ctx->fault_lock);
-}
-
 int pw_dereg_mr(struct ibv_mr *mr)
 {
 	struct pw_mr *m = (struct pw_mr *)mr;
@@ -509,7 +594,7 @@ void pw_memory_close(struct pw_context *ctx)
 		for (uint64_t p = m->first; p < m->end; p += ps) {
 			if (!covered(ctx, p, m)) {
 				give_back(p, p + ps);
-				hold(ctx, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
+				pw_hold(ctx, &ctx->control, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
 			}
 		}
 		ctx->mr_count--;
@@ -517,212 +602,10 @@ void pw_memory_close(struct pw_context *ctx)
 	}
 	unshield(ctx);
 	pthread_mutex_unlock(&ctx->mr_lock);
-	free(ctx->deferred);
-	ctx->deferred = NULL;
+	pw_runs_free(&ctx->deferred);
 	free(ctx->extents);
 	ctx->extents = NULL;
 	if (ctx->memory_fd >= 0)
 		close(ctx->memory_fd);
 	ctx->memory_fd = -1;
-}
-
-/* ---- paging: the kernel agent takes pages back, and the program's touch brings them in again ---------- */
-
-#include <dlfcn.h>
-#include <signal.h>
-
-static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pw_context *contexts[64];
-static struct sigaction previous_segv;
-static int handler_installed;
-
-/* Which open context registered the page at `address` (NULL: none; the fault is not the library's). */
-static struct pw_context *owner_of(uint64_t address)
-{
-	struct pw_context *found = NULL;
-	for (int i = 0; i < 64 && !found; i++) {
-		struct pw_context *ctx = contexts[i];
-		if (!ctx)
-			continue;
-		if (extent_covers(ctx, address & ~((uint64_t)ctx->page_size - 1)))
-			found = ctx;
-	}
-	return found;
-}
-
-/*
- * Maps a page the kernel agent had taken back: the node brings it in (a major fault if it went to swap)
- * and the library maps its frame at the program's address again. Called from the SIGSEGV handler.
- */
-static int map_back(struct pw_context *ctx, uint64_t page)
-{
-	uint64_t ps = ctx->page_size;
-	int e = 0;
-	for (int attempt = 0; attempt < 1000; attempt++) {
-		/* Hold and map under fault_lock, so that no unmap request for this page is served in between. */
-		pthread_mutex_lock(&ctx->fault_lock);
-		Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
-		e = hold(ctx, page, page + ps, 0, &held);
-		if (!e) {
-			off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[0] * ps);
-			if (mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED)
-				e = errno;
-			protobuf_c_message_free_unpacked(&held->base, NULL);
-		}
-		pthread_mutex_unlock(&ctx->fault_lock);
-		if (e != ENOMEM)
-			break;
-		/* Every frame is mapped by some program: reclaim asked for pages back; they come once unmapped (lock released). */
-		struct timespec wait = { 0, 2 * 1000 * 1000 };
-		nanosleep(&wait, NULL);
-	}
-	return e;
-}
-
-static void on_segv(int signo, siginfo_t *info, void *uc)
-{
-	int saved = errno;
-	uint64_t address = (uintptr_t)info->si_addr;
-	struct pw_context *ctx = owner_of(address);
-	if (ctx && map_back(ctx, address & ~((uint64_t)ctx->page_size - 1)) == 0) {
-		errno = saved;
-		return; /* the access runs again, on the page mapped back */
-	}
-	if (ctx)
-		pw_log(PW_ERROR, "cannot bring back the page at 0x%lx the node took: the access fails", (unsigned long)address);
-	/* not the library's fault: as if the library were not there */
-	if (previous_segv.sa_flags & SA_SIGINFO) {
-		previous_segv.sa_sigaction(signo, info, uc);
-	} else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
-		previous_segv.sa_handler(signo);
-	} else {
-		signal(SIGSEGV, SIG_DFL); /* the access runs again and the default action takes it */
-	}
-	errno = saved;
-}
-
-void pw_paging_attach(struct pw_context *ctx)
-{
-	pthread_mutex_lock(&contexts_lock);
-	for (int i = 0; i < 64; i++) {
-		if (!contexts[i]) {
-			contexts[i] = ctx;
-			break;
-		}
-	}
-	if (!handler_installed) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_segv;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGSEGV, &sa, &previous_segv);
-		handler_installed = 1;
-	}
-	pthread_mutex_unlock(&contexts_lock);
-}
-
-void pw_paging_detach(struct pw_context *ctx)
-{
-	pthread_mutex_lock(&contexts_lock);
-	for (int i = 0; i < 64; i++)
-		if (contexts[i] == ctx)
-			contexts[i] = NULL;
-	pthread_mutex_unlock(&contexts_lock);
-}
-
-/* Makes [first, end) inaccessible to the program: its next touch faults (and the handler maps it back). */
-static int take_away(uint64_t first, uint64_t end)
-{
-	return mmap((void *)(uintptr_t)first, (size_t)(end - first), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED
-		       ? errno : 0;
-}
-
-/* Unmaps pages from the program for the node and says so. fault_lock held. */
-static void unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours)
-{
-	if (ours)
-		take_away(first, end);
-	/* released even when the page is not (or no longer) the library's: the node must not wait on it */
-	hold(ctx, first, end, 1, NULL);
-}
-
-/*
- * The node's kernel wants pages back (a CPU_UNMAP record): unmap them from the program, then say so.
- * With fault_lock held no page is being mapped back. Pages being given back to the program (a
- * deregistration) wait until that is done.
- */
-void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length)
-{
-	uint64_t ps = ctx->page_size;
-	uint64_t first = address & ~(ps - 1), end = (address + length + ps - 1) & ~(ps - 1);
-	pthread_mutex_lock(&ctx->fault_lock);
-	if (first < ctx->shield_end && end > ctx->shield_first) {
-		if (ctx->deferred_count + 2 > ctx->deferred_slots) {
-			int slots = ctx->deferred_slots ? ctx->deferred_slots * 2 : 64;
-			uint64_t *grown = realloc(ctx->deferred, sizeof(*grown) * (size_t)slots);
-			if (grown) {
-				ctx->deferred = grown;
-				ctx->deferred_slots = slots;
-			}
-		}
-		if (ctx->deferred_count + 2 <= ctx->deferred_slots) {
-			ctx->deferred[ctx->deferred_count++] = first;
-			ctx->deferred[ctx->deferred_count++] = end;
-		}
-		pthread_mutex_unlock(&ctx->fault_lock);
-		return;
-	}
-	unmap_for_node(ctx, first, end, extent_covers(ctx, first));
-	pthread_mutex_unlock(&ctx->fault_lock);
-}
-
-/*
- * madvise(MADV_DONTNEED) on registered memory drops the pages as the kernel would: the node frees
- * their frames (NIC translations invalidated) and the next touch, the program's or the NIC's, finds a
- * zero page. Pages a PINNED registration holds stay put: their bytes are zeroed instead.
- */
-__attribute__((visibility("default"))) int madvise(void *addr, size_t length, int advice)
-{
-	static int (*real)(void *, size_t, int);
-	if (!real)
-		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
-	if (advice == MADV_DONTNEED && length > 0) {
-		pthread_mutex_lock(&contexts_lock);
-		for (int i = 0; i < 64; i++) {
-			struct pw_context *ctx = contexts[i];
-			if (!ctx)
-				continue;
-			uint64_t ps = ctx->page_size;
-			uint64_t from = (uintptr_t)addr & ~(ps - 1), to = ((uintptr_t)addr + length + ps - 1) & ~(ps - 1);
-			pthread_mutex_lock(&ctx->fault_lock);
-			pthread_mutex_lock(&ctx->mr_lock);
-			for (uint64_t p = from; p < to; p += ps) {
-				if (!covered(ctx, p, NULL))
-					continue;
-				Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-				Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-				req.endpoint = &ref;
-				req.address = p;
-				req.length = ps;
-				req.discard = 1;
-				take_away(p, p + ps);
-				int e = pw_call_void(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor);
-				if (e) {
-					/* pinned: the page stays the NIC's and the program's; it reads zeros as after MADV_DONTNEED */
-					Pagewire__Verbs__V1__MapCpuPagesResponse *held = NULL;
-					if (!hold(ctx, p, p + ps, 0, &held)) {
-						off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[0] * ps);
-						if (mmap((void *)(uintptr_t)p, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) != MAP_FAILED)
-							memset((void *)(uintptr_t)p, 0, ps);
-						protobuf_c_message_free_unpacked(&held->base, NULL);
-					}
-				}
-			}
-			pthread_mutex_unlock(&ctx->mr_lock);
-			pthread_mutex_unlock(&ctx->fault_lock);
-		}
-		pthread_mutex_unlock(&contexts_lock);
-	}
-	return real(addr, length, advice);
 }

@@ -40,6 +40,13 @@ void pw_conn_close(struct pw_conn *conn);
 int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *request,
 	    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
 
+/*
+ * As pw_call, with nothing from the heap: the answer is read into `buffer` and unpacked in what is left
+ * of it (nothing to free). What the pager thread calls with, which must never take the malloc's locks.
+ */
+int pw_call_in(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc,
+	       uint8_t *buffer, size_t size, ProtobufCMessage **reply);
+
 /* A call whose answer carries nothing the caller needs. */
 int pw_call_void(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc);
 
@@ -64,6 +71,18 @@ typedef void (*pw_ring_handler)(void *arg, int32_t type, const uint8_t *body, in
 /* Reads up to `limit` records, in order; returns how many. One reader at a time. */
 int pw_ring_read(struct pw_ring *ring, pw_ring_handler handler, void *arg, int limit);
 
+/*
+ * Page runs (first, end pairs) in memory of their own (mmap, grown by mremap), never the heap: what is
+ * kept under fault_lock, which the pager waits for while a program thread it serves may hold the
+ * malloc's locks.
+ */
+struct pw_runs {
+	uint64_t *pairs;
+	int count, slots;
+};
+int pw_runs_add(struct pw_runs *runs, uint64_t first, uint64_t end);
+void pw_runs_free(struct pw_runs *runs);
+
 /* ---- the library's objects ---- */
 
 struct pw_device {
@@ -80,6 +99,7 @@ struct pw_context {
 	struct pw_device *dev;
 	struct pw_conn control;    /* unary calls, one at a time */
 	struct pw_conn session;    /* the session stream */
+	struct pw_conn pager_conn; /* the pager's own: it never waits for a call a program thread made */
 	uint32_t endpoint_id;
 	uint64_t session_key;
 	char node_id[128];
@@ -119,8 +139,9 @@ struct pw_context {
 	int extent_count, extent_slots;
 	/* pages being given back to the program (deregistration): unmap requests for them wait in `deferred` */
 	uint64_t shield_first, shield_end;
-	uint64_t *deferred;          /* address, length pairs */
-	int deferred_count, deferred_slots;
+	struct pw_runs deferred;     /* first, end pairs */
+	/* runs of pages taken away from the program for the node, under fault_lock (pager.c) */
+	struct pw_runs away;
 	struct pw_mr **mrs;
 	int mr_count, mr_slots;
 
@@ -187,15 +208,31 @@ Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx);
 /* Maps a failed call's gRPC code to the errno libibverbs would return. */
 int pw_errno_of_status(uint32_t code);
 
-/* memory.c */
+/* memory.c: registered pages as the node's frames at the program's addresses */
 int pw_memory_attach(struct pw_context *ctx, const char *memory_path);
 struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access);
 int pw_dereg_mr(struct ibv_mr *mr);
 void pw_memory_close(struct pw_context *ctx);
 int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length);
-void pw_paging_attach(struct pw_context *ctx);
-void pw_paging_detach(struct pw_context *ctx);
+/* Whether the library maps `page` from the node's memory (or is about to, or is giving it back). */
+int pw_extent_covers(struct pw_context *ctx, uint64_t page);
+/* Whether a live (explicit) registration covers `page`. mr_lock held. */
+int pw_covered(struct pw_context *ctx, uint64_t page);
+/* The node holds [first, end) for the program's CPU (release 0), or lets them go (1); the frames in *out. */
+int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
+	    Pagewire__Verbs__V1__MapCpuPagesResponse **out);
+/* Holds one page on the pager's connection, without the heap: its frame in *frame. */
+int pw_hold_one(struct pw_context *ctx, uint64_t page, uint32_t *frame);
+/* Lets the node have [first, end) back (discard: and drop their bytes), on `conn`, without the heap. */
+int pw_let_go(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int discard);
+/* Replaces [first, end) with private anonymous pages holding the same bytes, in one step, without the heap. */
+int pw_private_copy(uint64_t first, uint64_t end);
+
+/* pager.c: pages the node takes back, faults that bring them in, fork */
+int pw_pager_attach(struct pw_context *ctx);
+void pw_pager_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
+void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours);
 
 /* the library's settings (settings.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);

@@ -530,7 +530,7 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->dev = dev;
 	ctx->memory_fd = -1;
 	ctx->bell_fd = -1;
-	ctx->control.fd = ctx->session.fd = -1;
+	ctx->control.fd = ctx->session.fd = ctx->pager_conn.fd = -1;
 	pthread_mutex_init(&ctx->post_lock, NULL);
 	pthread_mutex_init(&ctx->event_lock, NULL);
 	pthread_mutex_init(&ctx->qp_lock, NULL);
@@ -603,7 +603,8 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = pw_query_port;
 	ctx->vctx.query_device_ex = pw_query_device_ex;
 	ctx->vctx.advise_mr = pw_advise_mr;
-	pw_paging_attach(ctx);
+	if (pw_pager_attach(ctx) != 0)
+		pw_log(PW_WARN, "%s: pages the node takes back cannot be brought in again; registered memory stays as it is", device->name);
 	if (pthread_create(&ctx->reader, NULL, reader_main, ctx) == 0)
 		ctx->reader_started = 1;
 	pw_log(PW_INFO, "%s: session %u on node %s (LID %u) through %s", device->name, ctx->endpoint_id, ctx->node_id, ctx->lid,
@@ -615,7 +616,7 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct pw_context *ctx = pw_ctx(context);
 	pw_memory_close(ctx); /* registered pages back to the program first, while the node still serves faults */
-	pw_paging_detach(ctx);
+	pw_pager_detach(ctx);
 	ctx->closing = 1;
 	shutdown(ctx->session.fd, SHUT_RDWR); /* the node ends the session: queue pairs, pins and memory go */
 	if (ctx->reader_started)

@@ -253,6 +253,68 @@ Pagewire__Verbs__V1__SessionEvent *pw_session_next(struct pw_conn *conn)
 	return event;
 }
 
+/* A bump allocator over a caller's buffer: answers unpacked without the heap (the pager's). */
+struct arena {
+	uint8_t *at;
+	size_t left;
+};
+
+static void *arena_alloc(void *data, size_t size)
+{
+	struct arena *a = data;
+	size = (size + 15) & ~(size_t)15;
+	if (size > a->left)
+		return NULL;
+	void *p = a->at;
+	a->at += size;
+	a->left -= size;
+	return p;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;
+}
+
+int pw_call_in(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc,
+	       uint8_t *buffer, size_t size, ProtobufCMessage **reply)
+{
+	size_t name_len = strlen(method);
+	uint8_t prefix[2 + 64];
+	if (name_len > 64 || size < 64)
+		return EINVAL;
+	uint16_t n16 = (uint16_t)name_len;
+	memcpy(prefix, &n16, 2);
+	memcpy(prefix + 2, method, name_len);
+	pthread_mutex_lock(&conn->lock);
+	uint32_t n = 0;
+	int e = send_frame(conn->fd, CALL, prefix, 2 + name_len, request);
+	if (!e)
+		e = read_all(conn->fd, &n, 4);
+	if (!e && (n < 5 || n > size / 2))
+		e = EPROTO; /* the frame cannot be read on: the connection is useless now */
+	if (!e)
+		e = read_all(conn->fd, buffer, n);
+	pthread_mutex_unlock(&conn->lock);
+	if (e) {
+		pw_log(PW_ERROR, "%s: the node's verbs socket failed: %s", method, strerror(e));
+		return e;
+	}
+	if (buffer[0] != REPLY)
+		return EPROTO;
+	uint32_t code;
+	memcpy(&code, buffer + 1, 4);
+	if (code != 0) {
+		pw_log(code == 8 ? PW_DEBUG : PW_WARN, "%s refused by the node: %.*s", method, (int)(n - 5), (const char *)buffer + 5);
+		return pw_errno_of_status(code);
+	}
+	struct arena a = { buffer + n, size - n };
+	ProtobufCAllocator allocator = { .alloc = arena_alloc, .free = arena_free, .allocator_data = &a };
+	*reply = protobuf_c_message_unpack(reply_desc, &allocator, n - 5, buffer + 5);
+	return *reply ? 0 : EPROTO;
+}
+
 int pw_call_void(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc)
 {
 	ProtobufCMessage *reply = NULL;

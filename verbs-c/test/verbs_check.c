@@ -4,6 +4,9 @@
  * connected to the other). Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any failed.
  */
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +181,126 @@ static int paging(struct ibv_device **devs, size_t size)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Paging inside a program that does what programs do: its own SIGSEGV handler installed after the
+ * device is opened (a JVM, Python's faulthandler, a crash reporter), heap pages registered (small
+ * malloc'd buffers) that the node takes back while malloc works on them, and fork: a child that
+ * mallocs and writes registered bytes, system() and popen(). Run against a node with less memory than
+ * the program registers (as "paging").
+ */
+static sigjmp_buf own_jump;
+static volatile sig_atomic_t own_faults;
+
+static void own_handler(int signo, siginfo_t *info, void *uc)
+{
+	(void)signo;
+	(void)info;
+	(void)uc;
+	own_faults++;
+	siglongjmp(own_jump, 1);
+}
+
+static int harsh(struct ibv_device **devs, size_t size)
+{
+	struct side a;
+	open_side(&a, devs[0], 1 << 16);
+	/* The program's own handler, installed after the library's. */
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = own_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	CHECK("own-handler-installed", sigaction(SIGSEGV, &sa, &old) == 0, "%s", strerror(errno));
+	struct sigaction now;
+	sigaction(SIGSEGV, NULL, &now);
+	CHECK("own-handler-is-what-sigaction-says", now.sa_sigaction == own_handler, "sigaction reports another handler");
+	/* Heap pages registered: 1,500 small blocks of 3,000 bytes, and an ON_DEMAND region over them. */
+	enum { BLOCKS = 1500, BLOCK = 3000 };
+	static uint8_t *blocks[BLOCKS];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < BLOCKS; i++) {
+		blocks[i] = malloc(BLOCK);
+		memset(blocks[i], (uint8_t)i, BLOCK);
+		if ((uintptr_t)blocks[i] < lo)
+			lo = (uintptr_t)blocks[i];
+		if ((uintptr_t)blocks[i] + BLOCK > hi)
+			hi = (uintptr_t)blocks[i] + BLOCK;
+	}
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+	struct ibv_mr *heap = ibv_reg_mr(a.pd, (void *)lo, hi - lo, access);
+	CHECK("register-heap", heap != NULL, "%s", strerror(errno));
+	/* More than the node's memory besides: the kernel takes heap pages back. */
+	uint8_t *y = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *ymr = ibv_reg_mr(a.pd, y, size, access);
+	CHECK("register-beyond-memory", ymr != NULL, "%s", strerror(errno));
+	fill(y, size, 7);
+	fill(y, size, 7);
+	/* malloc and free all over the heap whose pages the node took: faults inside malloc, served. */
+	for (int round = 0; round < 4; round++) {
+		for (int i = round; i < BLOCKS; i += 4) {
+			free(blocks[i]);
+			blocks[i] = malloc(BLOCK);
+			memset(blocks[i], (uint8_t)(i + 1), BLOCK);
+		}
+		fill(y, size, 7); /* and push the heap out again */
+	}
+	size_t wrong = 0;
+	for (int i = 0; i < BLOCKS; i++)
+		for (int j = 0; j < BLOCK; j += 512)
+			if (blocks[i][j] != (uint8_t)(i + 1))
+				wrong++;
+	CHECK("malloc-on-pages-taken-back", wrong == 0, "%zu bytes of the heap wrong", wrong);
+	/* A fault that is not the library's still reaches the program's handler. */
+	own_faults = 0;
+	volatile int *guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sigsetjmp(own_jump, 1) == 0)
+		*guard = 1;
+	CHECK("own-handler-gets-its-faults", own_faults == 1, "the program's handler saw %d faults", (int)own_faults);
+	wrong = wrong_pages(y, size, 7);
+	CHECK("library-faults-not-the-programs", wrong == 0 && own_faults == 1, "%zu pages wrong, the program's handler saw %d faults", wrong,
+	      (int)own_faults);
+	/* fork: the child gets copies; what it writes stays in it. */
+	pid_t child = fork();
+	if (child == 0) {
+		void *p = malloc(100000);
+		memset(p, 1, 100000);
+		memset(y, 0xee, 4096 * 16);
+		for (int i = 0; i < BLOCKS; i += 7)
+			blocks[i][0] = 0xee;
+		_exit(y[0] == 0xee && wrong_pages(y + 4096 * 16, size - 4096 * 16, 7 + 16) == 0 ? 0 : 3);
+	}
+	int status = -1;
+	waitpid(child, &status, 0);
+	CHECK("fork-child-runs", WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	CHECK("fork-child-writes-stay-in-child", wrong_pages(y, size, 7) == 0 && blocks[0][0] == 1, "the parent saw the child's writes");
+	CHECK("system-runs", system("true") == 0, "system(\"true\") failed");
+	FILE *pipe = popen("echo popen-ok", "r");
+	char line[64] = "";
+	if (pipe) {
+		if (!fgets(line, sizeof(line), pipe))
+			line[0] = 0;
+		pclose(pipe);
+	}
+	CHECK("popen-runs", !strncmp(line, "popen-ok", 8), "popen read '%s'", line);
+	sigaction(SIGSEGV, &old, NULL);
+	if (ymr)
+		ibv_dereg_mr(ymr);
+	if (heap)
+		ibv_dereg_mr(heap);
+	wrong = 0;
+	for (int i = 0; i < BLOCKS; i++) {
+		if (blocks[i][BLOCK - 1] != (uint8_t)(i + 1))
+			wrong++;
+		free(blocks[i]);
+	}
+	CHECK("heap-whole-after-deregistration", wrong == 0, "%zu blocks wrong", wrong);
+	ibv_destroy_qp(a.qp);
+	ibv_dereg_mr(a.mr);
+	ibv_close_device(a.ctx);
+	printf("%s\n", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n;
@@ -188,6 +311,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && !strcmp(argv[1], "paging"))
 		return paging(devs, (size_t)atol(argv[2]) << 20);
+	if (argc > 2 && !strcmp(argv[1], "harsh"))
+		return harsh(devs, (size_t)atol(argv[2]) << 20);
 	struct side a, b;
 	open_side(&a, devs[0], 1 << 16);
 	open_side(&b, devs[1], 1 << 16);

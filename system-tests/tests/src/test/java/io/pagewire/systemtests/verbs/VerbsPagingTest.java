@@ -9,9 +9,12 @@ import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.NicCounters;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A verbs program's registered memory pages like any endpoint's: on a node with 8 MiB of memory, a
@@ -39,5 +42,30 @@ class VerbsPagingTest extends SdkFixture {
         assertThat(kernel.get(KernelCounter.CPU_FAULTS_MAJOR)).as("pages the program touched came back from swap; " + counters).isPositive();
         assertThat(nic.get(NicCounter.SEND_FAULTS_MINOR, RegistrationMode.ON_DEMAND) + nic.get(NicCounter.SEND_FAULTS_MAJOR, RegistrationMode.ON_DEMAND))
                 .as("the NIC's READs of pages the program no longer had faulted them in; " + counters).isPositive();
+    }
+
+    /**
+     * The pager inside a program that does what programs do, with userfaultfd and with the SIGSEGV
+     * handler it falls back to where userfaultfd is not allowed (a container's seccomp profile): its own
+     * SIGSEGV handler installed after the library's (it still gets the faults that are not the
+     * library's), heap pages registered and taken back while malloc works on them (no deadlock: the
+     * pager never allocates), and fork (the child gets its copies, and what it writes stays in it),
+     * system() and popen() (pagewire-verbs-check harsh).
+     */
+    @ParameterizedTest(name = "pager {0}")
+    @ValueSource(strings = {"userfaultfd", "signal"})
+    void aProgramWithItsOwnHandlerMallocOnTakenPagesAndForkIsServed(String pager) throws Exception {
+        VerbsPrograms.requireLibrary();
+        start(2, context -> context.kernel().physicalMemoryBytes(8L << 20).swapBytes(64L << 20));
+        PagewireNode node = cluster.node(1);
+        Run check = VerbsPrograms.start(node.target() + "," + cluster.node(2).target(), List.of("PAGEWIRE_VERBS_PAGER=" + pager),
+                VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-check").toString(), "harsh", "5").await(180);
+        KernelCounters kernel = node.kernel().counters();
+        String counters = "kernel: unmaps asked " + kernel.get(KernelCounter.CPU_UNMAPS_REQUESTED) + ", CPU major faults "
+                + kernel.get(KernelCounter.CPU_FAULTS_MAJOR);
+        assertThat(check.output()).as(check.output() + "\n" + counters).doesNotContain("FAIL").contains("ok malloc-on-pages-taken-back",
+                "ok own-handler-gets-its-faults", "ok fork-child-writes-stay-in-child", "ok popen-runs", "PASSED");
+        check.succeeded();
+        assertThat(kernel.get(KernelCounter.CPU_UNMAPS_REQUESTED)).as("the node took pages back; " + counters).isPositive();
     }
 }

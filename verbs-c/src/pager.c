@@ -1,0 +1,604 @@
+/*
+ * Paging: the node's kernel takes pages of registered memory back (a CPU_UNMAP record), the library
+ * unmaps them from the program, and the program's next touch brings them in again, served by one pager
+ * thread per process that never allocates from the heap nor takes a lock the program may hold.
+ *
+ * Where the kernel allows it (userfaultfd, user-mode faults only: any user since Linux 5.11), a page
+ * taken away becomes an anonymous placeholder registered for missing-page faults; a touch blocks in
+ * the kernel and the pager maps the page's new frame over the placeholder, then wakes the toucher. No
+ * signal is involved. Elsewhere (a container whose seccomp profile forbids userfaultfd) the page is
+ * made inaccessible, and the SIGSEGV handler only hands the address to the pager (an eventfd write)
+ * and waits on a futex for its answer: nothing in it allocates, locks or talks to the node. A handler
+ * the program installs later is kept behind the library's (sigaction and signal are interposed) and gets
+ * every fault that is not the library's. PAGEWIRE_VERBS_PAGER=userfaultfd|signal chooses.
+ *
+ * fork(): the frames are MAP_SHARED, which fork would share with the child instead of copying; so the
+ * parent brings every page back first (prepare), and the child gets private copies of all registered
+ * pages (child handler), as it would of ordinary memory. The library's threads do not exist in the
+ * child; its registrations there are plain memory.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+#define MAX_CONTEXTS 64
+#define FAULT_SLOTS 64
+
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_SERVING, SLOT_DONE, SLOT_NOT_OURS };
+
+/* One fault handed from the SIGSEGV handler to the pager: the handler's thread waits on `state`. */
+struct fault_slot {
+	_Atomic uint32_t state;
+	uint64_t address;
+};
+
+static struct {
+	pthread_mutex_t lock;         /* starting and stopping; the context table */
+	struct pw_context *contexts[MAX_CONTEXTS];
+	int started;
+	int uffd;                     /* -1: the signal path */
+	int wake_fd;                  /* eventfd: the handler wakes the pager */
+	pid_t tid;                    /* the pager thread: a fault of its own is never waited for */
+	pthread_t thread;
+	struct sigaction previous;    /* the program's SIGSEGV handler, to which faults not the library's go */
+	int handler_installed;
+	struct fault_slot slots[FAULT_SLOTS];
+	int fork_done[2];             /* the child closes its end once it has its copies */
+} pager = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .wake_fd = -1, .fork_done = { -1, -1 } };
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t value)
+{
+	return syscall(SYS_futex, (uint32_t *)word, op, value, NULL, NULL, 0);
+}
+
+/* ---- which context maps a page ---------------------------------------------------------------------- */
+
+/* The context whose registrations cover `address`, or NULL. Takes the library's own locks only. */
+static struct pw_context *owner_of(uint64_t address)
+{
+	struct pw_context *found = NULL;
+	pthread_mutex_lock(&pager.lock);
+	for (int i = 0; i < MAX_CONTEXTS && !found; i++) {
+		struct pw_context *ctx = pager.contexts[i];
+		if (ctx && pw_extent_covers(ctx, address & ~((uint64_t)ctx->page_size - 1)))
+			found = ctx;
+	}
+	pthread_mutex_unlock(&pager.lock);
+	return found;
+}
+
+/* ---- pages taken away: page-aligned runs per context (what fork copies from the node) ---------------- */
+
+/* Page `page` is back: split or drop the run that held it. fault_lock held. */
+static void away_remove(struct pw_context *ctx, uint64_t page)
+{
+	uint64_t ps = ctx->page_size;
+	uint64_t *r = ctx->away.pairs;
+	for (int i = 0; i + 1 < ctx->away.count; i += 2) {
+		uint64_t first = r[i], end = r[i + 1];
+		if (page < first || page >= end)
+			continue;
+		if (first == page && end == page + ps) {
+			r[i] = r[ctx->away.count - 2];
+			r[i + 1] = r[ctx->away.count - 1];
+			ctx->away.count -= 2;
+		} else if (first == page) {
+			r[i] = page + ps;
+		} else if (end == page + ps) {
+			r[i + 1] = page;
+		} else {
+			r[i + 1] = page;
+			pw_runs_add(&ctx->away, page + ps, end);
+		}
+		return;
+	}
+}
+
+/* ---- taking pages away, bringing them back ---------------------------------------------------------- */
+
+/*
+ * Makes [first, end) not the node's for the program: with userfaultfd, an anonymous placeholder
+ * registered for missing-page faults (the pager fills it); else an inaccessible one (the handler).
+ */
+static int take_away(uint64_t first, uint64_t end)
+{
+	size_t n = (size_t)(end - first);
+	int prot = pager.uffd >= 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
+	if (mmap((void *)(uintptr_t)first, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return errno;
+	if (pager.uffd >= 0) {
+		struct uffdio_register reg = { .range = { .start = first, .len = n }, .mode = UFFDIO_REGISTER_MODE_MISSING };
+		if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0) {
+			int e = errno;
+			/* without the registration a touch would find zeros: make it fault instead */
+			mprotect((void *)(uintptr_t)first, n, PROT_NONE);
+			pw_log(PW_ERROR, "cannot register 0x%lx+%zu for its page faults: %s", (unsigned long)first, n, strerror(e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Unmaps pages from the program for the node and says so, on the pager's connection: under fault_lock
+ * nothing may wait for a program thread (which may be in a call on the control connection, or in
+ * malloc waiting for the pager), so nothing here allocates or uses the control connection.
+ */
+void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours)
+{
+	if (ours && take_away(first, end) == 0)
+		pw_runs_add(&ctx->away, first, end);
+	/* released even when the page is not (or no longer) the library's: the node must not wait on it */
+	pw_let_go(ctx, &ctx->pager_conn, first, end, 0);
+}
+
+/*
+ * Maps a page the node had taken back at the program's address again: the node brings it in (a major
+ * fault if it went to swap) and its frame replaces the placeholder. On the pager thread, with the
+ * pager's own connection and no heap allocation.
+ */
+static int map_back(struct pw_context *ctx, uint64_t page)
+{
+	uint64_t ps = ctx->page_size;
+	int e = 0;
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		/* Hold and map under fault_lock, so that no unmap request for this page is served in between. */
+		pthread_mutex_lock(&ctx->fault_lock);
+		uint32_t frame = 0;
+		e = pw_hold_one(ctx, page, &frame);
+		if (!e) {
+			off_t at = (off_t)(ctx->frames_offset + (uint64_t)frame * ps);
+			if (mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED)
+				e = errno;
+			else
+				away_remove(ctx, page);
+		}
+		pthread_mutex_unlock(&ctx->fault_lock);
+		if (e != ENOMEM)
+			break;
+		/* Every frame is mapped by some program: reclaim asked for pages back; they come once unmapped. */
+		struct timespec wait = { 0, 2 * 1000 * 1000 };
+		nanosleep(&wait, NULL);
+	}
+	return e;
+}
+
+/* Serves one fault: 0 when the page is the library's and mapped again, ENOENT when it is not the library's. */
+static int serve(uint64_t address)
+{
+	struct pw_context *ctx = owner_of(address);
+	pw_log(PW_DEBUG, "fault at 0x%lx: %s", (unsigned long)address, ctx ? "the library's" : "not the library's");
+	if (!ctx)
+		return ENOENT;
+	uint64_t page = address & ~((uint64_t)ctx->page_size - 1);
+	int e = map_back(ctx, page);
+	if (e)
+		pw_log(PW_ERROR, "cannot bring back the page at 0x%lx the node took: %s; the access fails", (unsigned long)address, strerror(e));
+	return e;
+}
+
+/* A userfaultfd fault: map the page back and wake the thread; a page that cannot come back faults for real. */
+static void serve_missing(uint64_t address)
+{
+	struct pw_context *ctx = owner_of(address);
+	uint64_t ps = ctx ? ctx->page_size : (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t page = address & ~(ps - 1);
+	if (!ctx || serve(address) != 0) {
+		/* Not the library's any more, or gone for good: the toucher gets SIGSEGV as it would without the library. */
+		struct uffdio_range range = { .start = page, .len = ps };
+		ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
+		mprotect((void *)(uintptr_t)page, ps, PROT_NONE);
+	}
+	struct uffdio_range range = { .start = page, .len = ps };
+	ioctl(pager.uffd, UFFDIO_WAKE, &range);
+}
+
+static void *pager_main(void *arg)
+{
+	(void)arg;
+	pager.tid = (pid_t)syscall(SYS_gettid);
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = pager.wake_fd, .events = POLLIN }, { .fd = pager.uffd, .events = POLLIN } };
+		int n = poll(fds, pager.uffd >= 0 ? 2 : 1, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pager.uffd >= 0 && (fds[1].revents & POLLIN)) {
+			struct uffd_msg msgs[16];
+			ssize_t r = read(pager.uffd, msgs, sizeof(msgs));
+			for (ssize_t i = 0; r > 0 && i < r / (ssize_t)sizeof(msgs[0]); i++)
+				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+					serve_missing(msgs[i].arg.pagefault.address);
+		}
+		if (fds[0].revents & POLLIN) {
+			uint64_t count;
+			if (read(pager.wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+				break;
+			for (int i = 0; i < FAULT_SLOTS; i++) {
+				uint32_t ready = SLOT_READY;
+				if (!atomic_compare_exchange_strong(&pager.slots[i].state, &ready, SLOT_SERVING))
+					continue;
+				uint32_t answer = serve(pager.slots[i].address) == 0 ? SLOT_DONE : SLOT_NOT_OURS;
+				atomic_store(&pager.slots[i].state, answer);
+				futex(&pager.slots[i].state, FUTEX_WAKE, 1);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* ---- the SIGSEGV handler of the signal path: hands the address over and waits ------------------------ */
+
+static void chain(int signo, siginfo_t *info, void *uc)
+{
+	if (pager.previous.sa_flags & SA_SIGINFO) {
+		pager.previous.sa_sigaction(signo, info, uc);
+	} else if (pager.previous.sa_handler != SIG_DFL && pager.previous.sa_handler != SIG_IGN) {
+		pager.previous.sa_handler(signo);
+	} else {
+		/* The default action: restore it; the access runs again and takes it. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, 8);
+	}
+}
+
+static void on_segv(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	if (pager.started && (pid_t)syscall(SYS_gettid) != pager.tid) {
+		int slot = -1;
+		while (slot < 0) {
+			for (int i = 0; i < FAULT_SLOTS && slot < 0; i++) {
+				uint32_t free_state = SLOT_FREE;
+				if (atomic_compare_exchange_strong(&pager.slots[i].state, &free_state, SLOT_CLAIMED))
+					slot = i;
+			}
+			if (slot < 0)
+				syscall(SYS_sched_yield);
+		}
+		struct fault_slot *s = &pager.slots[slot];
+		s->address = (uintptr_t)info->si_addr;
+		atomic_store(&s->state, SLOT_READY);
+		uint64_t one = 1;
+		if (write(pager.wake_fd, &one, sizeof(one)) < 0) {
+			/* the pager is gone: as if the library were not there */
+		}
+		uint32_t state;
+		while ((state = atomic_load(&s->state)) == SLOT_READY || state == SLOT_SERVING)
+			futex(&s->state, FUTEX_WAIT, state);
+		atomic_store(&s->state, SLOT_FREE);
+		if (state == SLOT_DONE) {
+			errno = saved;
+			return; /* the access runs again, on the page mapped back */
+		}
+	}
+	chain(signo, info, uc); /* not the library's fault: as if the library were not there */
+	errno = saved;
+}
+
+/* ---- a program's own SIGSEGV handler stays behind the library's ------------------------------------- */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static sigaction_fn real_sigaction(void)
+{
+	static sigaction_fn real;
+	if (!real)
+		real = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	return real;
+}
+
+__attribute__((visibility("default"))) int sigaction(int signum, const struct sigaction *act, struct sigaction *oldact)
+{
+	if (signum != SIGSEGV || !pager.handler_installed)
+		return real_sigaction()(signum, act, oldact);
+	/* The program sees (and sets) its own handler; the library's stays installed in front of it. */
+	struct sigaction was = pager.previous;
+	if (act)
+		pager.previous = *act;
+	if (oldact)
+		*oldact = was;
+	return 0;
+}
+
+__attribute__((visibility("default"))) sighandler_t signal(int signum, sighandler_t handler)
+{
+	struct sigaction act, old;
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (sigaction(signum, &act, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* ---- fork: the child gets its own copies of registered pages ---------------------------------------- */
+
+/*
+ * Copies of a page the node had taken back when the process forked: read from the node (a Load on the
+ * parent's endpoint, which brings it in) into a private page at its address. In the child, where only
+ * async-signal-safe work is allowed: a fresh connection, a static buffer, no heap, no locks.
+ */
+static uint8_t fork_buffer[256 << 10];
+
+static void copy_from_node(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end)
+{
+	uint64_t ps = ctx->page_size;
+	for (uint64_t page = first; page < end; page += ps) {
+		void *p = mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (p == MAP_FAILED || conn->fd < 0 || ps > sizeof(fork_buffer) / 4)
+			continue; /* the child reads zeros there */
+		Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+		Pagewire__Verbs__V1__LoadRequest req = PAGEWIRE__VERBS__V1__LOAD_REQUEST__INIT;
+		req.endpoint = &ref;
+		req.address = page;
+		req.length = (uint32_t)ps;
+		ProtobufCMessage *reply = NULL;
+		if (pw_call_in(conn, "Load", &req.base, &pagewire__verbs__v1__load_response__descriptor, fork_buffer, sizeof(fork_buffer),
+			       &reply) == 0) {
+			Pagewire__Verbs__V1__LoadResponse *loaded = (Pagewire__Verbs__V1__LoadResponse *)reply;
+			memcpy(p, loaded->data.data, loaded->data.len < ps ? loaded->data.len : ps);
+		}
+	}
+}
+
+/* The parent: nothing is taken away or brought back until the child has its copies. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&pager.lock);
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		if (pager.contexts[i])
+			pthread_mutex_lock(&pager.contexts[i]->fault_lock);
+	if (pipe2(pager.fork_done, O_CLOEXEC) != 0)
+		pager.fork_done[0] = pager.fork_done[1] = -1;
+}
+
+static void after_fork_parent(void)
+{
+	if (pager.fork_done[0] >= 0) {
+		close(pager.fork_done[1]);
+		char done;
+		/* the child closes its end when its copies are made (or when it ends) */
+		struct pollfd p = { .fd = pager.fork_done[0], .events = POLLIN };
+		poll(&p, 1, 60 * 1000);
+		if (read(pager.fork_done[0], &done, 1) < 0) {
+			/* the child ended or said so: either way the copies are taken */
+		}
+		close(pager.fork_done[0]);
+	}
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		if (pager.contexts[i])
+			pthread_mutex_unlock(&pager.contexts[i]->fault_lock);
+	pthread_mutex_unlock(&pager.lock);
+}
+
+static void after_fork_child(void)
+{
+	/* Only this thread exists: the library's locks are taken by it (before_fork) and its pager is gone. */
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		struct pw_context *ctx = pager.contexts[i];
+		if (!ctx)
+			continue;
+		struct pw_conn conn = { .fd = -1 };
+		if (ctx->away.count > 0 && pw_conn_open(&conn, ctx->dev->socket_path) != 0)
+			conn.fd = -1;
+		for (int j = 0; j + 1 < ctx->extent_count; j += 2) {
+			/* present pages: a private copy of each run between the pages taken away */
+			uint64_t first = ctx->extents[j], end = ctx->extents[j + 1], ps = ctx->page_size;
+			for (uint64_t p = first; p < end;) {
+				int away = 0;
+				for (int k = 0; k + 1 < ctx->away.count && !away; k += 2)
+					away = p >= ctx->away.pairs[k] && p < ctx->away.pairs[k + 1];
+				uint64_t q = p + ps;
+				if (away) {
+					copy_from_node(ctx, &conn, p, q);
+				} else {
+					while (q < end) {
+						int next_away = 0;
+						for (int k = 0; k + 1 < ctx->away.count && !next_away; k += 2)
+							next_away = q >= ctx->away.pairs[k] && q < ctx->away.pairs[k + 1];
+						if (next_away)
+							break;
+						q += ps;
+					}
+					pw_private_copy(p, q);
+				}
+				p = q;
+			}
+		}
+		if (conn.fd >= 0)
+			close(conn.fd);
+		ctx->extent_count = 0;
+		ctx->away.count = 0;
+		pager.contexts[i] = NULL;
+		pthread_mutex_unlock(&ctx->fault_lock);
+	}
+	if (pager.fork_done[1] >= 0)
+		close(pager.fork_done[1]);
+	if (pager.fork_done[0] >= 0)
+		close(pager.fork_done[0]);
+	pager.started = 0;
+	if (pager.uffd >= 0)
+		close(pager.uffd);
+	pager.uffd = -1;
+	if (pager.wake_fd >= 0)
+		close(pager.wake_fd);
+	pager.wake_fd = -1;
+	pthread_mutex_unlock(&pager.lock);
+}
+
+/* ---- starting ---------------------------------------------------------------------------------------- */
+
+/* Opens userfaultfd for user-mode faults, or -1 (not allowed here, or not asked for). */
+static int open_userfaultfd(void)
+{
+	const char *want = getenv("PAGEWIRE_VERBS_PAGER");
+	if (want && !strcasecmp(want, "signal"))
+		return -1;
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0) {
+		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd is not available (%s): page faults go through a SIGSEGV handler", strerror(errno));
+		return -1;
+	}
+	struct uffdio_api api = { .api = UFFD_API, .features = 0 };
+	if (ioctl(fd, UFFDIO_API, &api) != 0) {
+		pw_log(PW_INFO, "userfaultfd's API is not usable (%s): page faults go through a SIGSEGV handler", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int start_pager(void)
+{
+	pager.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (pager.wake_fd < 0)
+		return errno;
+	pager.uffd = open_userfaultfd();
+	if (pager.uffd < 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_segv;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		real_sigaction()(SIGSEGV, &sa, &pager.previous);
+		pager.handler_installed = 1;
+	}
+	if (pthread_create(&pager.thread, NULL, pager_main, NULL) != 0)
+		return EAGAIN;
+	pthread_detach(pager.thread);
+	pager.started = 1;
+	pw_log(PW_INFO, "pager started: %s", pager.uffd >= 0 ? "userfaultfd" : "SIGSEGV handler");
+	return 0;
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+int pw_pager_attach(struct pw_context *ctx)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_atfork);
+	int e = pw_conn_open(&ctx->pager_conn, ctx->dev->socket_path);
+	if (e)
+		return e;
+	pthread_mutex_lock(&pager.lock);
+	e = pager.started ? 0 : start_pager();
+	if (!e) {
+		e = ENOMEM;
+		for (int i = 0; i < MAX_CONTEXTS; i++) {
+			if (!pager.contexts[i]) {
+				pager.contexts[i] = ctx;
+				e = 0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&pager.lock);
+	if (e)
+		pw_log(PW_ERROR, "cannot serve the page faults of %s's registered memory: %s", ctx->dev->device.name, strerror(e));
+	return e;
+}
+
+void pw_pager_detach(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&pager.lock);
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		if (pager.contexts[i] == ctx)
+			pager.contexts[i] = NULL;
+	pthread_mutex_unlock(&pager.lock);
+	pw_conn_close(&ctx->pager_conn);
+	pw_runs_free(&ctx->away);
+}
+
+/*
+ * The node's kernel wants pages back (a CPU_UNMAP record): unmap them from the program, then say so.
+ * With fault_lock held no page is being mapped back. Pages being given back to the program (a
+ * deregistration) wait until that is done.
+ */
+void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length)
+{
+	uint64_t ps = ctx->page_size;
+	uint64_t first = address & ~(ps - 1), end = (address + length + ps - 1) & ~(ps - 1);
+	pthread_mutex_lock(&ctx->fault_lock);
+	if (first < ctx->shield_end && end > ctx->shield_first) {
+		if (pw_runs_add(&ctx->deferred, first, end) != 0)
+			pw_unmap_for_node(ctx, first, end, pw_extent_covers(ctx, first)); /* no room to wait: serve it now */
+		pthread_mutex_unlock(&ctx->fault_lock);
+		return;
+	}
+	pw_unmap_for_node(ctx, first, end, pw_extent_covers(ctx, first));
+	pthread_mutex_unlock(&ctx->fault_lock);
+}
+
+/*
+ * madvise(MADV_DONTNEED) on registered memory drops the pages as the kernel would: the node frees
+ * their frames (NIC translations invalidated) and the next touch, the program's or the NIC's, finds a
+ * zero page. Pages a PINNED registration holds stay put: their bytes are zeroed instead.
+ */
+__attribute__((visibility("default"))) int madvise(void *addr, size_t length, int advice)
+{
+	static int (*real)(void *, size_t, int);
+	if (!real)
+		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
+	if (advice == MADV_DONTNEED && length > 0) {
+		pthread_mutex_lock(&pager.lock);
+		for (int i = 0; i < MAX_CONTEXTS; i++) {
+			struct pw_context *ctx = pager.contexts[i];
+			if (!ctx)
+				continue;
+			uint64_t ps = ctx->page_size;
+			uint64_t from = (uintptr_t)addr & ~(ps - 1), to = ((uintptr_t)addr + length + ps - 1) & ~(ps - 1);
+			pthread_mutex_lock(&ctx->fault_lock);
+			pthread_mutex_lock(&ctx->mr_lock);
+			for (uint64_t p = from; p < to; p += ps) {
+				if (!pw_covered(ctx, p))
+					continue;
+				if (take_away(p, p + ps) == 0)
+					pw_runs_add(&ctx->away, p, p + ps);
+				int e = pw_let_go(ctx, &ctx->pager_conn, p, p + ps, 1);
+				if (e) {
+					/* pinned: the page stays the NIC's and the program's; it reads zeros as after MADV_DONTNEED */
+					uint32_t frame;
+					if (!pw_hold_one(ctx, p, &frame)) {
+						off_t at = (off_t)(ctx->frames_offset + (uint64_t)frame * ps);
+						if (mmap((void *)(uintptr_t)p, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) != MAP_FAILED) {
+							away_remove(ctx, p);
+							memset((void *)(uintptr_t)p, 0, ps);
+						}
+					}
+				}
+			}
+			pthread_mutex_unlock(&ctx->mr_lock);
+			pthread_mutex_unlock(&ctx->fault_lock);
+		}
+		pthread_mutex_unlock(&pager.lock);
+	}
+	return real(addr, length, advice);
+}
