@@ -484,6 +484,8 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	m->mr.handle = reply->lkey;
 	m->mr.lkey = reply->lkey;
 	m->mr.rkey = (uint32_t)reply->rkey;
+	m->mr_type = PW_MR_TYPE_MR;
+	m->access = (int)access;
 	if (reply->rkey >> 32)
 		pw_log(PW_ERROR, "the node gave rkey 0x%lx, wider than verbs' 32 bits", (unsigned long)reply->rkey);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
@@ -510,6 +512,48 @@ int pw_dereg_mr(struct ibv_mr *mr)
 	forget_mr(ctx, m);
 	pthread_mutex_unlock(&ctx->mr_lock);
 	free(m);
+	return 0;
+}
+
+int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	struct pw_mr *m = (struct pw_mr *)mr;
+	struct pw_context *ctx = pw_ctx(mr->context);
+	if (m->mr_type != PW_MR_TYPE_MR || m->implicit || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) || !flags
+	    || ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) || (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))
+	    || ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	struct ibv_pd *new_pd = flags & IBV_REREG_MR_CHANGE_PD ? pd : mr->pd;
+	void *new_addr = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr : mr->addr;
+	size_t new_length = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? length : mr->length;
+	int new_access = flags & IBV_REREG_MR_CHANGE_ACCESS ? access : m->access;
+	/* The new registration first (its pages mapped while the old ones still are), then the old one goes. */
+	struct ibv_mr *fresh = pw_reg_mr(new_pd, new_addr, new_length, (uintptr_t)new_addr, (unsigned int)new_access);
+	if (!fresh)
+		return IBV_REREG_MR_ERR_CMD;
+	struct pw_mr *n = (struct pw_mr *)fresh;
+	struct pw_mr *old = malloc(sizeof(*old));
+	if (!old) {
+		pw_dereg_mr(fresh);
+		errno = ENOMEM;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	pthread_mutex_lock(&ctx->mr_lock);
+	*old = *m;
+	*m = *n; /* the program's struct now describes the new registration (its keys may be new, as the standard allows) */
+	for (int i = 0; i < ctx->mr_count; i++) {
+		if (ctx->mrs[i] == m)
+			ctx->mrs[i] = old;
+		else if (ctx->mrs[i] == n)
+			ctx->mrs[i] = m;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	free(n);
+	/* Dropping the old one invalidates the node's translations for it, as reclaim does. */
+	if (pw_dereg_mr(&old->mr) != 0)
+		pw_log(PW_WARN, "ibv_rereg_mr: the old registration (lkey %u) could not be dropped", old->mr.lkey);
 	return 0;
 }
 

@@ -151,8 +151,13 @@ struct pw_context {
 	int async_pipe[2];
 };
 
+#define PW_MR_TYPE_MR 0
+
+/* A memory region; it begins as rdma-core's verbs_mr does (the region, its type, its access), for code that reads those. */
 struct pw_mr {
 	struct ibv_mr mr;
+	int mr_type;      /* rdma-core's enum ibv_mr_type: PW_MR_TYPE_MR (0) */
+	int access;
 	uint64_t first;   /* page-aligned extent mapped for it */
 	uint64_t end;
 	int implicit;
@@ -212,6 +217,8 @@ int pw_errno_of_status(uint32_t code);
 int pw_memory_attach(struct pw_context *ctx, const char *memory_path);
 struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access);
 int pw_dereg_mr(struct ibv_mr *mr);
+/* ibv_rereg_mr: the region registered anew (new keys) with what changes, then the old one dropped. */
+int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
 void pw_memory_close(struct pw_context *ctx);
 int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length);
 /* Whether the library maps `page` from the node's memory (or is about to, or is giving it back). */

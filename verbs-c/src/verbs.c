@@ -774,6 +774,17 @@ EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uin
 }
 
 /* libibverbs' private ibv_query_gid_type, which ibv_devinfo calls: every GID here is an InfiniBand one (sysfs type 0). */
+EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags,
+				    size_t entry_size)
+{
+	if (flags)
+		return -EINVAL;
+	if (max_entries < 1)
+		return -EINVAL; /* the port's one GID does not fit */
+	int e = _ibv_query_gid_ex(context, 1, 0, entries, 0, entry_size);
+	return e ? -e : 1;
+}
+
 EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
 {
 	(void)context;
@@ -832,6 +843,11 @@ EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t leng
 EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	return pw_reg_mr(pd, addr, length, iova, access);
+}
+
+EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return pw_rereg_mr(mr, flags, pd, addr, length, access);
 }
 
 EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
@@ -1725,26 +1741,9 @@ EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 	}
 }
 
-EXPORT int ibv_fork_init(void)
-{
-	return 0;
-}
 
-EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
-{
-	return IBV_FORK_DISABLED;
-}
 
-EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
-{
-	return rate == IBV_RATE_MAX ? 0 : 1;
-}
 
-EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
-{
-	(void)rate;
-	return 100000;
-}
 
 EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
@@ -1760,15 +1759,6 @@ EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 	return EOPNOTSUPP;
 }
 
-EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)
-{
-	(void)pd;
-	(void)wc;
-	(void)grh;
-	(void)port_num;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
 
 static struct ibv_context_ops context_ops = {
 	.poll_cq = pw_poll_cq,

@@ -76,6 +76,22 @@ class VerbsLibraryTest extends SdkFixture {
         run.succeeded();
     }
 
+    /**
+     * The corners of the API that once fell through to the real libibverbs and crashed there (the GID
+     * table, a bad GID index, dma-buf and multicast registrations, imports, ECE, rereg, rates, fork),
+     * answered as Soft-RoCE answers them, with the library preloaded and in libibverbs' place.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"LD_PRELOAD", "LD_LIBRARY_PATH"})
+    void theApisCornersAnswerAsSoftRoceDoes(String loading) throws Exception {
+        List<String> environment = loading.equals("LD_PRELOAD") ? List.of()
+                : List.of("LD_PRELOAD=", "LD_LIBRARY_PATH=" + VerbsPrograms.DIRECTORY.resolve("lib"));
+        Run run = VerbsPrograms.start(client.target() + "," + server.target(), environment,
+                VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-check").toString(), "api").await(60);
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("ok query-gid-table", "ok rereg-translation", "PASSED");
+        run.succeeded();
+    }
+
     static Stream<Arguments> pingpongOptions() {
         return Stream.of(Arguments.of(""), Arguments.of("-e"), Arguments.of("-c"), Arguments.of("-o"), Arguments.of("-o -P"),
                 Arguments.of("-O"), Arguments.of("-O -P -c"), Arguments.of("-e -c -s 65536"));
