@@ -148,6 +148,7 @@ struct pw_context {
 	pthread_t reader;            /* reads the session stream: events the rings could not take */
 	int reader_started;
 	volatile int closing;
+	volatile int port_down;      /* the node ended the session: the port reports DOWN */
 	int async_pipe[2];
 };
 
@@ -171,14 +172,9 @@ struct pw_wc_queue {
 struct pw_cq {
 	struct ibv_cq cq;
 	pthread_mutex_t lock;
-	struct pw_wc_queue queue;
-	int armed;
+	struct pw_wc_queue queue;    /* cq.cqe entries: a completion that finds it full is lost, and IBV_EVENT_CQ_ERR says so */
+	int armed;                   /* 0, or ARMED_NEXT / ARMED_SOLICITED (ibv_req_notify_cq) */
 	uint64_t empty_since_ns; /* when polls began to find nothing (0: the last one found something) */
-};
-
-struct pw_atomic_slot {
-	uint64_t local_address;
-	int signaled;
 };
 
 struct pw_qp {
@@ -190,10 +186,8 @@ struct pw_qp {
 	uint8_t *inline_buf;
 	struct ibv_mr *inline_mr;
 	uint32_t inline_next;
-	/* atomics' local buffers, in posting order: the completion's value goes there */
-	pthread_mutex_t atomic_lock;
-	struct pw_atomic_slot *atomics;
-	int atomic_capacity, atomic_head, atomic_count;
+	pthread_mutex_t modify_lock; /* one state change at a time */
+	int sqd_notify;              /* the drain under way was asked to end with IBV_EVENT_SQ_DRAINED */
 };
 
 struct pw_srq {

@@ -31,13 +31,18 @@
 enum { OP_WRITE = 1, OP_READ = 3, OP_FETCH_ADD = 4, OP_SEND = 5, OP_SEND_WITH_IMM = 6, OP_WRITE_WITH_IMM = 7, OP_RECV = 8,
        OP_RECV_RDMA_WITH_IMM = 9, OP_COMPARE_SWAP = 10 };
 /* ring records (ring module) */
-enum { REQ_POST = 1, REQ_POST_RECEIVE = 2, EV_COMPLETION = 1, EV_REFUSED = 2, EV_CPU_UNMAP = 5 };
+enum { REQ_POST = 1, REQ_POST_RECEIVE = 2, REQ_POST_LIST = 4, REQ_POST_RECEIVE_LIST = 5, EV_COMPLETION = 1, EV_REFUSED = 2, EV_CPU_UNMAP = 5 };
+#define LIST_HEADER 16 /* ring's ScatterGatherRecord */
+#define LIST_ELEMENT 16
+#define FLAG_UNSIGNALED (1 << 16) /* ring's PostRecord flags */
+#define FLAG_FENCE (1 << 17)
+#define FLAG_SOLICITED (1 << 18)
 #define POST_HEADER 8
 #define POST_WR 72
 #define RECV_HEADER 16
 #define RECV_WR 24
 #define MAX_INLINE 1024
-#define MAX_SGE 16
+#define MAX_SGE 32 /* ring's ScatterGatherRecord.MAX_ELEMENTS */
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -137,29 +142,40 @@ static struct pw_qp *qp_of(struct pw_context *ctx, uint32_t qpn)
 	return found;
 }
 
-static void cq_push(struct pw_cq *cq, const struct ibv_wc *wc)
+/* Queues an asynchronous event for ibv_get_async_event. */
+static void queue_async_event(struct pw_context *ctx, const struct ibv_async_event *ae)
+{
+	if (write(ctx->async_pipe[1], ae, sizeof(*ae)) != sizeof(*ae))
+		pw_log(PW_ERROR, "cannot queue an asynchronous event: %s", strerror(errno));
+}
+
+enum { ARMED_NEXT = 1, ARMED_SOLICITED = 2 };
+
+/*
+ * Puts a completion on its CQ, which holds cq.cqe of them: one that finds it full is lost and the CQ's
+ * owner hears IBV_EVENT_CQ_ERR, as from an HCA (and Soft-RoCE). A CQ armed for solicited events only is
+ * woken by a solicited receive or an error.
+ */
+static void cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited)
 {
 	pthread_mutex_lock(&cq->lock);
 	struct pw_wc_queue *q = &cq->queue;
 	if (q->count == q->capacity) {
-		int capacity = q->capacity ? q->capacity * 2 : 64;
-		struct ibv_wc *grown = malloc(sizeof(*grown) * (size_t)capacity);
-		if (!grown) {
-			pthread_mutex_unlock(&cq->lock);
-			pw_log(PW_ERROR, "completion queue %p overflowed: a completion is lost", (void *)cq);
-			return;
-		}
-		for (int i = 0; i < q->count; i++)
-			grown[i] = q->entries[(q->head + i) % q->capacity];
-		free(q->entries);
-		q->entries = grown;
-		q->capacity = capacity;
-		q->head = 0;
+		pthread_mutex_unlock(&cq->lock);
+		pw_log(PW_ERROR, "completion queue %p overflowed its %d entries: the completion of work request 0x%lx is lost", (void *)cq,
+		       q->capacity, (unsigned long)wc->wr_id);
+		struct ibv_async_event ae;
+		memset(&ae, 0, sizeof(ae));
+		ae.event_type = IBV_EVENT_CQ_ERR;
+		ae.element.cq = &cq->cq;
+		queue_async_event(ctx, &ae);
+		return;
 	}
 	q->entries[(q->head + q->count) % q->capacity] = *wc;
 	q->count++;
-	int notify = cq->armed;
-	cq->armed = 0;
+	int notify = cq->armed == ARMED_NEXT || (cq->armed == ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
+	if (notify)
+		cq->armed = 0;
 	pthread_mutex_unlock(&cq->lock);
 	if (notify && cq->cq.channel) {
 		struct pw_channel *ch = (struct pw_channel *)cq->cq.channel;
@@ -200,21 +216,8 @@ static enum ibv_wc_opcode wc_opcode(int32_t opcode)
 	}
 }
 
-static int atomic_pop(struct pw_qp *qp, struct pw_atomic_slot *slot)
-{
-	pthread_mutex_lock(&qp->atomic_lock);
-	int ok = qp->atomic_count > 0;
-	if (ok) {
-		*slot = qp->atomics[qp->atomic_head];
-		qp->atomic_head = (qp->atomic_head + 1) % qp->atomic_capacity;
-		qp->atomic_count--;
-	}
-	pthread_mutex_unlock(&qp->atomic_lock);
-	return ok;
-}
-
 static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status,
-		    uint32_t bytes, uint64_t value, int has_imm, uint32_t imm, const char *error, int error_length, uint32_t vendor_err)
+		    uint32_t bytes, int has_imm, uint32_t imm, int solicited, const char *error, int error_length, uint32_t vendor_err)
 {
 	struct pw_qp *qp = qp_of(ctx, qpn);
 	if (!qp) {
@@ -224,17 +227,8 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	if (status != IBV_WC_SUCCESS && status != IBV_WC_WR_FLUSH_ERR)
 		pw_log(PW_WARN, "work request 0x%lx on queue pair %u failed (%s): %.*s", (unsigned long)wr_id, qpn,
 		       ibv_wc_status_str(status), error_length, error ? error : "");
+	/* An atomic's fetched word is already in its buffer: the node wrote it there before completing it. */
 	int receive = opcode == OP_RECV || opcode == OP_RECV_RDMA_WITH_IMM;
-	if (opcode == OP_FETCH_ADD || opcode == OP_COMPARE_SWAP) {
-		struct pw_atomic_slot slot;
-		if (atomic_pop(qp, &slot)) {
-			/* The responder's answer lands in the requester's buffer, as an HCA writes it. */
-			if (status == IBV_WC_SUCCESS && slot.local_address)
-				__atomic_store_n((uint64_t *)(uintptr_t)slot.local_address, value, __ATOMIC_RELEASE);
-			if (!slot.signaled && status == IBV_WC_SUCCESS)
-				return;
-		}
-	}
 	struct ibv_wc wc;
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = wr_id;
@@ -253,7 +247,7 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 		qp->qp.state = IBV_QPS_ERR; /* an error completion moves the pair to the error state, as an HCA's does */
 	struct ibv_cq *cq = receive ? qp->qp.recv_cq : qp->qp.send_cq;
 	if (cq)
-		cq_push((struct pw_cq *)cq, &wc);
+		cq_push(ctx, (struct pw_cq *)cq, &wc, solicited);
 }
 
 /*
@@ -273,7 +267,7 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 {
 	struct pw_context *ctx = arg;
 	if (type == EV_COMPLETION && length >= 48) {
-		uint64_t wr_id, bytes, value;
+		uint64_t wr_id, bytes;
 		uint32_t qpn, flags, imm;
 		int32_t opcode, status, error_length;
 		memcpy(&wr_id, b, 8);
@@ -282,12 +276,11 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 		memcpy(&status, b + 16, 4);
 		memcpy(&error_length, b + 20, 4);
 		memcpy(&bytes, b + 24, 8);
-		memcpy(&value, b + 32, 8);
 		memcpy(&flags, b + 40, 4);
 		memcpy(&imm, b + 44, 4);
 		if (error_length < 0 || error_length > length - 48)
 			error_length = 0;
-		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, value, flags & 1, imm, (const char *)b + 48,
+		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags & 1, imm, (flags & 2) != 0, (const char *)b + 48,
 			error_length, 0);
 	} else if (type == EV_CPU_UNMAP && length >= 16) {
 		uint64_t address, pages;
@@ -309,6 +302,37 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 	}
 }
 
+/* A queue pair's asynchronous event from the node, as ibv_get_async_event reports it. */
+static void queue_pair_event(struct pw_context *ctx, const Pagewire__Verbs__V1__QueuePairEventRaised *raised)
+{
+	struct pw_qp *qp = qp_of(ctx, raised->qpn);
+	if (!qp)
+		return; /* destroyed meanwhile: nobody to tell */
+	struct ibv_async_event ae;
+	memset(&ae, 0, sizeof(ae));
+	ae.element.qp = &qp->qp;
+	switch (raised->kind) {
+	case PAGEWIRE__VERBS__V1__QUEUE_PAIR_EVENT_RAISED__KIND__FATAL:
+		ae.event_type = IBV_EVENT_QP_FATAL;
+		qp->qp.state = IBV_QPS_ERR;
+		break;
+	case PAGEWIRE__VERBS__V1__QUEUE_PAIR_EVENT_RAISED__KIND__COMMUNICATION_ESTABLISHED:
+		ae.event_type = IBV_EVENT_COMM_EST;
+		break;
+	case PAGEWIRE__VERBS__V1__QUEUE_PAIR_EVENT_RAISED__KIND__LAST_WQE_REACHED:
+		ae.event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+		break;
+	case PAGEWIRE__VERBS__V1__QUEUE_PAIR_EVENT_RAISED__KIND__SEND_QUEUE_DRAINED:
+		if (!qp->sqd_notify)
+			return; /* the drain was not asked to say so (en_sqd_async_notify) */
+		ae.event_type = IBV_EVENT_SQ_DRAINED;
+		break;
+	default:
+		return; /* a kind this library does not know: a newer node */
+	}
+	queue_async_event(ctx, &ae);
+}
+
 /* Moves what the event ring holds into the completion queues; one drainer at a time, the others go on. */
 static void drain(struct pw_context *ctx)
 {
@@ -327,15 +351,15 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		drain(ctx); /* what the ring holds came first */
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			Pagewire__Verbs__V1__CompletionEvent *c = ev->completions->completions[i];
-			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->value, c->has_immediate,
-				c->immediate, c->error, (int)strlen(c->error), 0);
+			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->has_immediate, c->immediate,
+				c->solicited, c->error, (int)strlen(c->error), 0);
 		}
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_COMPLETION: {
 		Pagewire__Verbs__V1__CompletionEvent *c = ev->completion;
 		drain(ctx);
-		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->value, c->has_immediate,
-			c->immediate, c->error, (int)strlen(c->error), 0);
+		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->has_immediate, c->immediate,
+			c->solicited, c->error, (int)strlen(c->error), 0);
 		break;
 	}
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_REFUSED:
@@ -350,10 +374,14 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		/* the srq pointer is found by its id */
 		extern struct ibv_srq *pw_srq_of(struct pw_context *, uint32_t);
 		ae.element.srq = pw_srq_of(ctx, ev->srq_limit_reached->srq_id);
-		if (ae.element.srq && write(ctx->async_pipe[1], &ae, sizeof(ae)) != sizeof(ae))
-			pw_log(PW_ERROR, "cannot queue an asynchronous event");
+		if (ae.element.srq)
+			queue_async_event(ctx, &ae);
 		break;
 	}
+	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_QUEUE_PAIR_EVENT:
+		drain(ctx); /* completions before it first */
+		queue_pair_event(ctx, ev->queue_pair_event);
+		break;
 	default:
 		drain(ctx); /* a doorbell */
 		break;
@@ -394,11 +422,16 @@ static void *reader_main(void *arg)
 			if (!ev) {
 				if (!ctx->closing) {
 					pw_log(PW_ERROR, "the node closed the session of %s", ctx->dev->device.name);
+					/* The port is gone with the node, then the device: what a program sees of an HCA that died. */
 					struct ibv_async_event ae;
 					memset(&ae, 0, sizeof(ae));
+					ae.event_type = IBV_EVENT_PORT_ERR;
+					ae.element.port_num = 1;
+					queue_async_event(ctx, &ae);
+					memset(&ae, 0, sizeof(ae));
 					ae.event_type = IBV_EVENT_DEVICE_FATAL;
-					if (write(ctx->async_pipe[1], &ae, sizeof(ae)) != sizeof(ae))
-						pw_log(PW_ERROR, "cannot queue an asynchronous event");
+					queue_async_event(ctx, &ae);
+					ctx->port_down = 1;
 				}
 				break;
 			}
@@ -516,6 +549,7 @@ static struct ibv_context_ops context_ops;
 static int pw_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr, size_t attr_len);
 static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr, size_t attr_size);
+static int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr);
 static int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg_list,
 			uint32_t num_sges);
 
@@ -603,6 +637,7 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = pw_query_port;
 	ctx->vctx.query_device_ex = pw_query_device_ex;
 	ctx->vctx.advise_mr = pw_advise_mr;
+	ctx->vctx.modify_qp_rate_limit = pw_modify_qp_rate_limit;
 	if (pw_pager_attach(ctx) != 0)
 		pw_log(PW_WARN, "%s: pages the node takes back cannot be brought in again; registered memory stays as it is", device->name);
 	if (pthread_create(&ctx->reader, NULL, reader_main, ctx) == 0)
@@ -712,7 +747,7 @@ static int pw_query_port(struct ibv_context *context, uint8_t port_num, struct i
 		return EINVAL;
 	struct ibv_port_attr a;
 	memset(&a, 0, sizeof(a));
-	a.state = IBV_PORT_ACTIVE;
+	a.state = ctx->port_down ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
 	a.max_mtu = IBV_MTU_4096;
 	a.active_mtu = mtu_enum(ctx->mtu);
 	a.gid_tbl_len = 1;
@@ -728,7 +763,7 @@ static int pw_query_port(struct ibv_context *context, uint8_t port_num, struct i
 	a.init_type_reply = 0;
 	a.active_width = 2;  /* 4X */
 	a.active_speed = 32; /* EDR-like; the link is whatever gRPC moves */
-	a.phys_state = 5;    /* LinkUp */
+	a.phys_state = ctx->port_down ? 3 : 5; /* Disabled, or LinkUp */
 	a.link_layer = IBV_LINK_LAYER_INFINIBAND;
 	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;
@@ -922,10 +957,14 @@ EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *
 		return NULL;
 	}
 	struct pw_cq *cq = calloc(1, sizeof(*cq));
-	if (!cq) {
+	if (cq)
+		cq->queue.entries = calloc((size_t)cqe, sizeof(struct ibv_wc));
+	if (!cq || !cq->queue.entries) {
+		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->queue.capacity = cqe;
 	cq->cq.context = context;
 	cq->cq.channel = channel;
 	cq->cq.cq_context = cq_context;
@@ -938,9 +977,31 @@ EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *
 	return &cq->cq;
 }
 
-EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/* ibv_resize_cq: to at least as many entries as the CQ holds now, as Soft-RoCE requires. */
+EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	cq->cqe = cqe; /* the library's queue grows as it must */
+	struct pw_cq *cq = (struct pw_cq *)ibcq;
+	if (cqe < 1 || cqe > (1 << 22))
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	struct pw_wc_queue *q = &cq->queue;
+	if (cqe < q->count) {
+		pthread_mutex_unlock(&cq->lock);
+		return EINVAL;
+	}
+	struct ibv_wc *entries = calloc((size_t)cqe, sizeof(*entries));
+	if (!entries) {
+		pthread_mutex_unlock(&cq->lock);
+		return ENOMEM;
+	}
+	for (int i = 0; i < q->count; i++)
+		entries[i] = q->entries[(q->head + i) % q->capacity];
+	free(q->entries);
+	q->entries = entries;
+	q->capacity = cqe;
+	q->head = 0;
+	ibcq->cqe = cqe;
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 
@@ -1005,15 +1066,15 @@ static int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	return n;
 }
 
+/* Arms the CQ for its next completion, or (solicited_only) its next solicited receive or error; NEXT wins over SOLICITED. */
 static int pw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	(void)solicited_only;
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
 	pthread_mutex_lock(&cq->lock);
-	if (!cq->armed) {
-		cq->armed = 1;
+	if (!cq->armed)
 		__atomic_add_fetch(&armed_cqs, 1, __ATOMIC_RELAXED);
-	}
+	if (cq->armed != ARMED_NEXT)
+		cq->armed = solicited_only ? ARMED_SOLICITED : ARMED_NEXT;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
@@ -1059,12 +1120,13 @@ struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
 	return found;
 }
 
-static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad);
 
 static int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct pw_srq *srq = (struct pw_srq *)ibsrq;
-	return post_receives(pw_ctx(ibsrq->context), 0, srq->srq_id, wr, bad);
+	return post_receives(pw_ctx(ibsrq->context), 0, srq->srq_id, srq->max_sge, wr, bad);
 }
 
 static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
@@ -1083,8 +1145,9 @@ static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
 EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct pw_context *ctx = pw_ctx(pd->context);
-	if (attr->attr.max_sge > 1) {
-		pw_log(PW_WARN, "ibv_create_srq: receives of %u scatter entries; Pagewire's take one", attr->attr.max_sge);
+	if (attr->attr.max_sge > MAX_SGE || attr->attr.max_wr > (1u << 14) || attr->attr.max_wr == 0) {
+		errno = EINVAL;
+		return NULL;
 	}
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
 	Pagewire__Verbs__V1__CreateSharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__CREATE_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
@@ -1105,7 +1168,7 @@ EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
 	pthread_cond_init(&srq->srq.cond, NULL);
 	srq->srq_id = reply->srq_id;
 	srq->max_wr = attr->attr.max_wr;
-	srq->max_sge = 1;
+	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	pthread_mutex_lock(&srq_lock);
 	for (int i = 0; i < 256; i++)
@@ -1193,6 +1256,8 @@ static void remove_qp(struct pw_context *ctx, struct pw_qp *qp)
 	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
+static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
+
 EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct pw_context *ctx = pw_ctx(pd->context);
@@ -1219,6 +1284,12 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		return NULL;
 	}
 	struct pw_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		destroy_on_node(ctx, reply->address->qpn);
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
 	qp->qp.context = pd->context;
 	qp->qp.qp_context = attr->qp_context;
 	qp->qp.pd = pd;
@@ -1239,17 +1310,23 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		qp->cap.max_inline_data = attr->cap.max_inline_data ? attr->cap.max_inline_data : 64;
 	attr->cap.max_inline_data = qp->cap.max_inline_data;
 	qp->sq_sig_all = attr->sq_sig_all;
-	pthread_mutex_init(&qp->atomic_lock, NULL);
-	qp->atomic_capacity = (int)qp->cap.max_send_wr + 1;
-	qp->atomics = calloc((size_t)qp->atomic_capacity, sizeof(*qp->atomics));
+	pthread_mutex_init(&qp->modify_lock, NULL);
 	/* Inline data goes through a registered staging area, one slot per send queue entry (as a WQE holds it). */
 	size_t inline_bytes = ((size_t)qp->cap.max_send_wr * qp->cap.max_inline_data + ctx->page_size - 1) & ~((size_t)ctx->page_size - 1);
 	qp->inline_buf = mmap(NULL, inline_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (qp->inline_buf != MAP_FAILED)
 		qp->inline_mr = pw_reg_mr(pd, qp->inline_buf, inline_bytes, (uintptr_t)qp->inline_buf, IBV_ACCESS_LOCAL_WRITE);
-	if (qp->inline_buf == MAP_FAILED || !qp->inline_mr || !qp->atomics || add_qp(ctx, qp)) {
-		e = errno ? errno : ENOMEM;
+	e = qp->inline_buf == MAP_FAILED || !qp->inline_mr ? (errno ? errno : ENOMEM) : add_qp(ctx, qp);
+	if (e) {
+		/* Nothing is left behind: the node's pair, the staging area and its registration go again. */
 		pw_log(PW_ERROR, "ibv_create_qp: cannot set up queue pair %u: %s", qp->qp.qp_num, strerror(e));
+		destroy_on_node(ctx, qp->qp.qp_num);
+		if (qp->inline_mr)
+			pw_dereg_mr(qp->inline_mr);
+		if (qp->inline_buf != MAP_FAILED)
+			munmap(qp->inline_buf, inline_bytes);
+		pthread_mutex_destroy(&qp->modify_lock);
+		free(qp);
 		errno = e;
 		return NULL;
 	}
@@ -1279,7 +1356,7 @@ EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pw_dereg_mr(qp->inline_mr);
 		munmap(qp->inline_buf, n);
 	}
-	free(qp->atomics);
+	pthread_mutex_destroy(&qp->modify_lock);
 	free(qp);
 	return 0;
 }
@@ -1294,67 +1371,189 @@ static const char *peer_of_lid(struct pw_context *ctx, uint32_t lid)
 	return NULL;
 }
 
+/*
+ * ibv_modify_qp_rate_limit: the node paces the pair (rate_limit in kbps, as the verb takes it; 0 removes
+ * the limit), with max_burst_sz bytes back to back (0: the node's burst).
+ */
+static int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct pw_context *ctx = pw_ctx(ibqp->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__SetQueuePairRateLimitRequest req = PAGEWIRE__VERBS__V1__SET_QUEUE_PAIR_RATE_LIMIT_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.qpn = ibqp->qp_num;
+	req.bytes_per_second = (uint64_t)attr->rate_limit * 1000 / 8;
+	req.burst_bytes = attr->max_burst_sz;
+	return pw_call_void(&ctx->control, "SetQueuePairRateLimit", &req.base, &pagewire__verbs__v1__set_queue_pair_rate_limit_response__descriptor);
+}
+
+/*
+ * Which attributes an RC queue pair's transition requires and allows, as the kernel's ib_modify_qp_is_ok
+ * table has them (what Soft-RoCE enforces): a transition not listed, a required attribute missing or an
+ * attribute the transition does not take is EINVAL.
+ */
+struct transition {
+	enum ibv_qp_state from, to;
+	int required, optional;
+};
+
+#define PATH_OPTIONAL (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER)
+static const struct transition transitions[] = {
+	{IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+	{IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+	{IBV_QPS_INIT, IBV_QPS_RTR,
+	 IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	 IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+	{IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT,
+	 IBV_QP_CUR_STATE | PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | PATH_OPTIONAL},
+	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+	{IBV_QPS_SQD, IBV_QPS_SQD, 0,
+	 IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE
+		 | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PORT},
+};
+
+static int transition_ok(enum ibv_qp_state from, enum ibv_qp_state to, int mask)
+{
+	int attrs = mask & ~IBV_QP_STATE;
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
+		return (attrs & ~IBV_QP_CUR_STATE) == 0; /* from any state, taking nothing else */
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++)
+		if (transitions[i].from == from && transitions[i].to == to)
+			return (attrs & transitions[i].required) == transitions[i].required
+			       && (attrs & ~(transitions[i].required | transitions[i].optional)) == 0;
+	return 0;
+}
+
+/* InfiniBand's 5-bit RNR timer: the delay an RNR NAK asks for, in nanoseconds (0 is the longest, 655.36 ms). */
+static uint64_t rnr_timer_ns(uint8_t t)
+{
+	static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,   160,    240,    320,
+					480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,   10240,  15360,
+					20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	return (uint64_t)us[t & 31] * 1000;
+}
+
+#define ATTRIBUTE(name) PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__ATTRIBUTE__##name
+
+/* Moves the node's queue pair to the request's state, with the attributes it names. */
+static int modify_on_node(struct pw_context *ctx, uint32_t qpn, Pagewire__Verbs__V1__ModifyQueuePairRequest *req)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	req->endpoint = &ref;
+	req->qpn = qpn;
+	return pw_call_void(&ctx->control, "ModifyQueuePair", &req->base, &pagewire__verbs__v1__modify_queue_pair_response__descriptor);
+}
+
 EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct pw_qp *qp = (struct pw_qp *)ibqp;
 	struct pw_context *ctx = pw_ctx(ibqp->context);
-	enum ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : ibqp->state;
-	enum ibv_qp_state from = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : ibqp->state;
-	int ok;
-	switch (to) {
-	case IBV_QPS_RESET:
-	case IBV_QPS_ERR:
-		ok = 1;
-		break;
-	case IBV_QPS_INIT:
-		ok = from == IBV_QPS_RESET || from == IBV_QPS_INIT;
-		break;
-	case IBV_QPS_RTR:
-		ok = from == IBV_QPS_INIT && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) == (IBV_QP_AV | IBV_QP_DEST_QPN);
-		break;
-	case IBV_QPS_RTS:
-		ok = from == IBV_QPS_RTR || from == IBV_QPS_RTS || from == IBV_QPS_SQD;
-		break;
-	default:
-		ok = 0;
-	}
-	if (!ok) {
+	pthread_mutex_lock(&qp->modify_lock);
+	enum ibv_qp_state from = ibqp->state;
+	enum ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
+	int e = 0;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from) {
+		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u is in state %d, not %d as cur_qp_state says", ibqp->qp_num, from,
+		       attr->cur_qp_state);
+		e = EINVAL;
+	} else if (!transition_ok(from, to, mask)) {
 		pw_log(PW_WARN, "ibv_modify_qp: queue pair %u cannot go from state %d to %d with attribute mask 0x%x", ibqp->qp_num, from,
 		       to, mask);
-		return EINVAL;
+		e = EINVAL;
+	} else if ((mask & IBV_QP_PORT) && attr->port_num != 1) {
+		e = EINVAL;
+	} else if ((mask & IBV_QP_PATH_MTU) && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096)) {
+		e = EINVAL;
+	} else if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) || (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7)
+		   || (mask & IBV_QP_TIMEOUT && attr->timeout > 31) || (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31)) {
+		e = EINVAL;
 	}
-	if (to == IBV_QPS_RTR) {
-		uint32_t dlid = attr->ah_attr.dlid;
-		const char *peer = peer_of_lid(ctx, dlid);
-		if (!peer) {
-			pw_log(PW_WARN, "ibv_modify_qp: LID %u is neither node %s's (%u) nor any of its peers'", dlid, ctx->node_id, ctx->lid);
-			return EINVAL;
+	Pagewire__Verbs__V1__ModifyQueuePairRequest req = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__INIT;
+	Pagewire__Verbs__V1__QpAddress address = PAGEWIRE__VERBS__V1__QP_ADDRESS__INIT;
+	if (!e && to == IBV_QPS_RESET && from != IBV_QPS_RESET) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__RESET;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+		if (!e) {
+			/* A reset pair starts over: what query_qp reports too. */
+			struct ibv_qp_attr fresh;
+			memset(&fresh, 0, sizeof(fresh));
+			qp->attr = fresh;
+			qp->sqd_notify = 0;
 		}
-		Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-		Pagewire__Verbs__V1__QpAddress address = PAGEWIRE__VERBS__V1__QP_ADDRESS__INIT;
-		address.node_id = (char *)peer;
-		address.qpn = attr->dest_qp_num;
-		/* A verbs program exchanges LID and QPN only: credits and page size are the peer's configuration, the same as ours. */
-		address.initial_credits = ctx->initial_credits;
-		address.page_size = ctx->page_size;
-		Pagewire__Verbs__V1__ConnectQueuePairRequest req = PAGEWIRE__VERBS__V1__CONNECT_QUEUE_PAIR_REQUEST__INIT;
-		req.endpoint = &ref;
-		req.qpn = ibqp->qp_num;
-		req.peer = &address;
-		int e = pw_call_void(&ctx->control, "ConnectQueuePair", &req.base, &pagewire__verbs__v1__connect_queue_pair_response__descriptor);
+	} else if (!e && to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__ERROR;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+	} else if (!e && to == IBV_QPS_RTR) {
+		const char *peer = peer_of_lid(ctx, attr->ah_attr.dlid);
+		if (!peer) {
+			pw_log(PW_WARN, "ibv_modify_qp: LID %u is neither node %s's (%u) nor any of its peers'", attr->ah_attr.dlid, ctx->node_id,
+			       ctx->lid);
+			e = EINVAL;
+		} else {
+			address.node_id = (char *)peer;
+			address.qpn = attr->dest_qp_num;
+			/* A verbs program exchanges LID, QPN and PSN only: credits and page size are the peer's configuration, the same as ours. */
+			address.initial_credits = ctx->initial_credits;
+			address.page_size = ctx->page_size;
+			req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_RECEIVE;
+			req.peer = &address;
+			req.attributes = ATTRIBUTE(RECEIVE_PSN) | ATTRIBUTE(RNR_DELAY);
+			req.receive_psn = attr->rq_psn & 0xffffff;
+			req.rnr_delay_ns = rnr_timer_ns(attr->min_rnr_timer);
+			e = modify_on_node(ctx, ibqp->qp_num, &req);
+		}
+	} else if (!e && to == IBV_QPS_RTS) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_SEND;
+		if (mask & IBV_QP_SQ_PSN) {
+			req.attributes |= ATTRIBUTE(SEND_PSN);
+			req.send_psn = attr->sq_psn & 0xffffff;
+		}
+		if (mask & IBV_QP_TIMEOUT) {
+			/* 4.096 us times 2^timeout; 0 waits forever. The node raises one shorter than its floor to it. */
+			req.attributes |= ATTRIBUTE(ACK_TIMEOUT);
+			req.ack_timeout_ns = attr->timeout == 0 ? 0 : 4096ull << attr->timeout;
+		}
+		if (mask & IBV_QP_RETRY_CNT) {
+			req.attributes |= ATTRIBUTE(RETRY_COUNT);
+			req.retry_count = attr->retry_cnt;
+		}
+		if (mask & IBV_QP_RNR_RETRY) {
+			req.attributes |= ATTRIBUTE(RNR_RETRY_COUNT);
+			req.rnr_retry_count = attr->rnr_retry;
+		}
+		if (mask & IBV_QP_MIN_RNR_TIMER) {
+			req.attributes |= ATTRIBUTE(RNR_DELAY);
+			req.rnr_delay_ns = rnr_timer_ns(attr->min_rnr_timer);
+		}
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+	} else if (!e && to == IBV_QPS_SQD && from == IBV_QPS_RTS) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__SEND_QUEUE_DRAINED;
+		/* Set first: a drain with nothing under way is over before the call returns, and its event with it. */
+		qp->sqd_notify = (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && attr->en_sqd_async_notify;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
 		if (e)
-			return e;
-		qp->attr.ah_attr = attr->ah_attr;
-		qp->attr.dest_qp_num = attr->dest_qp_num;
-		if (mask & IBV_QP_PATH_MTU)
-			qp->attr.path_mtu = attr->path_mtu;
-		if (mask & IBV_QP_RQ_PSN)
-			qp->attr.rq_psn = attr->rq_psn;
-		if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
-			qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
-		if (mask & IBV_QP_MIN_RNR_TIMER)
-			qp->attr.min_rnr_timer = attr->min_rnr_timer;
+			qp->sqd_notify = 0;
 	}
+	if (!e && (mask & IBV_QP_RATE_LIMIT))
+		e = pw_modify_qp_rate_limit(ibqp, &(struct ibv_qp_rate_limit_attr){.rate_limit = attr->rate_limit});
+	if (e) {
+		pthread_mutex_unlock(&qp->modify_lock);
+		return e;
+	}
+	if (mask & IBV_QP_AV)
+		qp->attr.ah_attr = attr->ah_attr;
+	if (mask & IBV_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num;
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_RQ_PSN)
+		qp->attr.rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IBV_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IBV_QP_PORT)
@@ -1362,7 +1561,7 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 	if (mask & IBV_QP_PKEY_INDEX)
 		qp->attr.pkey_index = attr->pkey_index;
 	if (mask & IBV_QP_SQ_PSN)
-		qp->attr.sq_psn = attr->sq_psn;
+		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
 	if (mask & IBV_QP_RETRY_CNT)
@@ -1371,8 +1570,13 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		qp->attr.rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT)
+		qp->attr.rate_limit = attr->rate_limit;
 	ibqp->state = to;
 	qp->attr.qp_state = to;
+	pthread_mutex_unlock(&qp->modify_lock);
 	return 0;
 }
 
@@ -1466,11 +1670,11 @@ static int wire_opcode(enum ibv_wr_opcode op)
 	}
 }
 
-static void put_wr(uint8_t *w, uint64_t wr_id, int opcode, int signaled, uint32_t lkey, uint64_t local, uint32_t length,
+static void put_wr(uint8_t *w, uint64_t wr_id, int opcode, int flags, uint32_t lkey, uint64_t local, uint32_t length,
 		   uint64_t remote, uint64_t rkey, uint64_t add, uint32_t imm, uint64_t swap)
 {
 	memset(w, 0, POST_WR);
-	int32_t op = (opcode & 0xFFFF) | (signaled ? 0 : (1 << 16));
+	int32_t op = (opcode & 0xFFFF) | flags;
 	memcpy(w, &wr_id, 8);
 	memcpy(w + 8, &op, 4);
 	memcpy(w + 12, &lkey, 4);
@@ -1483,6 +1687,60 @@ static void put_wr(uint8_t *w, uint64_t wr_id, int opcode, int signaled, uint32_
 	memcpy(w + 64, &swap, 8);
 }
 
+/*
+ * A POST_LIST or POST_RECEIVE_LIST record (ring's ScatterGatherRecord): one work request or receive, whose
+ * `body` is already written, followed by its elements.
+ */
+static int put_list(struct pw_context *ctx, int32_t type, uint32_t qpn, uint32_t srq_id, const uint8_t *body, int body_bytes,
+		    const struct ibv_sge *sg, int n)
+{
+	uint8_t record[LIST_HEADER + POST_WR + MAX_SGE * LIST_ELEMENT];
+	uint32_t count = (uint32_t)n, zero = 0;
+	memcpy(record, &qpn, 4);
+	memcpy(record + 4, &srq_id, 4);
+	memcpy(record + 8, &count, 4);
+	memcpy(record + 12, &zero, 4);
+	memcpy(record + LIST_HEADER, body, (size_t)body_bytes);
+	for (int i = 0; i < n; i++) {
+		uint8_t *e = record + LIST_HEADER + body_bytes + i * LIST_ELEMENT;
+		memcpy(e, &sg[i].lkey, 4);
+		memcpy(e + 4, &sg[i].length, 4);
+		memcpy(e + 8, &sg[i].addr, 8);
+	}
+	return put_record(ctx, type, record, LIST_HEADER + body_bytes + n * LIST_ELEMENT);
+}
+
+/*
+ * Where a request's elements are: one range when they continue one another under one key (most
+ * requests: they go in the fixed-size records), else a list. Under an implicit registration the pages
+ * they name become the NIC's when first posted.
+ */
+static int local_range(struct pw_context *ctx, const struct ibv_sge *sg, int n, uint32_t *lkey, uint64_t *local, uint32_t *length,
+		       int *listed)
+{
+	*lkey = 0;
+	*local = 0;
+	*length = 0;
+	*listed = 0;
+	uint64_t total = 0;
+	for (int i = 0; i < n; i++) {
+		total += sg[i].length;
+		if (sg[i].length) {
+			int e = pw_memory_ensure(ctx, sg[i].lkey, sg[i].addr, sg[i].length);
+			if (e)
+				return e;
+		}
+		if (i == 0) {
+			*lkey = sg[0].lkey;
+			*local = sg[0].addr;
+		} else if (sg[i].lkey != *lkey || sg[i].addr != *local + *length) {
+			*listed = 1;
+		}
+		*length += sg[i].length;
+	}
+	return total > UINT32_MAX ? EINVAL : 0;
+}
+
 static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct pw_qp *qp = (struct pw_qp *)ibqp;
@@ -1492,26 +1750,29 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	int e = 0;
 	pthread_mutex_lock(&ctx->post_lock);
 	for (; wr; wr = wr->next) {
-		if (ibqp->state != IBV_QPS_RTS) {
+		/* Before RTS a send is refused; in SQD it waits, in ERROR it completes as flushed (the node's to say). */
+		if (ibqp->state < IBV_QPS_RTS) {
 			pw_log(PW_DEBUG, "ibv_post_send: queue pair %u is not ready to send (state %d)", ibqp->qp_num, ibqp->state);
 			e = EINVAL;
 			break;
 		}
 		int opcode = wire_opcode(wr->opcode);
-		if (!opcode || wr->num_sge < 0 || wr->num_sge > (int)MAX_SGE) {
+		if (!opcode || wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_send_sge) {
 			e = EINVAL;
 			break;
 		}
-		int signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+		int atomic = opcode == OP_FETCH_ADD || opcode == OP_COMPARE_SWAP;
+		int flags = (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) ? 0 : FLAG_UNSIGNALED)
+			    | (wr->send_flags & IBV_SEND_FENCE ? FLAG_FENCE : 0) | (wr->send_flags & IBV_SEND_SOLICITED ? FLAG_SOLICITED : 0);
 		uint32_t lkey = 0;
 		uint64_t local = 0;
 		uint32_t length = 0;
-		uint64_t remote_offset = 0;
+		int listed = 0;
 		if (wr->send_flags & IBV_SEND_INLINE) {
 			size_t total = 0;
 			for (int i = 0; i < wr->num_sge; i++)
 				total += wr->sg_list[i].length;
-			if (total > qp->cap.max_inline_data || opcode == OP_READ || opcode == OP_FETCH_ADD || opcode == OP_COMPARE_SWAP) {
+			if (total > qp->cap.max_inline_data || opcode == OP_READ || atomic) {
 				e = EINVAL;
 				break;
 			}
@@ -1521,83 +1782,41 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 				memcpy(slot + at, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 				at += wr->sg_list[i].length;
 			}
-			lkey = qp->inline_mr->lkey;
-			local = (uintptr_t)slot;
+			lkey = total ? qp->inline_mr->lkey : 0;
+			local = total ? (uintptr_t)slot : 0;
 			length = (uint32_t)total;
-		} else if (wr->num_sge >= 1) {
-			/*
-			 * Entries that continue one another under one key are one range. A WRITE or READ over ranges that
-			 * do not goes as one request per range, to consecutive remote addresses, only the last signaled
-			 * (in order on one queue pair, that is the same operation); a message (SEND, immediate) must be one.
-			 */
-			lkey = wr->sg_list[0].lkey;
-			local = wr->sg_list[0].addr;
-			length = wr->sg_list[0].length;
-			uint64_t offset = 0;
-			for (int i = 1; i < wr->num_sge && !e; i++) {
-				if (wr->sg_list[i].lkey == lkey && wr->sg_list[i].addr == local + length) {
-					length += wr->sg_list[i].length;
-				} else if (opcode == OP_WRITE || opcode == OP_READ) {
-					if (count == 32) {
-						e = put_posts(ctx, record, ibqp->qp_num, count);
-						count = 0;
-					}
-					if (!e)
-						e = pw_memory_ensure(ctx, lkey, local, length);
-					if (!e)
-						put_wr(record + POST_HEADER + count++ * POST_WR, wr->wr_id, opcode, 0, lkey, local, length,
-						       wr->wr.rdma.remote_addr + offset, wr->wr.rdma.rkey, 0, 0, 0);
-					offset += length;
-					lkey = wr->sg_list[i].lkey;
-					local = wr->sg_list[i].addr;
-					length = wr->sg_list[i].length;
-				} else {
-					pw_log(PW_WARN, "ibv_post_send: a message's scatter/gather entries must continue one another (or go inline)");
-					e = EOPNOTSUPP;
-				}
-			}
-			if (e)
-				break;
-			if (opcode == OP_WRITE || opcode == OP_READ) {
-				e = pw_memory_ensure(ctx, lkey, local, length);
-				if (e)
-					break;
-				remote_offset = offset;
-			}
-		}
-		/* Under an implicit registration the pages a request names become the NIC's when first posted. */
-		if (!(wr->send_flags & IBV_SEND_INLINE) && opcode != OP_WRITE && opcode != OP_READ) {
-			e = pw_memory_ensure(ctx, lkey, local, length);
+		} else {
+			e = local_range(ctx, wr->sg_list, wr->num_sge, &lkey, &local, &length, &listed);
 			if (e)
 				break;
 		}
 		uint64_t remote = 0, rkey = 0, add = 0, swap = 0;
-		if (opcode == OP_FETCH_ADD || opcode == OP_COMPARE_SWAP) {
+		if (atomic) {
+			/* The fetched word lands in the request's own buffer (its one 8-byte element), written by the node. */
 			remote = wr->wr.atomic.remote_addr;
 			rkey = wr->wr.atomic.rkey;
 			add = wr->wr.atomic.compare_add;
 			swap = wr->wr.atomic.swap;
-			pthread_mutex_lock(&qp->atomic_lock);
-			if (qp->atomic_count == qp->atomic_capacity) {
-				pthread_mutex_unlock(&qp->atomic_lock);
-				e = ENOMEM;
-				break;
-			}
-			struct pw_atomic_slot *s = &qp->atomics[(qp->atomic_head + qp->atomic_count++) % qp->atomic_capacity];
-			s->local_address = local;
-			s->signaled = signaled;
-			pthread_mutex_unlock(&qp->atomic_lock);
 		} else if (opcode != OP_SEND && opcode != OP_SEND_WITH_IMM) {
-			remote = wr->wr.rdma.remote_addr + remote_offset;
+			remote = wr->wr.rdma.remote_addr;
 			rkey = wr->wr.rdma.rkey;
 		}
-		if (count == 32) {
+		if (count == 32 || (listed && count > 0)) {
+			/* a list record goes alone, after what came before it */
 			e = put_posts(ctx, record, ibqp->qp_num, count);
 			count = 0;
 			if (e)
 				break;
 		}
-		put_wr(record + POST_HEADER + count++ * POST_WR, wr->wr_id, opcode, signaled, lkey, local, length, remote, rkey, add,
+		if (listed) {
+			uint8_t body[POST_WR];
+			put_wr(body, wr->wr_id, opcode, flags, 0, 0, 0, remote, rkey, add, wr->imm_data, swap);
+			e = put_list(ctx, REQ_POST_LIST, ibqp->qp_num, 0, body, POST_WR, wr->sg_list, wr->num_sge);
+			if (e)
+				break;
+			continue;
+		}
+		put_wr(record + POST_HEADER + count++ * POST_WR, wr->wr_id, opcode, flags, lkey, local, length, remote, rkey, add,
 		       wr->imm_data, swap);
 	}
 	if (count > 0) {
@@ -1611,43 +1830,45 @@ static int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	return e;
 }
 
-static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad)
 {
 	uint8_t record[RECV_HEADER + 64 * RECV_WR];
 	int count = 0;
 	int e = 0;
 	pthread_mutex_lock(&ctx->post_lock);
 	for (; wr; wr = wr->next) {
-		uint32_t lkey = 0, length = 0;
-		uint64_t address = 0;
-		if (wr->num_sge >= 1) {
-			lkey = wr->sg_list[0].lkey;
-			address = wr->sg_list[0].addr;
-			length = wr->sg_list[0].length;
+		if (wr->num_sge < 0 || wr->num_sge > (int)max_sge) {
+			e = EINVAL;
+			break;
 		}
-		for (int i = 1; i < wr->num_sge; i++) {
-			if (wr->sg_list[i].lkey != lkey || wr->sg_list[i].addr != address + length) {
-				pw_log(PW_WARN, "ibv_post_recv: receives take one range (or entries that continue one another)");
-				e = EOPNOTSUPP;
-				break;
-			}
-			length += wr->sg_list[i].length;
-		}
-		if (!e)
-			e = pw_memory_ensure(ctx, lkey, address, length);
+		uint32_t lkey, length;
+		uint64_t address;
+		int listed;
+		e = local_range(ctx, wr->sg_list, wr->num_sge, &lkey, &address, &length, &listed);
 		if (e)
 			break;
-		if (count == 64) {
+		if (count == 64 || (listed && count > 0)) {
 			e = put_receives(ctx, record, qpn, srq_id, count);
 			count = 0;
 			if (e)
 				break;
 		}
-		uint8_t *r = record + RECV_HEADER + count++ * RECV_WR;
+		uint8_t body[RECV_WR];
+		uint8_t *r = listed ? body : record + RECV_HEADER + count * RECV_WR;
+		uint32_t no_key = 0, no_length = 0;
+		uint64_t no_address = 0;
 		memcpy(r, &wr->wr_id, 8);
-		memcpy(r + 8, &lkey, 4);
-		memcpy(r + 12, &length, 4);
-		memcpy(r + 16, &address, 8);
+		memcpy(r + 8, listed ? &no_key : &lkey, 4);
+		memcpy(r + 12, listed ? &no_length : &length, 4);
+		memcpy(r + 16, listed ? &no_address : &address, 8);
+		if (listed) {
+			e = put_list(ctx, REQ_POST_RECEIVE_LIST, qpn, srq_id, body, RECV_WR, wr->sg_list, wr->num_sge);
+			if (e)
+				break;
+		} else {
+			count++;
+		}
 	}
 	if (count > 0) {
 		int e2 = put_receives(ctx, record, qpn, srq_id, count);
@@ -1660,14 +1881,15 @@ static int post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, 
 	return e;
 }
 
+/* Receives may be posted from INIT on; in ERROR they complete as flushed (the node's to say), as the standard asks. */
 static int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	if (ibqp->srq || ibqp->state == IBV_QPS_RESET || ibqp->state == IBV_QPS_ERR) {
+	if (ibqp->srq || ibqp->state == IBV_QPS_RESET) {
 		if (bad)
 			*bad = wr;
 		return EINVAL;
 	}
-	return post_receives(pw_ctx(ibqp->context), ibqp->qp_num, 0, wr, bad);
+	return post_receives(pw_ctx(ibqp->context), ibqp->qp_num, 0, ((struct pw_qp *)ibqp)->cap.max_recv_sge, wr, bad);
 }
 
 /* ---- asynchronous events ----------------------------------------------------------------------- */

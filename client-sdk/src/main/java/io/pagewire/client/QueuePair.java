@@ -20,6 +20,40 @@ public interface QueuePair extends AutoCloseable {
 
     CompletableFuture<Void> connectAsync(QpAddress peer);
 
+    /**
+     * Connects to a queue pair on a peer node, retrying as {@code retries} says instead of as the node's
+     * {@code pagewire.nic.*} settings do: a request to a peer that stays silent fails with
+     * {@link PagewireException.RetryExceededException} after the timeout and its resends.
+     */
+    void connect(QpAddress peer, Retries retries);
+
+    /**
+     * Moves the queue pair to its error state (ibverbs' ERROR): every request and receive still posted
+     * fails as flushed, in posting order, and so does everything posted later.
+     */
+    void moveToError();
+
+    /**
+     * Gives a fresh queue pair under the same number, ready to {@link #connect} again (ibverbs' RESET,
+     * then INIT): what was still posted fails as flushed first.
+     */
+    void reset();
+
+    /**
+     * Stops starting new requests (ibverbs' SQD): those already under way finish, later ones wait for
+     * {@link #resumeSending}; {@link QueuePairEvent#SEND_QUEUE_DRAINED} tells when the drain is done.
+     */
+    void drainSendQueue();
+
+    /** Ends a drain: waiting requests go (back to RTS). */
+    void resumeSending();
+
+    /**
+     * Who hears this queue pair's asynchronous events; one listener, called on the endpoint's event
+     * thread, so it must not block. Null stops listening.
+     */
+    void onEvent(java.util.function.Consumer<QueuePairEvent> listener);
+
     CompletableFuture<Completion> write(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey);
 
     CompletableFuture<Completion> writeWithNotify(MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,

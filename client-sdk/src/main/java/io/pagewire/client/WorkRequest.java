@@ -11,7 +11,7 @@ package io.pagewire.client;
  * now and then, as perftest does every {@code --cq-mod} requests. A failed request always completes.
  */
 public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey,
-        int counterId, long add, boolean signaled, int immediate, long swap) {
+        int counterId, long add, boolean signaled, int immediate, long swap, boolean fence, boolean solicited) {
 
     public WorkRequest {
         if (opcode == Opcode.RECV || opcode == Opcode.RECV_RDMA_WITH_IMM) {
@@ -25,6 +25,24 @@ public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, 
         this(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0, 0);
     }
 
+    /** A request without a fence, whose receive completion is not a solicited event. */
+    public WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, int length, long remoteAddress, long rkey, int counterId,
+            long add, boolean signaled, int immediate, long swap) {
+        this(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, false, false);
+    }
+
+    /** The same request, held back until every READ and atomic posted before it on its queue pair finished (IBV_SEND_FENCE). */
+    public WorkRequest fenced() {
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, true,
+                solicited);
+    }
+
+    /** The same request, whose receive completion at the peer is a solicited event (IBV_SEND_SOLICITED). */
+    public WorkRequest solicitedEvent() {
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence,
+                true);
+    }
+
     /**
      * The same request without a completion of its own when it succeeds (ibverbs: no
      * {@code IBV_SEND_SIGNALED}). A FETCH_ADD cannot be unsignalled: its result arrives only in its completion.
@@ -33,7 +51,8 @@ public record WorkRequest(Opcode opcode, MemoryRegion local, long localAddress, 
         if (opcode == Opcode.FETCH_ADD || opcode == Opcode.COMPARE_SWAP) {
             throw new IllegalArgumentException("a " + opcode + " cannot be unsignalled: its result arrives only in its completion");
         }
-        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate, swap);
+        return new WorkRequest(opcode, local, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate, swap, fence,
+                solicited);
     }
 
     /** SEND of [localAddress, +length) into the peer's next posted receive. */

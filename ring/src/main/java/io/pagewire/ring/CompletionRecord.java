@@ -24,7 +24,8 @@ import org.agrona.MutableDirectBuffer;
  *   | error (error length bytes)            ...
  *   +----------------------------------------
  *
- *   flags: bit 0 ({@link #HAS_IMMEDIATE_FLAG}) set when the completion carries immediate data.
+ *   flags: bit 0 ({@link #HAS_IMMEDIATE_FLAG}) set when the completion carries immediate data, bit 1
+ *   ({@link #SOLICITED_FLAG}) when its sender asked for a solicited event.
  * </pre>
  */
 public final class CompletionRecord {
@@ -33,6 +34,8 @@ public final class CompletionRecord {
     public static final int FIXED_BYTES = 48;
     /** In a completion's flags: it carries immediate data. */
     public static final int HAS_IMMEDIATE_FLAG = 1;
+    /** In a completion's flags: its sender asked for a solicited event (IBV_SEND_SOLICITED). */
+    public static final int SOLICITED_FLAG = 2;
 
     private static final int WR_ID = 0;
     private static final int QPN = 8;
@@ -54,6 +57,12 @@ public final class CompletionRecord {
 
     public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, int opcode, int status, long bytes, long value,
             boolean hasImmediate, int immediate, byte[] error) {
+        put(b, record, wrId, qpn, opcode, status, bytes, value, hasImmediate ? HAS_IMMEDIATE_FLAG : 0, immediate, error);
+    }
+
+    /** Writes a completion with {@code flags} a combination of the *_FLAG bits. */
+    public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, int opcode, int status, long bytes, long value,
+            int flags, int immediate, byte[] error) {
         b.putLong(record + WR_ID, wrId);
         b.putInt(record + QPN, qpn);
         b.putInt(record + OPCODE, opcode);
@@ -61,7 +70,7 @@ public final class CompletionRecord {
         b.putInt(record + ERROR_LENGTH, error.length);
         b.putLong(record + BYTES, bytes);
         b.putLong(record + VALUE, value);
-        b.putInt(record + FLAGS, hasImmediate ? HAS_IMMEDIATE_FLAG : 0);
+        b.putInt(record + FLAGS, flags & (HAS_IMMEDIATE_FLAG | SOLICITED_FLAG));
         b.putInt(record + IMMEDIATE, immediate);
         b.putBytes(record + FIXED_BYTES, error);
     }
@@ -92,6 +101,10 @@ public final class CompletionRecord {
 
     public static boolean hasImmediate(DirectBuffer b, int record) {
         return (b.getInt(record + FLAGS) & HAS_IMMEDIATE_FLAG) != 0;
+    }
+
+    public static boolean solicited(DirectBuffer b, int record) {
+        return (b.getInt(record + FLAGS) & SOLICITED_FLAG) != 0;
     }
 
     public static int immediate(DirectBuffer b, int record) {

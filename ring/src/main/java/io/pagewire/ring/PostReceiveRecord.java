@@ -58,7 +58,11 @@ public final class PostReceiveRecord {
 
     /** Writes receive {@code i} of the record at {@code record}. */
     public static void putReceive(MutableDirectBuffer b, int record, int i, long wrId, int lkey, long address, int length) {
-        int at = receive(record, i);
+        putReceiveAt(b, receive(record, i), wrId, lkey, address, length);
+    }
+
+    /** Writes a receive at {@code at}. */
+    public static void putReceiveAt(MutableDirectBuffer b, int at, long wrId, int lkey, long address, int length) {
         b.putLong(at + WR_ID, wrId);
         b.putInt(at + LKEY, lkey);
         b.putInt(at + LENGTH, length);

@@ -35,7 +35,10 @@ import org.agrona.MutableDirectBuffer;
  *   +---------------------------------------+
  *
  *   opcode | flags: the opcode in the low 16 bits; bit 16 ({@link #UNSIGNALED_FLAG}) set when the
- *   request completes silently on success.
+ *   request completes silently on success, bit 17 ({@link #FENCE_FLAG}) when it waits for the READs and
+ *   atomics before it, bit 18 ({@link #SOLICITED_FLAG}) when its receive completion is a solicited event.
+ *   A request with lkey 0 and length 0 has no local memory (no scatter/gather element); one with
+ *   several elements goes alone in a {@link ScatterGatherRecord}.
  * </pre>
  */
 public final class PostRecord {
@@ -45,6 +48,10 @@ public final class PostRecord {
     public static final int WORK_REQUEST_BYTES = 72;
     /** In a work request's opcode word: it completes silently when it succeeds. */
     public static final int UNSIGNALED_FLAG = 1 << 16;
+    /** In a work request's opcode word: it waits for every READ and atomic posted before it (IBV_SEND_FENCE). */
+    public static final int FENCE_FLAG = 1 << 17;
+    /** In a work request's opcode word: its receive completion is a solicited event (IBV_SEND_SOLICITED). */
+    public static final int SOLICITED_FLAG = 1 << 18;
 
     private static final int QPN = 0;
     private static final int COUNT = 4;
@@ -81,9 +88,15 @@ public final class PostRecord {
     /** Writes work request {@code i} of the record at {@code record}. */
     public static void putWorkRequest(MutableDirectBuffer b, int record, int i, long wrId, int opcode, boolean signaled, int lkey,
             long localAddress, int length, int counterId, long remoteAddress, long rkey, long add, int immediate, long swap) {
-        int at = workRequest(record, i);
+        putWorkRequestAt(b, workRequest(record, i), wrId, opcode, signaled ? 0 : UNSIGNALED_FLAG, lkey, localAddress, length, counterId,
+                remoteAddress, rkey, add, immediate, swap);
+    }
+
+    /** Writes a work request at {@code at}, with {@code flags} a combination of the *_FLAG bits. */
+    public static void putWorkRequestAt(MutableDirectBuffer b, int at, long wrId, int opcode, int flags, int lkey,
+            long localAddress, int length, int counterId, long remoteAddress, long rkey, long add, int immediate, long swap) {
         b.putLong(at + WR_ID, wrId);
-        b.putInt(at + OPCODE_AND_FLAGS, (opcode & 0xFFFF) | (signaled ? 0 : UNSIGNALED_FLAG));
+        b.putInt(at + OPCODE_AND_FLAGS, (opcode & 0xFFFF) | (flags & (UNSIGNALED_FLAG | FENCE_FLAG | SOLICITED_FLAG)));
         b.putInt(at + LKEY, lkey);
         b.putLong(at + LOCAL_ADDRESS, localAddress);
         b.putInt(at + LENGTH, length);
@@ -128,6 +141,14 @@ public final class PostRecord {
 
     public static boolean signaled(DirectBuffer b, int wr) {
         return (b.getInt(wr + OPCODE_AND_FLAGS) & UNSIGNALED_FLAG) == 0;
+    }
+
+    public static boolean fence(DirectBuffer b, int wr) {
+        return (b.getInt(wr + OPCODE_AND_FLAGS) & FENCE_FLAG) != 0;
+    }
+
+    public static boolean solicited(DirectBuffer b, int wr) {
+        return (b.getInt(wr + OPCODE_AND_FLAGS) & SOLICITED_FLAG) != 0;
     }
 
     public static int lkey(DirectBuffer b, int wr) {

@@ -46,6 +46,41 @@ class RingRecordsTest {
     }
 
     @Test
+    void eachRingsRecordTypesAreDistinct() {
+        assertThat(java.util.List.of(PostRecord.TYPE, PostReceiveRecord.TYPE, FaultRecord.TYPE, ScatterGatherRecord.POST_TYPE,
+                ScatterGatherRecord.RECEIVE_TYPE)).as("the request ring's").doesNotHaveDuplicates();
+        assertThat(java.util.List.of(CompletionRecord.TYPE, RefusedRecord.TYPE, CounterRecord.TYPE, FaultServedRecord.TYPE,
+                CpuUnmapRecord.TYPE)).as("the event ring's").doesNotHaveDuplicates();
+    }
+
+    @Test
+    void aScatterGatherPostCarriesItsRequestThenItsElements() {
+        UnsafeBuffer b = new UnsafeBuffer(new byte[ScatterGatherRecord.length(ScatterGatherRecord.POST_TYPE, 3)]);
+        ScatterGatherRecord.putHeader(b, 0, 5, 0, 3);
+        PostRecord.putWorkRequestAt(b, ScatterGatherRecord.body(0), 77, 5, PostRecord.FENCE_FLAG | PostRecord.SOLICITED_FLAG, 0, 0, 0, 0, 0,
+                0, 0, 0, 0);
+        for (int i = 0; i < 3; i++) {
+            ScatterGatherRecord.putElement(b, ScatterGatherRecord.element(ScatterGatherRecord.POST_TYPE, 0, i), 10 + i, 0x1000L * i, 100 + i);
+        }
+        int wr = ScatterGatherRecord.body(0);
+        assertThat(wr).isEqualTo(16);
+        assertThat(PostRecord.wrId(b, wr)).isEqualTo(77);
+        assertThat(PostRecord.fence(b, wr)).isTrue();
+        assertThat(PostRecord.solicited(b, wr)).isTrue();
+        assertThat(PostRecord.signaled(b, wr)).isTrue();
+        int third = ScatterGatherRecord.element(ScatterGatherRecord.POST_TYPE, 0, 2);
+        assertThat(third).isEqualTo(16 + 72 + 32);
+        assertThat(ScatterGatherRecord.lkey(b, third)).isEqualTo(12);
+        assertThat(ScatterGatherRecord.length(b, third)).isEqualTo(102);
+        assertThat(ScatterGatherRecord.address(b, third)).isEqualTo(0x2000);
+        assertThat(ScatterGatherRecord.isWellFormed(b, ScatterGatherRecord.POST_TYPE, 0, b.capacity())).isTrue();
+        assertThat(ScatterGatherRecord.isWellFormed(b, ScatterGatherRecord.RECEIVE_TYPE, 0, b.capacity())).as("the other kind's length").isFalse();
+        ScatterGatherRecord.putHeader(b, 0, 5, 0, ScatterGatherRecord.MAX_ELEMENTS + 1);
+        assertThat(ScatterGatherRecord.isWellFormed(b, ScatterGatherRecord.POST_TYPE, 0,
+                ScatterGatherRecord.length(ScatterGatherRecord.POST_TYPE, ScatterGatherRecord.MAX_ELEMENTS + 1))).isFalse();
+    }
+
+    @Test
     void eventsReadBackAndAnErrorLongerThanItsRecordIsNotRead() {
         UnsafeBuffer b = new UnsafeBuffer(new byte[256]);
         byte[] error = CompletionRecord.utf8("lkey 3 is not registered");

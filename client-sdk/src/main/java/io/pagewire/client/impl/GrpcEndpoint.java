@@ -13,6 +13,7 @@ import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.Opcode;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
+import io.pagewire.client.QueuePairEvent;
 import io.pagewire.client.RegistrationMode;
 import io.pagewire.client.SharedReceiveQueue;
 import io.pagewire.client.WorkRequest;
@@ -74,6 +75,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
@@ -90,6 +92,7 @@ final class GrpcEndpoint implements Endpoint {
     /** The work request ids of posted receives not yet completed (their completions skip the send queue's order). */
     private final Set<Long> pendingReceives = ConcurrentHashMap.newKeySet();
     private final Map<Integer, GrpcSharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
+    private final Map<Integer, Consumer<QueuePairEvent>> queuePairListeners = new ConcurrentHashMap<>();
     private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     /** Waits on this endpoint's event counters not yet settled: the session's end fails them. */
@@ -194,6 +197,19 @@ final class GrpcEndpoint implements Endpoint {
                 watchers.remove(event.getWatchRefused().getCounterId());
                 System.getLogger(GrpcEndpoint.class.getName()).log(System.Logger.Level.WARNING, "endpoint " + ref.getEndpointId()
                         + ": the node refused a watch of counter " + event.getWatchRefused().getCounterId() + ": " + event.getWatchRefused().getError());
+            }
+            case QUEUE_PAIR_EVENT -> {
+                Consumer<QueuePairEvent> listener = queuePairListeners.get(event.getQueuePairEvent().getQpn());
+                QueuePairEvent kind = switch (event.getQueuePairEvent().getKind()) {
+                    case FATAL -> QueuePairEvent.FATAL;
+                    case COMMUNICATION_ESTABLISHED -> QueuePairEvent.COMMUNICATION_ESTABLISHED;
+                    case LAST_WQE_REACHED -> QueuePairEvent.LAST_WQE_REACHED;
+                    case SEND_QUEUE_DRAINED -> QueuePairEvent.SEND_QUEUE_DRAINED;
+                    default -> null; // a kind this SDK does not know: a newer node
+                };
+                if (listener != null && kind != null) {
+                    listener.accept(kind);
+                }
             }
             case SRQ_LIMIT_REACHED -> {
                 GrpcSharedReceiveQueue srq = sharedReceiveQueues.get(event.getSrqLimitReached().getSrqId());
@@ -534,9 +550,20 @@ final class GrpcEndpoint implements Endpoint {
                     .setAdd(wr.add())
                     .setUnsignaled(!wr.signaled())
                     .setImmediate(wr.immediate())
-                    .setSwap(wr.swap()));
+                    .setSwap(wr.swap())
+                    .setFence(wr.fence())
+                    .setSolicited(wr.solicited()));
         }
         return post;
+    }
+
+    /** Sets (null: removes) who hears queue pair {@code qpn}'s events. */
+    void listen(int qpn, Consumer<QueuePairEvent> listener) {
+        if (listener == null) {
+            queuePairListeners.remove(qpn);
+        } else {
+            queuePairListeners.put(qpn, listener);
+        }
     }
 
     /** The queue pair is gone: its post order with it. */

@@ -4,16 +4,21 @@ import io.pagewire.client.Completion;
 import io.pagewire.client.MemoryRegion;
 import io.pagewire.client.QpAddress;
 import io.pagewire.client.QueuePair;
+import io.pagewire.client.QueuePairEvent;
+import io.pagewire.client.Retries;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.proto.verbs.ConnectQueuePairRequest;
 import io.pagewire.proto.verbs.ConnectQueuePairResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
 import io.pagewire.proto.verbs.DestroyQueuePairResponse;
+import io.pagewire.proto.verbs.ModifyQueuePairRequest;
+import io.pagewire.proto.verbs.ModifyQueuePairResponse;
 import io.pagewire.proto.verbs.SetQueuePairRateLimitRequest;
 import io.pagewire.proto.verbs.SetQueuePairRateLimitResponse;
 import io.pagewire.ring.RingIdler;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /** {@link QueuePair} over gRPC: posts travel on the endpoint's session stream, completions come back on it. */
 final class GrpcQueuePair implements QueuePair {
@@ -43,10 +48,59 @@ final class GrpcQueuePair implements QueuePair {
 
     @Override
     public CompletableFuture<Void> connectAsync(QpAddress peer) {
-        io.pagewire.proto.verbs.QpAddress wire = io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(peer.nodeId()).setQpn(peer.qpn())
-                .setInitialCredits(peer.initialCredits()).setPageSize(peer.pageSize()).build();
         return Calls.<ConnectQueuePairResponse>unary(o -> endpoint.connection().stub().connectQueuePair(
-                ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire).build(), o)).thenApply(r -> null);
+                ConnectQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setPeer(wire(peer)).build(), o)).thenApply(r -> null);
+    }
+
+    @Override
+    public void connect(QpAddress peer, Retries retries) {
+        ModifyQueuePairRequest.Builder rtr = modify(ModifyQueuePairRequest.State.READY_TO_RECEIVE).setPeer(wire(peer))
+                .setRnrDelayNs(retries.rnrDelay().toNanos()).setAttributes(ModifyQueuePairRequest.Attribute.RNR_DELAY_VALUE);
+        endpoint.join(modifyAsync(rtr));
+        endpoint.join(modifyAsync(modify(ModifyQueuePairRequest.State.READY_TO_SEND).setAckTimeoutNs(retries.ackTimeout().toNanos())
+                .setRetryCount(retries.retryCount()).setRnrRetryCount(retries.rnrRetryCount())
+                .setAttributes(ModifyQueuePairRequest.Attribute.ACK_TIMEOUT_VALUE | ModifyQueuePairRequest.Attribute.RETRY_COUNT_VALUE
+                        | ModifyQueuePairRequest.Attribute.RNR_RETRY_COUNT_VALUE)));
+    }
+
+    @Override
+    public void moveToError() {
+        endpoint.join(modifyAsync(modify(ModifyQueuePairRequest.State.ERROR)));
+    }
+
+    @Override
+    public void reset() {
+        // The node's RESET drops what is posted without completions; flushing first settles every future.
+        moveToError();
+        endpoint.join(modifyAsync(modify(ModifyQueuePairRequest.State.RESET)));
+    }
+
+    @Override
+    public void drainSendQueue() {
+        endpoint.join(modifyAsync(modify(ModifyQueuePairRequest.State.SEND_QUEUE_DRAINED)));
+    }
+
+    @Override
+    public void resumeSending() {
+        endpoint.join(modifyAsync(modify(ModifyQueuePairRequest.State.READY_TO_SEND)));
+    }
+
+    @Override
+    public void onEvent(Consumer<QueuePairEvent> listener) {
+        endpoint.listen(qpn(), listener);
+    }
+
+    private ModifyQueuePairRequest.Builder modify(ModifyQueuePairRequest.State state) {
+        return ModifyQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).setState(state);
+    }
+
+    private CompletableFuture<ModifyQueuePairResponse> modifyAsync(ModifyQueuePairRequest.Builder request) {
+        return Calls.<ModifyQueuePairResponse>unary(o -> endpoint.connection().stub().modifyQueuePair(request.build(), o));
+    }
+
+    private static io.pagewire.proto.verbs.QpAddress wire(QpAddress peer) {
+        return io.pagewire.proto.verbs.QpAddress.newBuilder().setNodeId(peer.nodeId()).setQpn(peer.qpn())
+                .setInitialCredits(peer.initialCredits()).setPageSize(peer.pageSize()).build();
     }
 
     @Override
@@ -113,6 +167,7 @@ final class GrpcQueuePair implements QueuePair {
         }
         closed = true;
         endpoint.forget(qpn());
+        endpoint.listen(qpn(), null);
         endpoint.join(Calls.<DestroyQueuePairResponse>unary(o -> endpoint.connection().stub().destroyQueuePair(
                 DestroyQueuePairRequest.newBuilder().setEndpoint(endpoint.ref()).setQpn(qpn()).build(), o)));
     }

@@ -469,7 +469,9 @@ final class RingClient implements AutoCloseable {
             PostRecord.putHeader(b, index, qpn, count);
             for (int i = 0; i < count; i++) {
                 WorkRequest wr = requests.get(from + i);
-                PostRecord.putWorkRequest(b, index, i, wrIds[from + i], WireOpcodes.toWire(wr.opcode()), wr.signaled(),
+                int flags = (wr.signaled() ? 0 : PostRecord.UNSIGNALED_FLAG) | (wr.fence() ? PostRecord.FENCE_FLAG : 0)
+                        | (wr.solicited() ? PostRecord.SOLICITED_FLAG : 0);
+                PostRecord.putWorkRequestAt(b, PostRecord.workRequest(index, i), wrIds[from + i], WireOpcodes.toWire(wr.opcode()), flags,
                         wr.local() == null ? 0 : wr.local().lkey(), wr.localAddress(), wr.length(), wr.counterId(), wr.remoteAddress(), wr.rkey(),
                         wr.add(), wr.immediate(), wr.swap());
             }

@@ -4,10 +4,10 @@ package io.pagewire.node.nic;
  * The outcome of one work request or posted receive: which one, what it was, how it ended and, for an
  * error, a message a person can act on. {@code value} is the counter's previous value for FETCH_ADD;
  * {@code immediate} is the sender's 32 bits when {@code hasImmediate} (RECV of a SEND_WITH_IMM,
- * RECV_RDMA_WITH_IMM).
+ * RECV_RDMA_WITH_IMM); {@code solicited} says the sender asked for a solicited event (IBV_SEND_SOLICITED).
  */
 public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
-        boolean hasImmediate, int immediate) {
+        boolean hasImmediate, int immediate, boolean solicited) {
     /** The work request kinds, as completions report them (after {@code ibv_wc_opcode}). */
     public enum Opcode {
         WRITE,
@@ -30,7 +30,13 @@ public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus sta
 
     /** A completion without immediate data. */
     public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error) {
-        this(wrId, qpn, opcode, status, bytes, value, error, false, 0);
+        this(wrId, qpn, opcode, status, bytes, value, error, false, 0, false);
+    }
+
+    /** A completion with immediate data, not solicited. */
+    public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
+            boolean hasImmediate, int immediate) {
+        this(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate, false);
     }
 
     public boolean ok() {

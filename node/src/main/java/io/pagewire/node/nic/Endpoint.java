@@ -44,6 +44,8 @@ public final class Endpoint implements AutoCloseable {
     private volatile boolean closed;
     /** Told when received data lands in this endpoint's memory; null when nobody waits on it. */
     private volatile PlacementWatcher placementWatcher;
+    /** Told of its queue pairs' asynchronous events; null when nobody listens. */
+    private volatile QueuePairEvent.Listener queuePairEvents;
 
     /** What wants to know that received data landed in an endpoint's memory: a CPU may be waiting on those bytes. */
     @FunctionalInterface
@@ -55,6 +57,19 @@ public final class Endpoint implements AutoCloseable {
     /** Sets (or with null, clears) who hears of data placed into this endpoint's memory. */
     public void watchPlacements(PlacementWatcher watcher) {
         placementWatcher = watcher;
+    }
+
+    /** Sets (or with null, clears) who hears this endpoint's queue pairs' asynchronous events. */
+    public void listenToQueuePairs(QueuePairEvent.Listener listener) {
+        queuePairEvents = listener;
+    }
+
+    /** One of this endpoint's queue pairs raised an event (no lock held). */
+    void raised(int qpn, QueuePairEvent event) {
+        QueuePairEvent.Listener l = queuePairEvents;
+        if (l != null) {
+            l.raised(qpn, event);
+        }
     }
 
     /** Received data was written at [address, address + length). */

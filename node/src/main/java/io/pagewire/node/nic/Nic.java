@@ -85,7 +85,7 @@ public final class Nic implements AutoCloseable {
         this.dma = new DmaEngine(kernel.memory());
         this.firstCredits = partsPerPacket;
         this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
-        this.sweepIntervalNs = Math.max(1_000_000, context.ackTimeoutNs() / 4);
+        this.sweepIntervalNs = Math.max(1_000_000, Math.min(context.ackTimeoutNs(), context.minAckTimeoutNs()) / 4);
         this.router = new PacketRouter(this, transport);
         this.timers.schedule(sweepIntervalNs, this::sweep);
     }
@@ -204,6 +204,30 @@ public final class Nic implements AutoCloseable {
         queuePairs.put(qp.qpn(), qp);
         endpoint.attach(qp);
         return qp;
+    }
+
+    /**
+     * RESET, after {@code ibv_modify_qp}: the pair's number now names a fresh pair in INIT with the same
+     * endpoint, completion queue and shared receive queue, to be connected again. What the old one still
+     * had posted is dropped without completions, as RESET drops it; its timers and parked data end with it.
+     *
+     * @return the fresh pair
+     * @throws QuotaExceededException when the owner's share of the credit pool cannot fund a fresh pair
+     */
+    public QueuePair reset(QueuePair old) {
+        checkOpen();
+        Endpoint endpoint = old.endpoint();
+        if (endpoint.isClosed()) {
+            throw new NicException(endpoint + " is closed");
+        }
+        String owner = endpoint.owner();
+        credits.reserve(owner, firstCredits);
+        QueuePair fresh = new QueuePair(this, endpoint, old.completionQueue(), old.qpn(), old.sharedReceiveQueue(),
+                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits);
+        old.discard();
+        queuePairs.put(fresh.qpn(), fresh);
+        endpoint.attach(fresh);
+        return fresh;
     }
 
     public QueuePair queuePair(int qpn) {

@@ -32,6 +32,9 @@ public final class NicConfiguration {
     public static final Setting<Long> ACK_TIMEOUT = Setting.nanos("pagewire.nic.ackTimeoutNs", 200_000_000L,
             "Time without acknowledgement progress after which outstanding packets are sent again (backing off to 4 times it)")
             .where(v -> v >= 1_000_000, "at least 1 ms");
+    public static final Setting<Long> MIN_ACK_TIMEOUT = Setting.nanos("pagewire.nic.minAckTimeoutNs", 50_000_000L,
+            "Shortest acknowledgement timeout a queue pair may ask for (ibv_modify_qp's timeout): a lane on a loaded host can be silent this long")
+            .where(v -> v >= 1_000_000, "at least 1 ms");
     public static final Setting<Integer> RETRY_COUNT = Setting.count("pagewire.nic.retryCount", 7,
             "Retransmissions after timeouts before a request fails with RETRY_EXCEEDED").between(0, 1000);
     public static final Setting<Long> RNR_DELAY = Setting.nanos("pagewire.nic.rnrDelayNs", 100_000L,

@@ -100,6 +100,15 @@ public final class NicContext {
         return settings.get(ACK_TIMEOUT);
     }
 
+    public NicContext minAckTimeoutNs(long value) {
+        settings.set(MIN_ACK_TIMEOUT, value);
+        return this;
+    }
+
+    public long minAckTimeoutNs() {
+        return settings.get(MIN_ACK_TIMEOUT);
+    }
+
     public NicContext retryCount(int value) {
         settings.set(RETRY_COUNT, value);
         return this;

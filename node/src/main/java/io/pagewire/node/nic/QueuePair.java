@@ -3,6 +3,7 @@ package io.pagewire.node.nic;
 import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiConsumer;
@@ -20,11 +21,15 @@ import java.util.function.BiConsumer;
 public final class QueuePair implements AutoCloseable {
     /** Where the queue pair is in its life. */
     public enum State {
-        /** Created, not yet connected to a peer. */
+        /** Created (or reset), not yet connected to a peer: receives may be posted. */
         INIT,
-        /** Connected: requests flow. */
+        /** Connected for receiving (RTR): the peer's requests are executed and answered; nothing is sent yet. */
+        READY_TO_RECEIVE,
+        /** Connected (RTS): requests flow both ways. */
         READY,
-        /** A request failed; everything posted was flushed and new requests complete as flushed. */
+        /** Draining the send queue (SQD): requests already started finish, later ones wait for RTS. */
+        DRAINING,
+        /** A request failed, or the owner moved it here; everything posted was flushed and new requests complete as flushed. */
         ERROR,
         /** Closed by its owner. */
         CLOSED
@@ -43,6 +48,15 @@ public final class QueuePair implements AutoCloseable {
     private final SharedReceiveQueue srq;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
+    /** The connection's sequence numbers and timers, as its owner last set them. */
+    private ConnectionAttributes attributes;
+    /** Whether the pair reached RTS since it was created: its first PSN is fixed from then on. */
+    private boolean sentBefore;
+    private boolean communicationEstablished;
+    /** Whether SQ_DRAINED was raised for the drain under way. */
+    private boolean drainReported;
+    /** Events raised under the lock, told to the endpoint's listener once it is released; null when none. */
+    private ArrayList<QueuePairEvent> eventsDue;
     private String failure;
     private boolean pumping;
     private boolean pumpAgain;
@@ -67,6 +81,7 @@ public final class QueuePair implements AutoCloseable {
         }
         this.requester = new Requester(this);
         this.responder = new Responder(this);
+        this.attributes = ConnectionAttributes.defaults(nic.context());
     }
 
     /** Which lane the fabric carries this queue pair on: the same number on both ends once connected. */
@@ -96,30 +111,153 @@ public final class QueuePair implements AutoCloseable {
         return new QpAddress(nic.nodeId(), qpn, firstCredits, nic.dma().pageSize());
     }
 
-    /** Connects to a queue pair on a peer node (the RTR and RTS transitions in one). */
+    /** Connects to a queue pair on a peer node (the RTR and RTS transitions in one), with the node's timers. */
     public void connect(QpAddress remote) {
+        connect(remote, ConnectionAttributes.defaults(nic.context()));
+    }
+
+    /** Connects to a queue pair on a peer node with its owner's sequence numbers and timers (RTR, then RTS). */
+    public void connect(QpAddress remote, ConnectionAttributes attributes) {
         lock.lock();
         try {
-            if (state != State.INIT) {
-                throw new NicException("queue pair " + qpn + " cannot connect: it is " + state);
+            toReadyToReceive(remote, attributes);
+            toReady(attributes);
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /**
+     * RTR, after {@code ibv_modify_qp}: the pair executes and answers its peer's requests from here on,
+     * and sends nothing of its own until {@link #readyToSend}.
+     *
+     * @throws NicException unless the pair is in INIT, or when the peer's address is not one a node gives
+     */
+    public void readyToReceive(QpAddress remote, ConnectionAttributes attributes) {
+        lock.lock();
+        try {
+            toReadyToReceive(remote, attributes);
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /**
+     * RTS, after {@code ibv_modify_qp}: from RTR the pair starts sending at the attributes' send PSN;
+     * from RTS or SQD only its timers change (and a drain ends).
+     *
+     * @throws NicException from any other state
+     */
+    public void readyToSend(ConnectionAttributes attributes) {
+        lock.lock();
+        try {
+            if (state != State.READY_TO_RECEIVE && state != State.READY && state != State.DRAINING) {
+                throw new NicException("queue pair " + qpn + " cannot become ready to send: it is " + state + "; connect it (RTR) first");
             }
-            int needed = Credits.perPacket(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
-            if (remote.initialCredits() < needed || remote.initialCredits() > Credits.MAX_INITIAL) {
-                throw new NicException("queue pair " + qpn + " cannot connect: the peer's address grants " + remote.initialCredits()
-                        + " credits, where one MTU-sized packet may need " + needed + " and a node grants at most " + Credits.MAX_INITIAL
-                        + "; give the address CreateQueuePair returned on the peer");
+            toReady(attributes);
+            pump();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /**
+     * SQD, after {@code ibv_modify_qp}: requests already started finish, later ones wait for RTS;
+     * {@link QueuePairEvent#SEND_QUEUE_DRAINED} tells when the started ones are done.
+     *
+     * @throws NicException unless the pair is ready to send
+     */
+    public void drainSendQueue() {
+        lock.lock();
+        try {
+            if (state == State.DRAINING) {
+                return;
             }
-            peer = remote;
-            // Both ends of the pair name the same lane (a function of the two numbers that does not care
-            // which end computes it), so the fabric can keep a queue pair's packets and their
-            // acknowledgements on one connection; pairs with equal numbers at both ends still spread.
-            outbox.peer(remote.node(), 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn()));
-            credits.connect(remote.initialCredits());
-            requester.connect(remote);
-            state = State.READY;
+            if (state != State.READY) {
+                throw new NicException("queue pair " + qpn + " cannot drain its send queue: it is " + state + ", not READY");
+            }
+            state = State.DRAINING;
+            drainReported = false;
+            requester.drain();
+            checkDrained();
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /**
+     * ERROR by its owner's choice, after {@code ibv_modify_qp}: every request and receive still posted
+     * completes as flushed, in posting order, and later ones complete as flushed too.
+     */
+    public void moveToError() {
+        lock.lock();
+        try {
+            if (state == State.CLOSED) {
+                throw new NicException("queue pair " + qpn + " is closed");
+            }
+            if (state != State.ERROR) {
+                String why = "queue pair " + qpn + " was moved to ERROR by its owner";
+                enterError(null, CompletionStatus.FLUSHED, why, "flushed: " + why, false);
+            }
+        } finally {
+            unlockAndSend();
+        }
+    }
+
+    /** The connection's sequence numbers and timers as its owner last set them. */
+    public ConnectionAttributes attributes() {
+        lock.lock();
+        try {
+            return attributes;
         } finally {
             lock.unlock();
         }
+    }
+
+    private void toReadyToReceive(QpAddress remote, ConnectionAttributes attributes) {
+        if (state != State.INIT) {
+            throw new NicException("queue pair " + qpn + " cannot connect: it is " + state + (state == State.ERROR ? "; reset it first" : ""));
+        }
+        int needed = Credits.perPacket(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
+        if (remote.initialCredits() < needed || remote.initialCredits() > Credits.MAX_INITIAL) {
+            throw new NicException("queue pair " + qpn + " cannot connect: the peer's address grants " + remote.initialCredits()
+                    + " credits, where one MTU-sized packet may need " + needed + " and a node grants at most " + Credits.MAX_INITIAL
+                    + "; give the address CreateQueuePair returned on the peer");
+        }
+        peer = remote;
+        // Both ends of the pair name the same lane (a function of the two numbers that does not care
+        // which end computes it), so the fabric can keep a queue pair's packets and their
+        // acknowledgements on one connection; pairs with equal numbers at both ends still spread.
+        outbox.peer(remote.node(), 16 * Math.min(qpn, remote.qpn()) + Math.max(qpn, remote.qpn()));
+        credits.connect(remote.initialCredits());
+        requester.connect(remote);
+        responder.configure(attributes, true);
+        this.attributes = attributes;
+        state = State.READY_TO_RECEIVE;
+    }
+
+    private void toReady(ConnectionAttributes attributes) {
+        requester.configure(attributes, !sentBefore);
+        responder.configure(attributes, false);
+        if (state == State.DRAINING) {
+            requester.resume();
+        }
+        this.attributes = sentBefore ? attributes.withPsns(this.attributes.sendPsn(), this.attributes.receivePsn())
+                : attributes.withPsns(attributes.sendPsn(), this.attributes.receivePsn());
+        sentBefore = true;
+        state = State.READY;
+    }
+
+    /** Whether the pair executes its peer's requests: connected, and not failed. */
+    boolean receiving() {
+        State s = state;
+        return s == State.READY || s == State.DRAINING || s == State.READY_TO_RECEIVE;
+    }
+
+    /** Whether the pair sends: RTS, or draining what it started. */
+    boolean sending() {
+        State s = state;
+        return s == State.READY || s == State.DRAINING;
     }
 
     /**
@@ -162,11 +300,9 @@ public final class QueuePair implements AutoCloseable {
     public void post(List<WorkRequest> requests) {
         lock.lock();
         try {
-            if (state == State.INIT) {
-                throw new NicException("queue pair " + qpn + " is not connected yet");
-            }
+            checkMayPost();
             for (WorkRequest request : requests) {
-                if (state == State.READY) {
+                if (sending()) {
                     checkSendQueueRoom(request);
                     requester.post(request);
                 } else {
@@ -187,11 +323,9 @@ public final class QueuePair implements AutoCloseable {
     public void postEach(List<WorkRequest> requests, BiConsumer<WorkRequest, NicException> refused) {
         lock.lock();
         try {
-            if (state == State.INIT) {
-                throw new NicException("queue pair " + qpn + " is not connected yet");
-            }
+            checkMayPost();
             for (WorkRequest request : requests) {
-                if (state != State.READY) {
+                if (!sending()) {
                     complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
                             + (failure == null ? "" : " after an earlier failure: " + failure), 0);
                     continue;
@@ -227,14 +361,21 @@ public final class QueuePair implements AutoCloseable {
         try {
             for (ReceiveRequest request : requests) {
                 switch (state) {
-                    case INIT, READY -> receives.post(endpoint, request);
+                    case INIT, READY_TO_RECEIVE, READY, DRAINING -> receives.post(endpoint, request);
                     case ERROR -> completeReceive(request, Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, "queue pair " + qpn
-                            + " is ERROR" + (failure == null ? "" : " after an earlier failure: " + failure), false, 0);
+                            + " is ERROR" + (failure == null ? "" : " after an earlier failure: " + failure), false, 0, false);
                     case CLOSED -> throw new NicException("queue pair " + qpn + " is closed");
                 }
             }
         } finally {
             unlockAndSend();
+        }
+    }
+
+    /** Sends may be posted from RTS on (and in SQD, or in ERROR, where they complete as flushed); before, they are refused. */
+    private void checkMayPost() {
+        if (state == State.INIT || state == State.READY_TO_RECEIVE) {
+            throw new NicException("queue pair " + qpn + " is not ready to send yet (it is " + state + ")");
         }
     }
 
@@ -299,21 +440,62 @@ public final class QueuePair implements AutoCloseable {
         endpoint.detach(this);
     }
 
+    /**
+     * Ends this pair for a reset: like {@link #close} but what is still posted is dropped without
+     * completions, as RESET drops it; the NIC puts a fresh pair under the same number.
+     */
+    void discard() {
+        lock.lock();
+        try {
+            if (state == State.CLOSED) {
+                return;
+            }
+            state = State.CLOSED;
+            requester.discardAll();
+            responder.discardMessage();
+            if (srq == null) {
+                receives.drain();
+            } else {
+                srq.detach(this);
+            }
+            returnCreditsIfDone();
+        } finally {
+            unlockAndSend();
+        }
+        nic.forget(this);
+        endpoint.detach(this);
+    }
+
+    /** The completion queue and shared receive queue a reset pair keeps. */
+    CompletionQueue completionQueue() {
+        return cq;
+    }
+
+    SharedReceiveQueue sharedReceiveQueue() {
+        return srq;
+    }
+
     // ---- entry points from the NIC (each takes the lock) -------------------------------------------
 
     /** One packet for this queue pair; the caller calls {@link #afterBatch} when its batch is done. */
     void receive(Packet packet) {
         lock.lock();
         try {
-            if (state != State.READY) {
+            if (!receiving()) {
                 nic.counters().increment(NicCounter.DROPPED_PACKETS);
                 return;
             }
             switch (packet.getOpcode()) {
                 case ACKNOWLEDGE -> requester.onAcknowledge(packet);
                 case READ_RESPONSE -> requester.onReadResponse(packet, outbox);
-                case ATOMIC_ACKNOWLEDGE -> requester.onAtomicAcknowledge(packet);
-                default -> responder.onRequest(packet, outbox);
+                case ATOMIC_ACKNOWLEDGE -> requester.onAtomicAcknowledge(packet, outbox);
+                default -> {
+                    if (state == State.READY_TO_RECEIVE && !communicationEstablished) {
+                        communicationEstablished = true;
+                        raise(QueuePairEvent.COMMUNICATION_ESTABLISHED);
+                    }
+                    responder.onRequest(packet, outbox);
+                }
             }
         } finally {
             lock.unlock();
@@ -324,7 +506,7 @@ public final class QueuePair implements AutoCloseable {
     void afterBatch() {
         lock.lock();
         try {
-            if (state == State.READY) {
+            if (receiving()) {
                 responder.flushAcknowledgement(outbox);
                 pump();
             }
@@ -354,10 +536,10 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
-    void onLocalFaultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
+    void onLocalFaultResolved(SendWqe wqe, MemoryRegion region, Side side, long vpn, PageFault fault, Throwable error) {
         lock.lock();
         try {
-            requester.faultResolved(wqe, mode, side, vpn, fault, error);
+            requester.faultResolved(wqe, region, side, vpn, fault, error, outbox);
             pump();
         } finally {
             unlockAndSend();
@@ -368,7 +550,7 @@ public final class QueuePair implements AutoCloseable {
         lock.lock();
         try {
             parkedParts--;
-            if (state == State.READY) {
+            if (receiving()) {
                 responder.parkedPartDone(psn, failure, outbox);
                 responder.flushAcknowledgement(outbox);
             }
@@ -395,7 +577,7 @@ public final class QueuePair implements AutoCloseable {
     void replay() {
         lock.lock();
         try {
-            if (state == State.READY) {
+            if (receiving()) {
                 requester.replay();
                 responder.flushAcknowledgement(outbox);
                 pump();
@@ -409,14 +591,10 @@ public final class QueuePair implements AutoCloseable {
     void peerRestarted() {
         lock.lock();
         try {
-            if (state == State.READY) {
+            if (receiving()) {
                 QpAddress p = peer;
                 String error = "node " + p.node() + " restarted: its queue pair " + p.qpn() + " no longer exists";
-                state = State.ERROR;
-                failure = error;
-                requester.failAll(requester.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error);
-                flushReceives("flushed: " + error);
-                returnCreditsIfDone();
+                enterError(requester.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error, true);
             }
         } finally {
             unlockAndSend();
@@ -438,7 +616,7 @@ public final class QueuePair implements AutoCloseable {
         }
         lock.lock();
         try {
-            if (state == State.READY && requester.checkTimeout(now)) {
+            if (sending() && requester.checkTimeout(now)) {
                 pump();
             }
         } finally {
@@ -458,7 +636,8 @@ public final class QueuePair implements AutoCloseable {
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {
         complete(wqe.wr, status, error, wqe.atomicResult);
-        nic.observeCompletion(wqe.wr.opcode(), wqe.local == null ? null : wqe.local.mode(), status, wqe.wr.length(),
+        MemoryRegion first = wqe.firstRegion();
+        nic.observeCompletion(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
                 nic.clock().nanoTime() - wqe.postedNs);
     }
 
@@ -479,21 +658,51 @@ public final class QueuePair implements AutoCloseable {
             return;
         }
         Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
-        if (!cq.push(completion) && state == State.READY) {
+        if (!cq.push(completion) && receiving()) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
         }
     }
 
     /** Fails one request with a status, flushes the rest, and moves to ERROR. */
     void fail(SendWqe wqe, CompletionStatus status, String error) {
-        if (state != State.READY) {
-            return;
+        if (receiving()) {
+            enterError(wqe, status, error, "flushed: queue pair " + qpn + " failed: " + error, true);
         }
+    }
+
+    /**
+     * Moves to ERROR: {@code failed} completes with {@code status}, everything else posted as flushed, in
+     * order. The NIC's own move ({@code fatal}) raises QP_FATAL; a pair on a shared receive queue takes
+     * no more from it, which LAST_WQE_REACHED says.
+     */
+    private void enterError(SendWqe failed, CompletionStatus status, String error, String flushReason, boolean fatal) {
         state = State.ERROR;
         failure = error;
-        requester.failAll(wqe, status, error, "flushed: queue pair " + qpn + " failed: " + error);
-        flushReceives("flushed: queue pair " + qpn + " failed: " + error);
+        requester.failAll(failed, status, error, flushReason);
+        flushReceives(flushReason);
+        if (fatal) {
+            raise(QueuePairEvent.FATAL);
+        }
+        if (srq != null) {
+            raise(QueuePairEvent.LAST_WQE_REACHED);
+        }
         returnCreditsIfDone();
+    }
+
+    /** Queues an event for the endpoint's listener, told once the lock is released (lock held). */
+    private void raise(QueuePairEvent event) {
+        if (eventsDue == null) {
+            eventsDue = new ArrayList<>(2);
+        }
+        eventsDue.add(event);
+    }
+
+    /** In SQD, once every request started before the drain is finished: SQ_DRAINED, once (lock held). */
+    private void checkDrained() {
+        if (!drainReported && requester.drained()) {
+            drainReported = true;
+            raise(QueuePairEvent.SEND_QUEUE_DRAINED);
+        }
     }
 
     ReceiveQueue receives() {
@@ -502,15 +711,15 @@ public final class QueuePair implements AutoCloseable {
 
     /** Completes a posted receive on this queue pair's completion queue. */
     void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
-            boolean hasImmediate, int immediate) {
+            boolean hasImmediate, int immediate, boolean solicited) {
         NicCounters counters = nic.counters();
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
             counters.increment(NicCounter.RECEIVES_COMPLETED);
         }
         Completion completion = new Completion(request.wrId(), qpn, opcode, status, status == CompletionStatus.SUCCESS ? bytes : 0, 0,
-                error, hasImmediate, immediate);
-        if (!cq.push(completion) && state == State.READY) {
+                error, hasImmediate, immediate, solicited);
+        if (!cq.push(completion) && receiving()) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
         }
     }
@@ -522,12 +731,12 @@ public final class QueuePair implements AutoCloseable {
             return;
         }
         for (ReceiveQueue.Posted posted = receives.take(); posted != null; posted = receives.take()) {
-            completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0);
+            completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
         }
     }
 
     private void pump() {
-        if (state != State.READY) {
+        if (!sending()) {
             return;
         }
         if (pumping) {
@@ -546,13 +755,24 @@ public final class QueuePair implements AutoCloseable {
     }
 
     private void unlockAndSend() {
+        ArrayList<QueuePairEvent> events = null;
         try {
             if (lock.getHoldCount() == 1) {
+                if (state == State.DRAINING) {
+                    checkDrained();
+                }
                 outbox.flush();
                 cq.flush();
+                events = eventsDue;
+                eventsDue = null;
             }
         } finally {
             lock.unlock();
+        }
+        if (events != null) {
+            for (QueuePairEvent event : events) {
+                endpoint.raised(qpn, event);
+            }
         }
     }
 

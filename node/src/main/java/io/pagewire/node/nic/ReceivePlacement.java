@@ -9,6 +9,7 @@ import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.TreeMap;
 
 /**
@@ -82,7 +83,8 @@ final class ReceivePlacement {
     // ---- RDMA WRITE ------------------------------------------------------------------------------------------
 
     /**
-     * Places an RDMA WRITE packet's data in {@code region} (already checked for the key, range and right),
+     * Places an RDMA WRITE packet's data in {@code region} (already checked for the key, range and right;
+     * null for a zero-length WRITE, which names no memory),
      * then what it makes visible: {@code notify}'s increment for WRITE_WITH_NOTIFY, a receive's completion
      * for WRITE_WITH_IMM, which takes the next posted receive first (none: NOT_READY).
      */
@@ -102,10 +104,10 @@ final class ReceivePlacement {
             immediateReceivePsn = psn;
         }
         ByteString payload = packet.getPayload();
-        RegionPolicy policy = region.policy();
         int direct;
         try {
-            direct = place(region, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
+            direct = region == null ? 0
+                    : place(region, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             return Result.NOT_READY;
         } catch (RegionInvalidException | BadAddressException e) {
@@ -118,8 +120,10 @@ final class ReceivePlacement {
         if (direct < 0) {
             return Result.NOT_READY;
         }
-        region.counters().received(payload.size());
-        if (policy.spendsCredits()) {
+        if (region != null) {
+            region.counters().received(payload.size());
+        }
+        if (region != null && region.policy().spendsCredits()) {
             credits.grant(direct); // parked parts are credited when they are placed
             credits.borrow();
         }
@@ -128,7 +132,7 @@ final class ReceivePlacement {
             if (visibleNow(psn)) {
                 deliver(notify); // the common case: nothing parked before it, nothing allocated
             } else {
-                deliveries.add(new Delivery(psn, notify, null, null, 0, null));
+                deliveries.add(new Delivery(psn, notify, null, null, 0, null, false));
             }
         }
         if (immediate) {
@@ -136,7 +140,7 @@ final class ReceivePlacement {
             immediateReceive = null;
             immediateReceivePsn = -1;
             deliverWhenVisible(new Delivery(psn, null, receive, Completion.Opcode.RECV_RDMA_WITH_IMM, writeMessageBytes,
-                    packet.getImmediate()));
+                    packet.getImmediate(), packet.getSolicited()));
         }
         return Result.PLACED;
     }
@@ -208,11 +212,33 @@ final class ReceivePlacement {
             return fail(Result.LENGTH_ERROR, "length error: the SEND from psn " + receivingFirstPsn + " is longer than the " + buffer.length()
                     + "-byte receive buffer posted for it (at least " + (offset + payload.size()) + " bytes)");
         }
-        MemoryRegion region = receiving.region();
-        int direct;
+        List<Segment> segments = buffer.segments();
+        MemoryRegion[] regions = receiving.regions();
+        int direct = 0;
+        int spanned = 0;
         try {
-            direct = place(region, buffer.address() + offset, buffer.address() + buffer.length(), payload, psn, Side.RECEIVE_BUFFER,
-                    packet.getRetransmitted(), out);
+            // The segment's bytes go to the scatter elements they fall in, in order (most receives have one).
+            long start = 0;
+            int from = 0;
+            for (int i = 0; i < segments.size() && from < payload.size(); i++) {
+                Segment e = segments.get(i);
+                long end = start + e.length();
+                long at = offset + from;
+                if (at < end) {
+                    int take = (int) Math.min(end - at, payload.size() - from);
+                    long va = e.address() + (at - start);
+                    ByteString piece = take == payload.size() ? payload : payload.substring(from, from + take);
+                    int placed = place(regions[i], va, e.address() + e.length(), piece, psn, Side.RECEIVE_BUFFER, packet.getRetransmitted(), out);
+                    if (placed < 0) {
+                        counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
+                        return Result.NOT_READY;
+                    }
+                    direct += placed;
+                    spanned += DmaEngine.pagesSpanned(va, take, dma.pageShift());
+                    from += take;
+                }
+                start = end;
+            }
         } catch (SystemBufferFullException e) {
             return Result.NOT_READY;
         } catch (RegionInvalidException | BadAddressException e) {
@@ -220,22 +246,35 @@ final class ReceivePlacement {
         } catch (KernelException e) {
             return fail(Result.MEMORY_ERROR, e.getMessage());
         }
-        if (direct < 0) {
-            counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
-            return Result.NOT_READY;
-        }
-        region.counters().received(payload.size());
-        // The requester spent a packet's credits for this segment; what it did not park comes back now, the rest when placed.
-        int parked = DmaEngine.pagesSpanned(buffer.address() + offset, payload.size(), dma.pageShift()) - direct;
-        credits.grant(Credits.perPacket(payload.size(), dma.pageShift()) - parked);
+        countReceived(segments, regions, offset, payload.size());
+        // The requester spent a packet's credits for this segment; what it did not park comes back now, the
+        // rest when placed. (A scatter list of many small elements may park more parts than a packet is
+        // charged; the pair's own limit on parked parts still holds, so nothing is granted below zero.)
+        int parked = spanned - direct;
+        credits.grant(Math.max(0, Credits.perPacket(payload.size(), dma.pageShift()) - parked));
         credits.borrow();
         if (last) {
             boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
             receiving = null;
             deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(),
-                    immediate ? packet.getImmediate() : null));
+                    immediate ? packet.getImmediate() : null, packet.getSolicited()));
         }
         return Result.PLACED;
+    }
+
+    /** Counts [offset, offset + length) of a receive's message as received into the regions it lies in. */
+    private static void countReceived(List<Segment> segments, MemoryRegion[] regions, long offset, int length) {
+        long start = 0;
+        for (int i = 0; i < segments.size() && length > 0; i++) {
+            long end = start + segments.get(i).length();
+            if (offset < end) {
+                int take = (int) Math.min(end - offset, length);
+                regions[i].counters().received(take);
+                offset += take;
+                length -= take;
+            }
+            start = end;
+        }
     }
 
     /** The receive being filled cannot take this message: it completes with {@code status} (a local length or protection error). */
@@ -243,7 +282,7 @@ final class ReceivePlacement {
         if (receiving != null) {
             ReceiveRequest buffer = receiving.request();
             receiving = null;
-            qp.completeReceive(buffer, Completion.Opcode.RECV, status, 0, reason, false, 0);
+            qp.completeReceive(buffer, Completion.Opcode.RECV, status, 0, reason, false, 0, false);
         }
     }
 
@@ -254,8 +293,15 @@ final class ReceivePlacement {
             ReceiveRequest buffer = immediateReceive.request();
             immediateReceive = null;
             immediateReceivePsn = -1;
-            qp.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0);
+            qp.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
         }
+    }
+
+    /** The pair was reset: the receives a message was landing in are dropped without completions, as RESET drops them. */
+    void discard() {
+        receiving = null;
+        immediateReceive = null;
+        immediateReceivePsn = -1;
     }
 
     private Result fail(Result result, String why) {
@@ -392,7 +438,7 @@ final class ReceivePlacement {
         } else {
             Integer immediate = delivery.immediate();
             qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
-                    immediate != null, immediate == null ? 0 : immediate);
+                    immediate != null, immediate == null ? 0 : immediate, delivery.solicited());
         }
     }
 
@@ -405,9 +451,10 @@ final class ReceivePlacement {
 
     /**
      * What becomes visible once a message's data is in place: an event counter's increment, or a
-     * posted receive's completion (with its byte count and, when the sender gave one, immediate data).
+     * posted receive's completion (with its byte count and, when the sender gave them, immediate data and
+     * the solicited-event bit).
      */
     private record Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes,
-            Integer immediate) {
+            Integer immediate, boolean solicited) {
     }
 }

@@ -12,8 +12,8 @@ import java.util.List;
  * drawn from under different queue pairs' locks.
  */
 final class ReceiveQueue {
-    /** A posted receive and the region its buffer lies in. */
-    record Posted(ReceiveRequest request, MemoryRegion region) {
+    /** A posted receive, the region each of its elements lies in (null for a zero-length one), and its endpoint. */
+    record Posted(ReceiveRequest request, MemoryRegion[] regions, Endpoint endpoint) {
     }
 
     private final ArrayDeque<Posted> posted = new ArrayDeque<>();
@@ -35,25 +35,37 @@ final class ReceiveQueue {
             throw new QuotaExceededException("receive " + request.wrId() + ": the receive queue holds " + capacity
                     + " posted receives already (pagewire.nic.cqCapacity); reap completions first");
         }
-        if (request.length() < 0) {
-            throw new NicException("receive " + request.wrId() + ": length must not be negative, was " + request.length());
+        if (request.segments().size() > Requester.MAX_SEGMENTS) {
+            throw new NicException("receive " + request.wrId() + ": " + request.segments().size() + " scatter elements; a receive takes at most "
+                    + Requester.MAX_SEGMENTS);
         }
-        MemoryRegion region = endpoint.region(request.lkey());
-        if (region == null) {
-            throw new NicException("receive " + request.wrId() + ": lkey " + request.lkey() + " is not registered on " + endpoint);
-        }
-        if (region.invalidReason() != null) {
-            throw new NicException("receive " + request.wrId() + ": " + region + " is no longer usable: " + region.invalidReason());
-        }
-        if (!region.allows(Access.LOCAL_WRITE)) {
-            throw new NicException("receive " + request.wrId() + ": " + region + " lacks LOCAL_WRITE, so nothing can be received into it");
-        }
-        if (!region.covers(request.address(), request.length())) {
-            throw new NicException(String.format("receive %d: buffer 0x%x+%d is outside %s", request.wrId(), request.address(),
-                    request.length(), region));
+        MemoryRegion[] regions = new MemoryRegion[request.segments().size()];
+        for (int i = 0; i < regions.length; i++) {
+            Segment e = request.segments().get(i);
+            if (e.length() < 0) {
+                throw new NicException("receive " + request.wrId() + ": length must not be negative, was " + e.length());
+            }
+            if (e.length() == 0) {
+                continue;
+            }
+            MemoryRegion region = endpoint.region(e.lkey());
+            if (region == null) {
+                throw new NicException("receive " + request.wrId() + ": lkey " + e.lkey() + " is not registered on " + endpoint);
+            }
+            if (region.invalidReason() != null) {
+                throw new NicException("receive " + request.wrId() + ": " + region + " is no longer usable: " + region.invalidReason());
+            }
+            if (!region.allows(Access.LOCAL_WRITE)) {
+                throw new NicException("receive " + request.wrId() + ": " + region + " lacks LOCAL_WRITE, so nothing can be received into it");
+            }
+            if (!region.covers(e.address(), e.length())) {
+                throw new NicException(String.format("receive %d: buffer 0x%x+%d is outside %s", request.wrId(), e.address(), e.length(),
+                        region));
+            }
+            regions[i] = region;
         }
         endpoint.admitWorkRequest(request.wrId());
-        posted.add(new Posted(request, region));
+        posted.add(new Posted(request, regions, endpoint));
     }
 
     /** The oldest posted receive, taken off the queue, or null when none is posted; may fire the armed limit. */
@@ -69,7 +81,7 @@ final class ReceiveQueue {
             }
         }
         if (taken != null) {
-            taken.region().endpoint().retireWorkRequests(1);
+            taken.endpoint().retireWorkRequests(1);
         }
         if (fire != null) {
             fire.run();
@@ -83,7 +95,7 @@ final class ReceiveQueue {
      */
     synchronized void restore(Posted taken) {
         posted.addFirst(taken);
-        taken.region().endpoint().recountWorkRequest();
+        taken.endpoint().recountWorkRequest();
     }
 
     synchronized int size() {
@@ -111,7 +123,7 @@ final class ReceiveQueue {
     synchronized List<Posted> drain() {
         List<Posted> all = new ArrayList<>(posted);
         posted.clear();
-        all.forEach(p -> p.region().endpoint().retireWorkRequests(1));
+        all.forEach(p -> p.endpoint().retireWorkRequests(1));
         return all;
     }
 }

@@ -31,7 +31,8 @@ final class Recovery {
     }
 
     private final Nic nic;
-    private final NicContext ctx;
+    /** The pair's timeout, retry counts and RNR delay: the node's defaults until its owner sets them. */
+    private ConnectionAttributes attributes;
     /**
      * Whether the timeout sweep has work here: set (under the pair's lock) whenever a request is
      * queued, cleared only by the sweep (under the lock) once it finds nothing outstanding, and read
@@ -57,7 +58,12 @@ final class Recovery {
 
     Recovery(Nic nic) {
         this.nic = nic;
-        this.ctx = nic.context();
+        this.attributes = ConnectionAttributes.defaults(nic.context());
+    }
+
+    /** Takes the owner's timeout and retry counts, from the next timer check on. */
+    void configure(ConnectionAttributes attributes) {
+        this.attributes = attributes;
     }
 
     /** A request was queued: the sweep looks at this pair until it finds it idle. */
@@ -134,7 +140,7 @@ final class Recovery {
             rnrRetries = 0;
         }
         rnrRetries++;
-        if (ctx.rnrRetryCount() != 7 && rnrRetries > ctx.rnrRetryCount()) {
+        if (attributes.rnrRetryCount() != ConnectionAttributes.RNR_RETRY_FOREVER && rnrRetries > attributes.rnrRetryCount()) {
             return Rnr.GIVE_UP;
         }
         rnrWaiting = true;
@@ -157,7 +163,7 @@ final class Recovery {
     /** Why a packet that ran out of RNR retries failed. */
     String rnrGaveUp(String peer, long psn) {
         return "node " + peer + " answered RNR NAK (a receive page fault) to psn " + psn + " " + rnrRetries
-                + " times; raise pagewire.nic.rnrRetryCount (7 retries forever) or prefetch the destination";
+                + " times; raise the queue pair's rnr_retry (pagewire.nic.rnrRetryCount; 7 retries forever) or prefetch the destination";
     }
 
     /**
@@ -166,11 +172,11 @@ final class Recovery {
      * @param inFlight whether packets are sent and unacknowledged
      */
     Timeout checkTimeout(long now, boolean inFlight) {
-        if (rnrWaiting || (!inFlight && !linkWaiting) || now - lastProgressNs < currentTimeoutNs()) {
+        if (rnrWaiting || (!inFlight && !linkWaiting) || attributes.waitsForever() || now - lastProgressNs < currentTimeoutNs()) {
             return Timeout.NOT_YET;
         }
         nic.counters().increment(NicCounter.ACK_TIMEOUTS);
-        if (linkWaiting ? ++waitTimeouts > ctx.retryCount() : ++retries > ctx.retryCount()) {
+        if (linkWaiting ? ++waitTimeouts > attributes.retryCount() : ++retries > attributes.retryCount()) {
             return Timeout.GIVE_UP;
         }
         lastProgressNs = now;
@@ -179,9 +185,9 @@ final class Recovery {
 
     /** Why the oldest request failed when the timer gave up. */
     String timeoutGaveUp(QpAddress peer) {
-        return "no acknowledgement from queue pair " + peer.qpn() + " on node " + peer.node() + " after " + ctx.retryCount()
-                + " retransmissions (" + ctx.ackTimeoutNs() / 1_000_000 + " ms apart, backing off to "
-                + (ctx.ackTimeoutNs() << MAX_BACKOFF_SHIFT) / 1_000_000 + " ms)" + (linkWaiting ? "; no lane to the node could take data" : "");
+        return "no acknowledgement from queue pair " + peer.qpn() + " on node " + peer.node() + " after " + attributes.retryCount()
+                + " retransmissions (" + attributes.ackTimeoutNs() / 1_000_000 + " ms apart, backing off to "
+                + (attributes.ackTimeoutNs() << MAX_BACKOFF_SHIFT) / 1_000_000 + " ms)" + (linkWaiting ? "; no lane to the node could take data" : "");
     }
 
     /**
@@ -191,7 +197,7 @@ final class Recovery {
      * lengthen the queue further; backing off, as TCP's retransmission timer does, lets it drain.
      */
     private long currentTimeoutNs() {
-        return ctx.ackTimeoutNs() << Math.min(Math.max(retries, waitTimeouts), MAX_BACKOFF_SHIFT);
+        return attributes.ackTimeoutNs() << Math.min(Math.max(retries, waitTimeouts), MAX_BACKOFF_SHIFT);
     }
 
     /** What a failing test prints. */

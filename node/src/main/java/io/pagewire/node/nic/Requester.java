@@ -7,8 +7,10 @@ import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.List;
 import java.util.concurrent.CompletionException;
 import org.agrona.collections.LongHashSet;
 
@@ -40,6 +42,8 @@ final class Requester {
     /** Every PSN up to this one is acknowledged. */
     private long ackedThrough = -1;
     private long highestSent = -1;
+    /** No packet at or after this PSN goes out: where a send queue drain (SQD) stops; unbounded otherwise. */
+    private long sendLimit = Long.MAX_VALUE;
     /** Why packets at or below highestSent are being sent again: the last thing that moved sendPsn back. */
     private NicCounter resendCause = NicCounter.RETRANSMITTED_AFTER_ACK_TIMEOUT;
     /** Credits were spent for every PSN up to this one (retransmissions spend none). */
@@ -72,9 +76,43 @@ final class Requester {
         remotePageShift = Integer.numberOfTrailingZeros(remote.pageSize());
     }
 
+    /**
+     * Takes the owner's attributes on the way to RTS: its timers, and (before anything was posted) the
+     * first PSN, so that packets of an earlier connection of the same pair fall outside the window.
+     */
+    void configure(ConnectionAttributes attributes, boolean firstTime) {
+        recovery.configure(attributes);
+        if (firstTime && wqes.isEmpty()) {
+            nextPsn = attributes.sendPsn();
+            sendPsn = nextPsn;
+            ackedThrough = nextPsn - 1;
+            highestSent = nextPsn - 1;
+            chargedThrough = nextPsn - 1;
+        }
+    }
+
+    /**
+     * Starts draining the send queue (SQD): requests with a packet out already finish, the rest wait
+     * until {@link #resume}.
+     */
+    void drain() {
+        long started = Math.max(sendPsn - 1, highestSent);
+        int index = started < unackedPsn() ? -1 : wqes.indexOf(started);
+        sendLimit = index < 0 ? Math.max(started + 1, unackedPsn()) : wqes.get(index).psnLast() + 1;
+    }
+
+    /** Whether every request started before the drain began is finished. */
+    boolean drained() {
+        return unackedPsn() >= sendLimit;
+    }
+
+    /** Back to RTS: what waited during the drain may go. */
+    void resume() {
+        sendLimit = Long.MAX_VALUE;
+    }
+
     /** Validates a work request against the endpoint's regions and queues it; local errors are thrown at once. */
     void post(WorkRequest wr) {
-        MemoryRegion local = null;
         int packets = 1;
         if (wr.isAtomic()) {
             if (wr.rkey() != 0 && (wr.remoteAddress() & 7) != 0) {
@@ -84,31 +122,65 @@ final class Requester {
             if (wr.opcode() == Completion.Opcode.COMPARE_SWAP && wr.rkey() == 0) {
                 throw new NicException("work request " + wr.wrId() + ": COMPARE_SWAP works on registered memory: give the word's rkey");
             }
+            if (!wr.segments().isEmpty() && wr.length() != Long.BYTES) {
+                throw new NicException("work request " + wr.wrId() + ": " + wr.opcode() + " fetches an 8-byte word; its local buffer is "
+                        + wr.length() + " bytes");
+            }
         } else {
             if (wr.length() < 0 || wr.length() > ctx.maxMessageBytes()) {
                 throw new NicException("work request " + wr.wrId() + ": length must be 0 to " + ctx.maxMessageBytes() + ", was " + wr.length());
             }
-            local = qp.endpoint().region(wr.lkey());
+            packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
+        }
+        boolean landsHere = wr.opcode() == Completion.Opcode.READ || wr.isAtomic();
+        MemoryRegion[] regions = localRegions(wr, landsHere);
+        qp.endpoint().admitWorkRequest(wr.wrId());
+        wqes.add(new SendWqe(wr, regions, nextPsn, packets, nic.clock().nanoTime()));
+        nextPsn += packets;
+        recovery.workQueued();
+    }
+
+    /**
+     * The region of each of a request's elements (null for a zero-length one, which names no memory),
+     * checked: registered here, usable, covering the element, and locally writable where data lands.
+     */
+    private MemoryRegion[] localRegions(WorkRequest wr, boolean landsHere) {
+        List<Segment> segments = wr.segments();
+        if (segments.size() > MAX_SEGMENTS) {
+            throw new NicException("work request " + wr.wrId() + ": " + segments.size() + " scatter/gather elements; a request takes at most "
+                    + MAX_SEGMENTS);
+        }
+        MemoryRegion[] regions = new MemoryRegion[segments.size()];
+        for (int i = 0; i < regions.length; i++) {
+            Segment e = segments.get(i);
+            if (e.length() < 0) {
+                throw new NicException("work request " + wr.wrId() + ": a scatter/gather element's length must not be negative, was "
+                        + e.length());
+            }
+            if (e.length() == 0) {
+                continue;
+            }
+            MemoryRegion local = qp.endpoint().region(e.lkey());
             if (local == null) {
-                throw new NicException("work request " + wr.wrId() + ": lkey " + wr.lkey() + " is not registered on " + qp.endpoint());
+                throw new NicException("work request " + wr.wrId() + ": lkey " + e.lkey() + " is not registered on " + qp.endpoint());
             }
             if (local.invalidReason() != null) {
                 throw new NicException("work request " + wr.wrId() + ": " + local + " is no longer usable: " + local.invalidReason());
             }
-            if (!local.covers(wr.localAddress(), wr.length())) {
-                throw new NicException(String.format("work request %d: local range 0x%x+%d is outside %s", wr.wrId(),
-                        wr.localAddress(), wr.length(), local));
+            if (!local.covers(e.address(), e.length())) {
+                throw new NicException(String.format("work request %d: local range 0x%x+%d is outside %s", wr.wrId(), e.address(), e.length(),
+                        local));
             }
-            if (wr.opcode() == Completion.Opcode.READ && !local.allows(Access.LOCAL_WRITE)) {
-                throw new NicException("work request " + wr.wrId() + ": READ lands in " + local + ", which lacks LOCAL_WRITE");
+            if (landsHere && !local.allows(Access.LOCAL_WRITE)) {
+                throw new NicException("work request " + wr.wrId() + ": " + wr.opcode() + " lands in " + local + ", which lacks LOCAL_WRITE");
             }
-            packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
+            regions[i] = local;
         }
-        qp.endpoint().admitWorkRequest(wr.wrId());
-        wqes.add(new SendWqe(wr, local, nextPsn, packets, nic.clock().nanoTime()));
-        nextPsn += packets;
-        recovery.workQueued();
+        return regions;
     }
+
+    /** The most scatter/gather elements one request or receive may have (what the device reports as max_sge). */
+    static final int MAX_SEGMENTS = 32;
 
     /** Whether the timeout sweep has anything to look at here (read without the pair's lock). */
     boolean sweepWanted() {
@@ -129,7 +201,7 @@ final class Requester {
         if (!refetching.isEmpty()) {
             requestDroppedResponses(out);
         }
-        while (sendPsn < nextPsn && qp.state() == QueuePair.State.READY) {
+        while (sendPsn < nextPsn && sendPsn < sendLimit && qp.sending()) {
             long unacked = unackedPsn();
             if (sendPsn < unacked) {
                 sendPsn = unacked;
@@ -149,7 +221,11 @@ final class Requester {
             if (!pacing.hasRoom()) {
                 break;
             }
-            SendWqe wqe = wqes.get(wqes.indexOf(sendPsn));
+            int index = wqes.indexOf(sendPsn);
+            SendWqe wqe = wqes.get(index);
+            if (sendPsn == wqe.psnFirst && wqe.fenced() && readOrAtomicBefore(index)) {
+                break; // IBV_SEND_FENCE: the READs and atomics posted before it finish first
+            }
             boolean sent = switch (wqe.wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> sendDataSegment(wqe, out);
                 case READ -> sendReadRequest(wqe, out, unacked);
@@ -163,6 +239,17 @@ final class Requester {
                 out.flush();
             }
         }
+    }
+
+    /** Whether a READ or atomic posted before the request at {@code index} is still unfinished. */
+    private boolean readOrAtomicBefore(int index) {
+        for (int i = 0; i < index; i++) {
+            SendWqe earlier = wqes.get(i);
+            if ((earlier.isRead() || earlier.isAtomic()) && !earlier.done(ackedThrough)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     void pacingTimerExpired() {
@@ -189,12 +276,12 @@ final class Requester {
         if (firstTransmission && !credits.canSpend(parts)) {
             return false;
         }
-        ByteString payload = gatherOrFail(wqe, wqe.wr.localAddress() + offset, length, out);
+        ByteString payload = gatherOrFail(wqe, offset, length, out);
         if (payload == null) {
             return false;
         }
         if (firstTransmission) {
-            wqe.local.counters().sent(length);
+            countSent(wqe, offset, length);
             credits.spend(parts);
             chargedThrough = sendPsn;
         }
@@ -212,6 +299,9 @@ final class Requester {
                 case WRITE_WITH_NOTIFY -> packet.setCounterId(wqe.wr.counterId());
                 case WRITE_WITH_IMM, SEND_WITH_IMM -> packet.setImmediate(wqe.wr.immediate());
                 default -> { }
+            }
+            if (wqe.wr.solicited()) {
+                packet.setSolicited(true); // InfiniBand's SE bit, on the packet that completes the receive
             }
         }
         out.add(packet);
@@ -275,7 +365,7 @@ final class Requester {
         NicCounter cause = resendCause;
         resendCause = NicCounter.RETRANSMITTED_READ_REFETCH;
         for (SendWqe wqe : refetching) {
-            if (wqes.indexOf(wqe.psnFirst) < 0 || qp.state() != QueuePair.State.READY) {
+            if (wqes.indexOf(wqe.psnFirst) < 0 || !qp.sending()) {
                 wqe.refetch.clear();
                 continue;
             }
@@ -322,35 +412,75 @@ final class Requester {
         highestSent = Math.max(highestSent, lastPsn);
     }
 
-    /** The payload for a WRITE segment, or null after raising a send-side fault or failing the request. */
-    private ByteString gatherOrFail(SendWqe wqe, long va, int length, Outbox out) {
+    /**
+     * The payload of [offset, offset + length) of the request's message, gathered from its elements, or
+     * null after raising a send-side fault or failing the request.
+     */
+    private ByteString gatherOrFail(SendWqe wqe, long offset, int length, Outbox out) {
+        if (length == 0) {
+            return ByteString.EMPTY;
+        }
+        List<Segment> segments = wqe.wr.segments();
         try {
-            ByteString payload = dma.gather(wqe.local, va, length, Side.SEND, resending(), out, notResident);
-            if (payload == null) {
-                raiseFault(wqe, notResident[0], false, Side.SEND, out);
+            ByteString payload = null;
+            long start = 0; // where element i begins in the message
+            for (int i = 0; i < segments.size() && length > 0; i++) {
+                Segment e = segments.get(i);
+                long end = start + e.length();
+                if (offset < end) {
+                    int take = (int) Math.min(end - offset, length);
+                    ByteString piece = dma.gather(wqe.regions[i], e.address() + (offset - start), take, Side.SEND, resending(), out, notResident);
+                    if (piece == null) {
+                        raiseFault(wqe, wqe.regions[i], notResident[0], false, Side.SEND, out);
+                        return null;
+                    }
+                    payload = payload == null ? piece : payload.concat(piece);
+                    offset += take;
+                    length -= take;
+                }
+                start = end;
             }
             return payload;
-        } catch (RegionInvalidException | BadAddressException e) {
-            qp.fail(wqe, CompletionStatus.LOCAL_PROTECTION_ERROR, e.getMessage());
-        } catch (KernelException e) {
-            qp.fail(wqe, CompletionStatus.LOCAL_MEMORY_ERROR, e.getMessage());
+        } catch (RegionInvalidException | KernelException e) {
+            failLocally(wqe, e);
         }
         return null;
     }
 
+    /** Counts [offset, offset + length) of the message as sent from the regions it lies in. */
+    private static void countSent(SendWqe wqe, long offset, int length) {
+        List<Segment> segments = wqe.wr.segments();
+        long start = 0;
+        for (int i = 0; i < segments.size() && length > 0; i++) {
+            long end = start + segments.get(i).length();
+            if (offset < end) {
+                int take = (int) Math.min(end - offset, length);
+                wqe.regions[i].counters().sent(take);
+                offset += take;
+                length -= take;
+            }
+            start = end;
+        }
+    }
+
+    /** Fails a request whose local memory failed it: a region gone or a bad address is a protection error, the rest a memory error. */
+    private void failLocally(SendWqe wqe, RuntimeException e) {
+        qp.fail(wqe, e instanceof RegionInvalidException || e instanceof BadAddressException ? CompletionStatus.LOCAL_PROTECTION_ERROR
+                : CompletionStatus.LOCAL_MEMORY_ERROR, e.getMessage());
+    }
+
     /** A local page is not resident: fault it in and pause the queue pair until it is. */
-    private void raiseFault(SendWqe wqe, long vpn, boolean write, Side side, Outbox out) {
+    private void raiseFault(SendWqe wqe, MemoryRegion region, long vpn, boolean write, Side side, Outbox out) {
         out.flush();
         if (!faultsPending.add(vpn)) {
             return;
         }
-        RegistrationMode mode = wqe.local.mode();
-        nic.kernel().faultService().submit(wqe.local.endpoint().space(), vpn, write)
-                .whenComplete((fault, error) -> qp.onLocalFaultResolved(wqe, mode, side, vpn, fault, error));
+        nic.kernel().faultService().submit(region.endpoint().space(), vpn, write)
+                .whenComplete((fault, error) -> qp.onLocalFaultResolved(wqe, region, side, vpn, fault, error));
     }
 
     /** The fault that paused the queue pair was served (or failed). */
-    void faultResolved(SendWqe wqe, RegistrationMode mode, Side side, long vpn, PageFault fault, Throwable error) {
+    void faultResolved(SendWqe wqe, MemoryRegion region, Side side, long vpn, PageFault fault, Throwable error, Outbox out) {
         faultsPending.remove(vpn);
         // Time spent waiting for a local page is not the responder's silence: the acknowledgement
         // timer starts again from here, as it does after an RNR delay.
@@ -364,8 +494,12 @@ final class Requester {
             }
             return;
         }
-        nic.countFault(wqe.local, side, fault.kind(), fault.serviceTimeNs());
-        wqe.local.policy().faultServed(wqe.local, vpn, fault.translation());
+        nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
+        region.policy().faultServed(region, vpn, fault.translation());
+        if (wqe.isAtomic() && wqe.atomicDone && !wqe.atomicPlaced && wqes.indexOf(wqe.psnFirst) >= 0) {
+            wqe.atomicPlaced = placeAtomicResult(wqe, out);
+            completeFinished();
+        }
     }
 
     // ---- answers from the responder ----------------------------------------------------------------
@@ -410,56 +544,114 @@ final class Requester {
             counters.increment(NicCounter.DROPPED_PACKETS);
             return;
         }
-        if (!scatterResponse(wqe, wqe.wr.localAddress() + offset, packet.getPayload(), packet.getPsn(), packet.getRetransmitted(), out)) {
+        if (!scatterResponse(wqe, offset, packet.getPayload(), packet.getPsn(), packet.getRetransmitted(), out)) {
             return;
         }
-        wqe.local.counters().received(packet.getPayload().size());
         wqe.responses.set(response);
         wqe.responsesReceived++;
         recovery.progressed();
         completeFinished();
     }
 
-    private boolean scatterResponse(SendWqe wqe, long va, ByteString payload, long psn, boolean again, Outbox out) {
+    /**
+     * Writes a READ response's payload at message offset {@code offset} of the request's elements; false
+     * after dropping it for a page that is not resident (asked for again once it is), or failing the request.
+     */
+    private boolean scatterResponse(SendWqe wqe, long offset, ByteString payload, long psn, boolean again, Outbox out) {
         ByteBuffer src = payload.asReadOnlyByteBuffer();
-        int pageSize = dma.pageSize();
         try {
-            while (src.hasRemaining()) {
-                long at = va + (payload.size() - src.remaining());
-                int offset = (int) (at & (pageSize - 1));
-                int chunk = Math.min(pageSize - offset, src.remaining());
-                long t = dma.acquire(wqe.local, at >>> dma.pageShift(), true, Side.READ_TARGET, again, out::flush);
-                if (t == RegionPolicy.NOT_RESIDENT) {
-                    // Drop this response; once the page is in, ask again for it alone.
-                    if (wqe.refetch == null) {
-                        wqe.refetch = new BitSet(wqe.packets);
+            List<Segment> segments = wqe.wr.segments();
+            long start = 0;
+            for (int i = 0; i < segments.size() && src.hasRemaining(); i++) {
+                Segment e = segments.get(i);
+                long end = start + e.length();
+                if (offset < end) {
+                    int take = (int) Math.min(end - offset, src.remaining());
+                    long missing = scatter(wqe.regions[i], e.address() + (offset - start), src, take, Side.READ_TARGET, again, out);
+                    if (missing >= 0) {
+                        // Drop this response; once the page is in, ask again for it alone.
+                        if (wqe.refetch == null) {
+                            wqe.refetch = new BitSet(wqe.packets);
+                        }
+                        if (wqe.refetch.isEmpty()) {
+                            refetching.add(wqe);
+                        }
+                        wqe.refetch.set((int) (psn - wqe.psnFirst));
+                        raiseFault(wqe, wqe.regions[i], missing, true, Side.READ_TARGET, out);
+                        return false;
                     }
-                    if (wqe.refetch.isEmpty()) {
-                        refetching.add(wqe);
-                    }
-                    wqe.refetch.set((int) (psn - wqe.psnFirst));
-                    raiseFault(wqe, at >>> dma.pageShift(), true, Side.READ_TARGET, out);
-                    return false;
+                    wqe.regions[i].counters().received(take);
+                    offset += take;
                 }
-                int limit = src.limit();
-                src.limit(src.position() + chunk);
-                try {
-                    dma.memory().write(Tlb.frameOf(t), offset, src);
-                } finally {
-                    src.limit(limit);
-                    dma.release(t, true);
-                }
+                start = end;
             }
             return true;
-        } catch (RegionInvalidException | BadAddressException e) {
-            qp.fail(wqe, CompletionStatus.LOCAL_PROTECTION_ERROR, e.getMessage());
-        } catch (KernelException e) {
-            qp.fail(wqe, CompletionStatus.LOCAL_MEMORY_ERROR, e.getMessage());
+        } catch (RegionInvalidException | KernelException e) {
+            failLocally(wqe, e);
         }
         return false;
     }
 
-    void onAtomicAcknowledge(Packet packet) {
+    /**
+     * Writes the next {@code length} bytes of {@code src} at {@code va} of a region, page by page.
+     *
+     * @return the first page that is not resident (nothing from it on was written), or -1 when all is in
+     */
+    private long scatter(MemoryRegion region, long va, ByteBuffer src, int length, Side side, boolean again, Outbox out) {
+        int pageSize = dma.pageSize();
+        int done = 0;
+        while (done < length) {
+            long at = va + done;
+            int pageOffset = (int) (at & (pageSize - 1));
+            int chunk = Math.min(pageSize - pageOffset, length - done);
+            long vpn = at >>> dma.pageShift();
+            long t = dma.acquire(region, vpn, true, side, again, out::flush);
+            if (t == RegionPolicy.NOT_RESIDENT) {
+                return vpn;
+            }
+            int limit = src.limit();
+            src.limit(src.position() + chunk);
+            try {
+                dma.memory().write(Tlb.frameOf(t), pageOffset, src);
+            } finally {
+                src.limit(limit);
+                dma.release(t, true);
+            }
+            done += chunk;
+        }
+        return -1;
+    }
+
+    /**
+     * Puts an atomic's fetched word in its local buffer, in the host's byte order, before the atomic
+     * completes (as an HCA writes it); false after raising a fault for a page of the buffer that is not
+     * resident, which places it once served. True at once for an atomic without a buffer.
+     */
+    private boolean placeAtomicResult(SendWqe wqe, Outbox out) {
+        ByteBuffer word = ByteBuffer.allocate(Long.BYTES).order(ByteOrder.nativeOrder()).putLong(0, wqe.atomicResult);
+        try {
+            List<Segment> segments = wqe.wr.segments();
+            for (int i = 0; i < segments.size(); i++) {
+                Segment e = segments.get(i);
+                if (e.length() == 0) {
+                    continue;
+                }
+                int from = word.position();
+                long missing = scatter(wqe.regions[i], e.address(), word, e.length(), Side.READ_TARGET, false, out);
+                if (missing >= 0) {
+                    raiseFault(wqe, wqe.regions[i], missing, true, Side.READ_TARGET, out);
+                    return false;
+                }
+                wqe.regions[i].counters().received(word.position() - from);
+            }
+            return true;
+        } catch (RegionInvalidException | KernelException e) {
+            failLocally(wqe, e);
+        }
+        return false;
+    }
+
+    void onAtomicAcknowledge(Packet packet, Outbox out) {
         int index = wqes.indexOf(packet.getPsn());
         if (index < 0 || !wqes.get(index).isAtomic()) {
             counters.increment(NicCounter.DUPLICATE_PACKETS);
@@ -469,6 +661,7 @@ final class Requester {
         if (!wqe.atomicDone) {
             wqe.atomicDone = true;
             wqe.atomicResult = packet.getAtomicResult();
+            wqe.atomicPlaced = placeAtomicResult(wqe, out);
         }
         credits.peerGranted(packet.getCreditLimit());
         acknowledged(packet.getPsn() - 1);
@@ -598,6 +791,17 @@ final class Requester {
     /** The oldest outstanding request, or null. */
     SendWqe oldest() {
         return wqes.first();
+    }
+
+    /** Drops every outstanding request without a completion: the pair was reset, as RESET drops a send queue. */
+    void discardAll() {
+        if (!wqes.isEmpty()) {
+            qp.endpoint().retireWorkRequests(wqes.size());
+        }
+        while (!wqes.isEmpty()) {
+            wqes.removeFirst();
+        }
+        sendPsn = nextPsn;
     }
 
     /** Completes every outstanding request, in order: {@code failed} with its status, the rest as flushed. */

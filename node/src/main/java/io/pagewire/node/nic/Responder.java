@@ -30,6 +30,8 @@ final class Responder {
 
     /** The next PSN to execute. */
     private long expectedPsn;
+    /** How long this responder's RNR NAKs ask the sender to wait: the owner's min_rnr_timer, else the node's. */
+    private long rnrDelayNs;
     private long nakSentFor = -1;
     private long rnrNakedFor = -1;
     private final Credits credits;
@@ -57,6 +59,18 @@ final class Responder {
         this.atomicPsn = new long[ctx.sendWindowPackets()];
         this.atomicResult = new long[ctx.sendWindowPackets()];
         Arrays.fill(atomicPsn, -1);
+        this.rnrDelayNs = ctx.rnrDelayNs();
+    }
+
+    /**
+     * Takes the owner's attributes on the way to RTR: the RNR delay, and (the first time) the PSN the
+     * peer's first request carries.
+     */
+    void configure(ConnectionAttributes attributes, boolean firstTime) {
+        rnrDelayNs = attributes.rnrDelayNs();
+        if (firstTime) {
+            expectedPsn = attributes.receivePsn();
+        }
     }
 
     void onRequest(Packet packet, Outbox out) {
@@ -121,8 +135,11 @@ final class Responder {
         if (payload.size() > mtu) {
             return refuse(packet, Syndrome.NAK_INVALID_REQUEST, "payload of " + payload.size() + " bytes exceeds the MTU of " + mtu, out);
         }
-        MemoryRegion region = accessible(packet, Access.REMOTE_WRITE, payload.size(), out);
-        if (region == null) {
+        // A zero-length WRITE names no memory: its rkey is not checked (the standard says so; it is how
+        // UCX and others flush a connection).
+        boolean empty = payload.isEmpty() && packet.getLength() == 0 && startsAndEndsMessage(packet.getOpcode());
+        MemoryRegion region = empty ? null : accessible(packet, Access.REMOTE_WRITE, payload.size(), out);
+        if (region == null && !empty) {
             return 1;
         }
         EventCounter counter = null;
@@ -139,6 +156,11 @@ final class Responder {
             case ACCESS_ERROR -> refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, placement.error(), out);
             default -> refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, placement.error(), out);
         };
+    }
+
+    /** Whether a WRITE packet is a whole message (ONLY, of any flavour). */
+    private static boolean startsAndEndsMessage(Opcode opcode) {
+        return opcode == Opcode.WRITE_ONLY || opcode == Opcode.WRITE_ONLY_WITH_NOTIFY || opcode == Opcode.WRITE_ONLY_WITH_IMMEDIATE;
     }
 
     // ---- SEND ---------------------------------------------------------------------------------------
@@ -159,6 +181,11 @@ final class Responder {
     /** The queue pair failed or closed: a receive a message was landing in completes as flushed. */
     void abandonMessage(String reason) {
         placement.abandon(reason);
+    }
+
+    /** The pair was reset: the receive a message was landing in is dropped without a completion. */
+    void discardMessage() {
+        placement.discard();
     }
 
     /**
@@ -216,8 +243,9 @@ final class Responder {
             return again ? 0 : refuse(packet, Syndrome.NAK_INVALID_REQUEST, "READ of " + length + " bytes asks for more than "
                     + ctx.sendWindowPackets() + " responses", out);
         }
-        MemoryRegion region = accessible(packet, Access.REMOTE_READ, length, out);
-        if (region == null) {
+        // A zero-length READ names no memory: its rkey is not checked, and its one response is empty.
+        MemoryRegion region = length == 0 ? null : accessible(packet, Access.REMOTE_READ, length, out);
+        if (region == null && length != 0) {
             return again ? 0 : 1;
         }
         // Responses to a READ asked before are sent again: counted apart, and marked so for the requester.
@@ -227,7 +255,8 @@ final class Responder {
             int size = (int) Math.min(mtu, length - offset);
             ByteString payload;
             try {
-                payload = dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, resent, out, notResident);
+                payload = size == 0 ? ByteString.EMPTY
+                        : dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, resent, out, notResident);
             } catch (RegionInvalidException | BadAddressException e) {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out) + i;
             } catch (KernelException e) {
@@ -249,7 +278,7 @@ final class Responder {
                 receiverNotReady(psn + i, out);
                 return i;
             }
-            if (!resent) {
+            if (!resent && region != null) {
                 region.counters().sent(size);
             }
             out.add(qp.packet(Opcode.READ_RESPONSE, psn + i).setPayload(payload).setRetransmitted(resent));
@@ -362,7 +391,7 @@ final class Responder {
         rnrNakedFor = psn;
         stalled = true;
         counters.increment(NicCounter.RNR_NAKS_SENT);
-        out.add(acknowledgement(Syndrome.RNR_NAK, psn).setRnrDelayNs(ctx.rnrDelayNs()));
+        out.add(acknowledgement(Syndrome.RNR_NAK, psn).setRnrDelayNs(rnrDelayNs));
         return 0;
     }
 

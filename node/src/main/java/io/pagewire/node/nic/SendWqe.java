@@ -8,8 +8,11 @@ import java.util.BitSet;
  */
 final class SendWqe {
     final WorkRequest wr;
-    /** The local region (WRITE source, READ destination); null for FETCH_ADD. */
-    final MemoryRegion local;
+    /**
+     * The region of each of the request's elements (WRITE and SEND sources, READ destinations, an
+     * atomic's result buffer); null for a zero-length element. Empty when the request has none.
+     */
+    final MemoryRegion[] regions;
     final long psnFirst;
     /** When the request was posted, for its latency. */
     final long postedNs;
@@ -23,13 +26,16 @@ final class SendWqe {
      */
     BitSet refetch;
     int responsesReceived;
+    /** An atomic's answer arrived (its result is in {@link #atomicResult}). */
     boolean atomicDone;
+    /** An atomic's result is in its local buffer (or it has none): it may complete. */
+    boolean atomicPlaced;
     long atomicResult;
 
-    SendWqe(WorkRequest wr, MemoryRegion local, long psnFirst, int packets, long postedNs) {
+    SendWqe(WorkRequest wr, MemoryRegion[] regions, long psnFirst, int packets, long postedNs) {
         this.wr = wr;
         this.postedNs = postedNs;
-        this.local = local;
+        this.regions = regions;
         this.psnFirst = psnFirst;
         this.packets = packets;
         this.responses = wr.opcode() == Completion.Opcode.READ ? new BitSet(packets) : null;
@@ -41,6 +47,21 @@ final class SendWqe {
 
     boolean contains(long psn) {
         return psn >= psnFirst && psn <= psnLast();
+    }
+
+    /** The region of the first element that names memory, or null: whose registration mode the request's latency is counted under. */
+    MemoryRegion firstRegion() {
+        for (MemoryRegion r : regions) {
+            if (r != null) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    /** Whether this request waits for the READs and atomics before it (IBV_SEND_FENCE). */
+    boolean fenced() {
+        return wr.fence();
     }
 
     boolean isRead() {
@@ -57,7 +78,7 @@ final class SendWqe {
             return responsesReceived == packets;
         }
         if (isAtomic()) {
-            return atomicDone;
+            return atomicDone && atomicPlaced;
         }
         return ackedThrough >= psnLast();
     }

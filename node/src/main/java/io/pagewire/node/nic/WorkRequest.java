@@ -1,23 +1,48 @@
 package io.pagewire.node.nic;
 
+import java.util.List;
+
 /**
  * One operation posted to a queue pair, after {@code ibv_send_wr}. {@code wrId} is the caller's tag,
- * returned in the completion. Local memory is named by (lkey, address), remote memory by (rkey,
+ * returned in the completion. Local memory is a list of {@link Segment}s, remote memory (rkey,
  * address), event counters on the peer's endpoint by id. An unsignalled request ({@code signaled}
  * false, ibverbs' work request without {@code IBV_SEND_SIGNALED}) puts no completion on the queue
- * when it succeeds; a failed one always does, and so does a FETCH_ADD, whose result travels only in
- * its completion (and a COMPARE_SWAP). {@code immediate} is what SEND_WITH_IMM and WRITE_WITH_IMM deliver in the peer's
+ * when it succeeds; a failed one always does, and so does an atomic without a local buffer, whose
+ * result then travels only in its completion (with one, the word lands there before the completion). {@code immediate} is what SEND_WITH_IMM and WRITE_WITH_IMM deliver in the peer's
  * receive completion. {@code add} is ibverbs' {@code compare_add}: what FETCH_ADD adds, what
  * COMPARE_SWAP compares the word with; {@code swap} is what COMPARE_SWAP stores when they are equal.
  */
-public record WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
-        long remoteAddress, long rkey, int counterId, long add, boolean signaled, int immediate, long swap) {
+public record WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> segments, int length, long remoteAddress, long rkey,
+        int counterId, long add, boolean signaled, int immediate, long swap, boolean fence, boolean solicited) {
 
+    /**
+     * The canonical form: {@code segments} is the gather list (SEND, WRITE) or scatter list (READ, an
+     * atomic's 8-byte result), {@code length} their sum. {@code fence} holds the request back until every
+     * READ and atomic before it finished (IBV_SEND_FENCE); {@code solicited} asks the receiver's completion
+     * to wake a CQ armed for solicited events only (IBV_SEND_SOLICITED).
+     */
     public WorkRequest {
-        signaled |= opcode == Completion.Opcode.FETCH_ADD || opcode == Completion.Opcode.COMPARE_SWAP;
         if (opcode == Completion.Opcode.RECV || opcode == Completion.Opcode.RECV_RDMA_WITH_IMM) {
             throw new IllegalArgumentException(opcode + " is a receive completion, not a work request; post a ReceiveRequest");
         }
+        segments = List.copyOf(segments);
+        long sum = 0;
+        for (Segment s : segments) {
+            sum += s.length();
+        }
+        if (sum != length) {
+            throw new NicException("work request " + wrId + ": its length " + length + " is not the sum of its scatter/gather elements' ("
+                    + sum + ")");
+        }
+        // An atomic with no buffer of its own for the word it fetched reports the word in its completion only.
+        signaled |= (opcode == Completion.Opcode.FETCH_ADD || opcode == Completion.Opcode.COMPARE_SWAP) && segments.isEmpty();
+    }
+
+    /** One local range (none when {@code length} is 0 and {@code lkey} is 0), as before scatter/gather lists. */
+    public WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
+            long remoteAddress, long rkey, int counterId, long add, boolean signaled, int immediate, long swap) {
+        this(wrId, opcode, one(lkey, localAddress, length), length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, false,
+                false);
     }
 
     public WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long localAddress, int length,
@@ -25,9 +50,51 @@ public record WorkRequest(long wrId, Completion.Opcode opcode, int lkey, long lo
         this(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, signaled, 0, 0);
     }
 
+    private static List<Segment> one(int lkey, long localAddress, int length) {
+        return lkey == 0 && length == 0 ? List.of() : List.of(new Segment(lkey, localAddress, length));
+    }
+
+    /** The sum of {@code segments}' lengths, or a NicException when it does not fit a message. */
+    public static int lengthOf(long wrId, List<Segment> segments) {
+        long sum = 0;
+        for (Segment s : segments) {
+            sum += s.length();
+        }
+        if (sum > Integer.MAX_VALUE) {
+            throw new NicException("work request " + wrId + ": its scatter/gather elements add up to " + sum + " bytes, more than a message holds");
+        }
+        return (int) sum;
+    }
+
+    /** The first element's lkey, or 0 when there is none. */
+    public int lkey() {
+        return segments.isEmpty() ? 0 : segments.get(0).lkey();
+    }
+
+    /** The first element's address, or 0 when there is none. */
+    public long localAddress() {
+        return segments.isEmpty() ? 0 : segments.get(0).address();
+    }
+
     /** The same request, completing silently when it succeeds. */
     public WorkRequest unsignaled() {
-        return new WorkRequest(wrId, opcode, lkey, localAddress, length, remoteAddress, rkey, counterId, add, false, immediate, swap);
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, false, immediate, swap, fence, solicited);
+    }
+
+    /** The same request, held back until every READ and atomic before it finished (IBV_SEND_FENCE). */
+    public WorkRequest fenced() {
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, true, solicited);
+    }
+
+    /** The same request, whose receive completion wakes a CQ armed for solicited events (IBV_SEND_SOLICITED). */
+    public WorkRequest solicitedEvent() {
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence, true);
+    }
+
+    /** The same request gathering from (or scattering into) {@code elements} instead. */
+    public WorkRequest withSegments(List<Segment> elements) {
+        return new WorkRequest(wrId, opcode, elements, lengthOf(wrId, elements), remoteAddress, rkey, counterId, add, signaled, immediate,
+                swap, fence, solicited);
     }
 
     /** SEND of [localAddress, +length) into the peer's next posted receive. */

@@ -4,6 +4,7 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.node.fabric.Fabric;
+import io.pagewire.node.nic.ConnectionAttributes;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.QpAddress;
 import io.pagewire.node.nic.QueuePair;
@@ -18,6 +19,8 @@ import io.pagewire.proto.verbs.CreateQueuePairResponse;
 import io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
+import io.pagewire.proto.verbs.ModifyQueuePairRequest;
+import io.pagewire.proto.verbs.ModifyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse;
@@ -57,23 +60,66 @@ final class QueuePairCalls {
     void connectQueuePair(ConnectQueuePairRequest request, StreamObserver<ConnectQueuePairResponse> response) {
         control.paced(response, () -> {
             QueuePair qp = sessions.get(request.getEndpoint()).queuePair(request.getQpn());
-            var peer = request.getPeer();
-            if (peer.getPageSize() != 0 && (Integer.bitCount(peer.getPageSize()) != 1 || peer.getPageSize() < 512
-                    || peer.getPageSize() > KernelContext.MAX_PAGE_SIZE)) {
-                throw new IllegalArgumentException("peer page size " + Integer.toUnsignedString(peer.getPageSize())
-                        + " is not a node's page size: a power of two from 512 bytes to 2 MiB");
-            }
-            if (peer.getNodeId().isEmpty() || peer.getQpn() == 0 || peer.getPageSize() == 0) {
-                throw new IllegalArgumentException("peer address " + peer.getNodeId() + "/" + peer.getQpn() + " is incomplete: it needs the node id, "
-                        + "queue pair number, credits and page size that CreateQueuePair returned on the peer");
-            }
-            if (!peer.getNodeId().equals(nodeId) && !fabric.knowsPeer(peer.getNodeId())) {
-                throw Status.FAILED_PRECONDITION.withDescription("node " + nodeId + " has no link to node " + peer.getNodeId()
-                        + "; known peers: " + fabric.links().keySet()).asRuntimeException();
-            }
-            qp.connect(new QpAddress(peer.getNodeId(), peer.getQpn(), peer.getInitialCredits(), peer.getPageSize()));
+            qp.connect(peerAddress(request.getPeer()));
             return ConnectQueuePairResponse.getDefaultInstance();
         });
+    }
+
+    void modifyQueuePair(ModifyQueuePairRequest request, StreamObserver<ModifyQueuePairResponse> response) {
+        control.paced(response, () -> {
+            Session session = sessions.get(request.getEndpoint());
+            QueuePair qp = session.queuePair(request.getQpn());
+            switch (request.getState()) {
+                case RESET -> nic.reset(qp);
+                case READY_TO_RECEIVE -> qp.readyToReceive(peerAddress(request.getPeer()), attributes(qp.attributes(), request));
+                case READY_TO_SEND -> qp.readyToSend(attributes(qp.attributes(), request));
+                case SEND_QUEUE_DRAINED -> qp.drainSendQueue();
+                case ERROR -> qp.moveToError();
+                default -> throw new IllegalArgumentException("a queue pair moves to RESET, READY_TO_RECEIVE, READY_TO_SEND, "
+                        + "SEND_QUEUE_DRAINED or ERROR; state " + request.getStateValue() + " is none of them");
+            }
+            return ModifyQueuePairResponse.getDefaultInstance();
+        });
+    }
+
+    /** The pair's attributes with those the request sets; an acknowledgement timeout below the node's floor is raised to it. */
+    private ConnectionAttributes attributes(ConnectionAttributes now, ModifyQueuePairRequest request) {
+        int set = request.getAttributes();
+        boolean timeoutSet = (set & ModifyQueuePairRequest.Attribute.ACK_TIMEOUT_VALUE) != 0;
+        long timeout = timeoutSet ? request.getAckTimeoutNs() : now.ackTimeoutNs();
+        if (timeoutSet && timeout != 0) {
+            timeout = Math.max(timeout, nic.context().minAckTimeoutNs());
+        }
+        return new ConnectionAttributes(
+                (set & ModifyQueuePairRequest.Attribute.SEND_PSN_VALUE) != 0 ? Integer.toUnsignedLong(request.getSendPsn()) : now.sendPsn(),
+                (set & ModifyQueuePairRequest.Attribute.RECEIVE_PSN_VALUE) != 0 ? Integer.toUnsignedLong(request.getReceivePsn()) : now.receivePsn(),
+                timeout,
+                (set & ModifyQueuePairRequest.Attribute.RETRY_COUNT_VALUE) != 0 ? count(request.getRetryCount()) : now.retryCount(),
+                (set & ModifyQueuePairRequest.Attribute.RNR_RETRY_COUNT_VALUE) != 0 ? count(request.getRnrRetryCount()) : now.rnrRetryCount(),
+                (set & ModifyQueuePairRequest.Attribute.RNR_DELAY_VALUE) != 0 ? request.getRnrDelayNs() : now.rnrDelayNs());
+    }
+
+    /** An unsigned count as an int, saturating (ConnectionAttributes refuses what is too large). */
+    private static int count(int unsigned) {
+        return (int) Math.min(Integer.toUnsignedLong(unsigned), Integer.MAX_VALUE);
+    }
+
+    /** A peer's address as a request gives it, checked: a node's page size, complete, and a node this one has a link to. */
+    private QpAddress peerAddress(io.pagewire.proto.verbs.QpAddress peer) {
+        if (peer.getPageSize() != 0 && (Integer.bitCount(peer.getPageSize()) != 1 || peer.getPageSize() < 512
+                || peer.getPageSize() > KernelContext.MAX_PAGE_SIZE)) {
+            throw new IllegalArgumentException("peer page size " + Integer.toUnsignedString(peer.getPageSize())
+                    + " is not a node's page size: a power of two from 512 bytes to 2 MiB");
+        }
+        if (peer.getNodeId().isEmpty() || peer.getQpn() == 0 || peer.getPageSize() == 0) {
+            throw new IllegalArgumentException("peer address " + peer.getNodeId() + "/" + peer.getQpn() + " is incomplete: it needs the node id, "
+                    + "queue pair number, credits and page size that CreateQueuePair returned on the peer");
+        }
+        if (!peer.getNodeId().equals(nodeId) && !fabric.knowsPeer(peer.getNodeId())) {
+            throw Status.FAILED_PRECONDITION.withDescription("node " + nodeId + " has no link to node " + peer.getNodeId()
+                    + "; known peers: " + fabric.links().keySet()).asRuntimeException();
+        }
+        return new QpAddress(peer.getNodeId(), peer.getQpn(), peer.getInitialCredits(), peer.getPageSize());
     }
 
     void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {

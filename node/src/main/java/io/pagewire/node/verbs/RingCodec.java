@@ -2,6 +2,7 @@ package io.pagewire.node.verbs;
 
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.ReceiveRequest;
+import io.pagewire.node.nic.Segment;
 import io.pagewire.node.nic.WorkRequest;
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CounterRecord;
@@ -10,6 +11,7 @@ import io.pagewire.ring.FaultServedRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
 import io.pagewire.ring.RefusedRecord;
+import io.pagewire.ring.ScatterGatherRecord;
 import java.util.ArrayList;
 import java.util.List;
 import org.agrona.DirectBuffer;
@@ -35,12 +37,55 @@ final class RingCodec {
         List<WorkRequest> requests = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             int wr = PostRecord.workRequest(record, i);
-            requests.add(new WorkRequest(PostRecord.wrId(b, wr), WireCodes.opcode(PostRecord.opcode(b, wr)), PostRecord.lkey(b, wr),
-                    PostRecord.localAddress(b, wr), PostRecord.length(b, wr), PostRecord.remoteAddress(b, wr), PostRecord.rkey(b, wr),
-                    PostRecord.counterId(b, wr), PostRecord.add(b, wr), PostRecord.signaled(b, wr), PostRecord.immediate(b, wr),
-                    PostRecord.swap(b, wr)));
+            int lkey = PostRecord.lkey(b, wr);
+            int bytes = PostRecord.length(b, wr);
+            List<Segment> local = lkey == 0 && bytes == 0 ? List.of() : List.of(new Segment(lkey, PostRecord.localAddress(b, wr), bytes));
+            requests.add(workRequest(b, wr, local, bytes));
         }
         return requests;
+    }
+
+    /** The work request of a POST_LIST record, with its scatter/gather list; null when the record is malformed. */
+    static WorkRequest decodePostList(DirectBuffer b, int record, int length) {
+        if (!ScatterGatherRecord.isWellFormed(b, ScatterGatherRecord.POST_TYPE, record, length)) {
+            return null;
+        }
+        List<Segment> elements = elements(b, ScatterGatherRecord.POST_TYPE, record);
+        long sum = elements.stream().mapToLong(Segment::length).sum();
+        if (sum != (int) sum) {
+            // Elements adding up past a message: carried as one of negative length, which the post refuses with the rest of its checks.
+            return workRequest(b, ScatterGatherRecord.body(record), List.of(new Segment(0, 0, -1)), -1);
+        }
+        return workRequest(b, ScatterGatherRecord.body(record), elements, (int) sum);
+    }
+
+    private static WorkRequest workRequest(DirectBuffer b, int wr, List<Segment> local, int length) {
+        return new WorkRequest(PostRecord.wrId(b, wr), WireCodes.opcode(PostRecord.opcode(b, wr)), local, length,
+                PostRecord.remoteAddress(b, wr), PostRecord.rkey(b, wr), PostRecord.counterId(b, wr), PostRecord.add(b, wr),
+                PostRecord.signaled(b, wr), PostRecord.immediate(b, wr), PostRecord.swap(b, wr), PostRecord.fence(b, wr),
+                PostRecord.solicited(b, wr));
+    }
+
+    /** The elements of a scatter/gather record. */
+    private static List<Segment> elements(DirectBuffer b, int type, int record) {
+        int count = ScatterGatherRecord.count(b, record);
+        List<Segment> elements = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            int e = ScatterGatherRecord.element(type, record, i);
+            elements.add(new Segment(ScatterGatherRecord.lkey(b, e), ScatterGatherRecord.address(b, e), ScatterGatherRecord.length(b, e)));
+        }
+        return elements;
+    }
+
+    /** The receive of a POST_RECEIVE_LIST record, with its scatter list; null when the record is malformed. */
+    static ReceiveRequest decodeReceiveList(DirectBuffer b, int record, int length) {
+        if (!ScatterGatherRecord.isWellFormed(b, ScatterGatherRecord.RECEIVE_TYPE, record, length)) {
+            return null;
+        }
+        List<Segment> elements = elements(b, ScatterGatherRecord.RECEIVE_TYPE, record);
+        long sum = elements.stream().mapToLong(Segment::length).sum();
+        long wrId = PostReceiveRecord.wrId(b, ScatterGatherRecord.body(record));
+        return sum == (int) sum ? new ReceiveRequest(wrId, elements, (int) sum) : new ReceiveRequest(wrId, 0, 0, -1);
     }
 
     /** The receives of a POST_RECEIVE record, or null when the record is malformed. */
@@ -52,8 +97,10 @@ final class RingCodec {
         List<ReceiveRequest> receives = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             int receive = PostReceiveRecord.receive(record, i);
-            receives.add(new ReceiveRequest(PostReceiveRecord.wrId(b, receive), PostReceiveRecord.lkey(b, receive),
-                    PostReceiveRecord.address(b, receive), PostReceiveRecord.length(b, receive)));
+            int bytes = PostReceiveRecord.length(b, receive);
+            receives.add(bytes == 0 && PostReceiveRecord.lkey(b, receive) == 0 ? new ReceiveRequest(PostReceiveRecord.wrId(b, receive), List.of(), 0)
+                    : new ReceiveRequest(PostReceiveRecord.wrId(b, receive), PostReceiveRecord.lkey(b, receive),
+                            PostReceiveRecord.address(b, receive), bytes));
         }
         return receives;
     }
@@ -65,7 +112,8 @@ final class RingCodec {
             return false;
         }
         CompletionRecord.put(ring.buffer(), index, c.wrId(), c.qpn(), WireCodes.wireOpcode(c.opcode()), WireCodes.wireStatus(c.status()),
-                c.bytes(), c.value(), c.hasImmediate(), c.immediate(), error);
+                c.bytes(), c.value(), (c.hasImmediate() ? CompletionRecord.HAS_IMMEDIATE_FLAG : 0) | (c.solicited() ? CompletionRecord.SOLICITED_FLAG : 0),
+                c.immediate(), error);
         ring.commit(index);
         return true;
     }

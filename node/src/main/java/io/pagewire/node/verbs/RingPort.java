@@ -18,6 +18,7 @@ import io.pagewire.node.nic.WorkRequest;
 import io.pagewire.ring.FaultRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
+import io.pagewire.ring.ScatterGatherRecord;
 import io.pagewire.ring.RingBell;
 import io.pagewire.ring.SessionRings;
 import java.nio.charset.StandardCharsets;
@@ -317,6 +318,27 @@ final class RingPort implements AutoCloseable {
                             return;
                         }
                         poster.accept(s, new Post(PostReceiveRecord.qpn(buffer, offset), null, PostReceiveRecord.srqId(buffer, offset), receives));
+                        return;
+                    }
+                    if (type == ScatterGatherRecord.RECEIVE_TYPE) {
+                        ReceiveRequest receive = RingCodec.decodeReceiveList(buffer, offset, length);
+                        if (receive == null) {
+                            LOG.log(System.Logger.Level.WARNING, "a malformed receive list record of " + length + " bytes on " + s.endpoint
+                                    + " was dropped");
+                            return;
+                        }
+                        poster.accept(s, new Post(ScatterGatherRecord.qpn(buffer, offset), null, ScatterGatherRecord.srqId(buffer, offset),
+                                List.of(receive)));
+                        return;
+                    }
+                    if (type == ScatterGatherRecord.POST_TYPE) {
+                        WorkRequest request = RingCodec.decodePostList(buffer, offset, length);
+                        if (request == null) {
+                            LOG.log(System.Logger.Level.WARNING, "a malformed post list record of " + length + " bytes on " + s.endpoint
+                                    + " was dropped");
+                            return;
+                        }
+                        poster.accept(s, new Post(ScatterGatherRecord.qpn(buffer, offset), List.of(request), 0, null));
                         return;
                     }
                     if (type == FaultRecord.TYPE) {

@@ -20,6 +20,7 @@ import io.pagewire.proto.verbs.PostRefused;
 import io.pagewire.proto.verbs.RingsActive;
 import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
+import io.pagewire.proto.verbs.QueuePairEventRaised;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.ring.SessionRings;
 import java.nio.file.Path;
@@ -69,6 +70,13 @@ final class Session {
         this.key = key;
         this.events = events;
         this.completions = endpoint.nic().createCompletionQueue();
+        endpoint.listenToQueuePairs((qpn, event) -> send(SessionEvent.newBuilder()
+                .setQueuePairEvent(QueuePairEventRaised.newBuilder().setQpn(qpn).setKind(switch (event) {
+                    case FATAL -> QueuePairEventRaised.Kind.FATAL;
+                    case COMMUNICATION_ESTABLISHED -> QueuePairEventRaised.Kind.COMMUNICATION_ESTABLISHED;
+                    case LAST_WQE_REACHED -> QueuePairEventRaised.Kind.LAST_WQE_REACHED;
+                    case SEND_QUEUE_DRAINED -> QueuePairEventRaised.Kind.SEND_QUEUE_DRAINED;
+                })).build()));
         completions.setHandler(new CompletionQueue.Handler() {
             @Override
             public void completed(Completion c) {
@@ -100,7 +108,8 @@ final class Session {
                 .setValue(c.value())
                 .setError(c.error() == null ? "" : StatusMapping.bounded(c.error()))
                 .setHasImmediate(c.hasImmediate())
-                .setImmediate(c.immediate()));
+                .setImmediate(c.immediate())
+                .setSolicited(c.solicited()));
     }
 
     /** Sends the collected completions as one message. */

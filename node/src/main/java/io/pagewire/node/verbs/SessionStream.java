@@ -10,6 +10,7 @@ import io.pagewire.node.nic.EventCounter;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicException;
 import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.Segment;
 import io.pagewire.node.nic.SharedReceiveQueue;
 import io.pagewire.proto.verbs.PostReceiveRequest;
 import io.pagewire.ring.FaultRecord;
@@ -269,8 +270,15 @@ final class SessionStream implements AutoCloseable {
     private void post(Session session, PostRequest post) {
         List<io.pagewire.node.nic.WorkRequest> requests = new ArrayList<>(post.getRequestsCount());
         for (WorkRequest wr : post.getRequestsList()) {
-            requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), WireCodes.opcode(wr.getOpcodeValue()), wr.getLkey(), wr.getLocalAddress(),
-                    wr.getLength(), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(), wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate(), wr.getSwap()));
+            try {
+                List<Segment> local = wr.getSegmentsCount() > 0 ? segments(wr.getSegmentsList())
+                        : wr.getLkey() == 0 && wr.getLength() == 0 ? List.of() : List.of(new Segment(wr.getLkey(), wr.getLocalAddress(), wr.getLength()));
+                requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), WireCodes.opcode(wr.getOpcodeValue()), local,
+                        io.pagewire.node.nic.WorkRequest.lengthOf(wr.getWrId(), local), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(),
+                        wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate(), wr.getSwap(), wr.getFence(), wr.getSolicited()));
+            } catch (NicException e) {
+                session.refused(post.getQpn(), wr.getWrId(), e);
+            }
         }
         post(session, post.getQpn(), requests);
     }
@@ -279,7 +287,13 @@ final class SessionStream implements AutoCloseable {
     private void postReceives(Session session, PostReceiveRequest post) {
         List<io.pagewire.node.nic.ReceiveRequest> receives = new ArrayList<>(post.getReceivesCount());
         for (ReceiveRequest r : post.getReceivesList()) {
-            receives.add(new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength()));
+            try {
+                receives.add(r.getSegmentsCount() > 0 ? io.pagewire.node.nic.ReceiveRequest.scatter(r.getWrId(), segments(r.getSegmentsList()))
+                        : r.getLkey() == 0 && r.getLength() == 0 ? new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), List.of(), 0)
+                        : new io.pagewire.node.nic.ReceiveRequest(r.getWrId(), r.getLkey(), r.getAddress(), r.getLength()));
+            } catch (NicException e) {
+                session.refused(post.getQpn(), r.getWrId(), e);
+            }
         }
         postReceives(session, post.getQpn(), post.getSrqId(), receives);
     }
@@ -299,6 +313,15 @@ final class SessionStream implements AutoCloseable {
                 session.refused(qpn, request.wrId(), e);
             }
         }
+    }
+
+    /** The NIC's scatter/gather elements of a request from the stream. */
+    private static List<Segment> segments(List<io.pagewire.proto.verbs.Segment> wire) {
+        List<Segment> elements = new ArrayList<>(wire.size());
+        for (io.pagewire.proto.verbs.Segment e : wire) {
+            elements.add(new Segment(e.getLkey(), e.getAddress(), e.getLength()));
+        }
+        return elements;
     }
 
     /** Posts work requests from the stream or from a ring; each one refused is reported on its own. */

@@ -29,6 +29,8 @@ import io.pagewire.proto.verbs.DescribeNodeResponse;
 import io.pagewire.proto.verbs.DestroyEventCounterRequest;
 import io.pagewire.proto.verbs.DestroyEventCounterResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
+import io.pagewire.proto.verbs.ModifyQueuePairRequest;
+import io.pagewire.proto.verbs.ModifyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse;
@@ -186,6 +188,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public void connectQueuePair(ConnectQueuePairRequest request, StreamObserver<ConnectQueuePairResponse> response) {
         queuePairs.connectQueuePair(request, response);
+    }
+
+    @Override
+    public void modifyQueuePair(ModifyQueuePairRequest request, StreamObserver<ModifyQueuePairResponse> response) {
+        queuePairs.modifyQueuePair(request, response);
     }
 
     @Override

@@ -62,6 +62,22 @@ class VerbsLibraryTest extends SdkFixture {
     }
 
     /**
+     * RC's semantics case by case, as the specification and Soft-RoCE have them: ibv_modify_qp's
+     * transition table, ERROR flushing in order, RESET and a second connection, timeout/retry_cnt and
+     * rnr_retry, zero-length and element-free requests, scatter/gather, FENCE, SOLICITED, a sized CQ that
+     * overflows, the fetched word in the requester's buffer, and the queue pair events.
+     */
+    @Test
+    void rcSemanticsConformToTheStandardCaseByCase() throws Exception {
+        Run run = VerbsPrograms.run(client.target() + "," + server.target(), 120,
+                VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-conformance").toString());
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("ok error-flushes-sends-then-receives-in-order",
+                "ok reset-pair-connects-again", "ok retry-cnt-ends-in-retry-exc-err", "ok fence-orders-a-write-after-the-read-before-it",
+                "ok cq-overflow-raises-cq-err-and-keeps-its-size", "ok srq-pair-in-error-raises-last-wqe-reached", "PASSED");
+        run.succeeded();
+    }
+
+    /**
      * Small malloc'd buffers, sharing pages with each other and the heap's own bookkeeping, registered
      * (twice now and then, in one protection domain and in two) and torn down in every order from three
      * threads: no neighbour loses a byte and the heap stays whole (the library once copied a page into a

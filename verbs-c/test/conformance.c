@@ -1,0 +1,572 @@
+/*
+ * pagewire-verbs-conformance: RC's semantics as the specification and Soft-RoCE have them, one case per
+ * behaviour, against two Pagewire nodes from one process (PAGEWIRE_NODE=A,B gives pagewire0 and
+ * pagewire1). Prints "ok NAME" or "FAIL NAME: why" for each check, then PASSED or FAILED; exits 1 on a
+ * failure. `pagewire-verbs-conformance NAME...` runs only the cases named.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+static int failures;
+#define CHECK(name, cond, ...)                                                                                                   \
+	do {                                                                                                                     \
+		if (cond) {                                                                                                      \
+			printf("ok %s\n", name);                                                                                 \
+		} else {                                                                                                         \
+			printf("FAIL %s: ", name);                                                                               \
+			printf(__VA_ARGS__);                                                                                     \
+			printf("\n");                                                                                            \
+			failures++;                                                                                              \
+		}                                                                                                                \
+		fflush(stdout);                                                                                                  \
+	} while (0)
+
+#define SIZE (1 << 20)
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static struct ibv_device **devices;
+
+/* One end: a device, a PD, a CQ (on a completion channel), a registered buffer and an RC queue pair. */
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	uint16_t lid;
+};
+
+static void open_side(struct side *s, int device, int cqe, struct ibv_srq *(*make_srq)(struct side *))
+{
+	memset(s, 0, sizeof(*s));
+	s->ctx = ibv_open_device(devices[device]);
+	if (!s->ctx) {
+		printf("FAIL open: %s\n", strerror(errno));
+		exit(1);
+	}
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->channel = ibv_create_comp_channel(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, cqe, NULL, s->channel, 0);
+	s->buf = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s->mr = ibv_reg_mr(s->pd, s->buf, SIZE, ACCESS);
+	if (!s->pd || !s->cq || !s->mr) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		exit(1);
+	}
+	struct ibv_qp_init_attr init = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+					.srq = make_srq ? make_srq(s) : NULL,
+					.cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4}};
+	s->qp = ibv_create_qp(s->pd, &init);
+	if (!s->qp) {
+		printf("FAIL create-qp: %s\n", strerror(errno));
+		exit(1);
+	}
+	struct ibv_port_attr port;
+	ibv_query_port(s->ctx, 1, &port);
+	s->lid = port.lid;
+}
+
+static void close_side(struct side *s)
+{
+	struct ibv_srq *srq = s->qp->srq;
+	ibv_destroy_qp(s->qp);
+	if (srq)
+		ibv_destroy_srq(srq);
+	ibv_dereg_mr(s->mr);
+	ibv_destroy_cq(s->cq);
+	ibv_destroy_comp_channel(s->channel);
+	ibv_dealloc_pd(s->pd);
+	ibv_close_device(s->ctx);
+	munmap(s->buf, SIZE);
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = ACCESS & ~IBV_ACCESS_LOCAL_WRITE};
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rtr(struct side *s, struct side *peer, uint32_t rq_psn, uint8_t min_rnr_timer)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qp->qp_num, .rq_psn = rq_psn,
+				.max_dest_rd_atomic = 4, .min_rnr_timer = min_rnr_timer, .ah_attr = {.dlid = peer->lid, .port_num = 1}};
+	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+						| IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(struct side *s, uint32_t sq_psn, uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = retry_cnt, .rnr_retry = rnr_retry,
+				.sq_psn = sq_psn, .max_rd_atomic = 4};
+	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN
+						| IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Connects a and b both ways, a's requests numbered from psn_ab and b's from psn_ba. */
+static int connect_pair(struct side *a, struct side *b, uint32_t psn_ab, uint32_t psn_ba)
+{
+	return to_init(a->qp) || to_init(b->qp) || to_rtr(a, b, psn_ba, 1) || to_rtr(b, a, psn_ab, 1)
+	       || to_rts(a, psn_ab, 14, 7, 7) || to_rts(b, psn_ba, 14, 7, 7);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Polls up to n completions within ms milliseconds; returns how many came. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	int got = 0;
+	uint64_t until = now_ms() + (uint64_t)ms;
+	while (got < n && now_ms() < until) {
+		int k = ibv_poll_cq(cq, n - got, wc + got);
+		if (k < 0)
+			return -1;
+		got += k;
+	}
+	return got;
+}
+
+/* The next asynchronous event within ms milliseconds (acknowledged), or -1. */
+static int next_async_event(struct ibv_context *ctx, int ms, struct ibv_async_event *out)
+{
+	struct pollfd p = {.fd = ctx->async_fd, .events = POLLIN};
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	if (ibv_get_async_event(ctx, out))
+		return -1;
+	ibv_ack_async_event(out);
+	return 0;
+}
+
+static int post_send(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, struct ibv_sge *sge, int n, uint64_t remote, uint32_t rkey,
+		     int flags)
+{
+	struct ibv_send_wr wr = {.wr_id = id, .sg_list = sge, .num_sge = n, .opcode = op, .send_flags = IBV_SEND_SIGNALED | flags,
+				 .wr.rdma = {.remote_addr = remote, .rkey = rkey}},
+			   *bad;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int post_recv(struct ibv_qp *qp, uint64_t id, struct ibv_sge *sge, int n)
+{
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = sge, .num_sge = n}, *bad;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* ---- cases ------------------------------------------------------------------------------------- */
+
+static void modify_table(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
+	CHECK("modify-reset-to-rtr-refused", ibv_modify_qp(a.qp, &attr, IBV_QP_STATE) == EINVAL, "RESET to RTR was not EINVAL");
+	attr.qp_state = IBV_QPS_INIT;
+	CHECK("modify-init-needs-port", ibv_modify_qp(a.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS) == EINVAL,
+	      "INIT without IBV_QP_PORT was not EINVAL");
+	CHECK("modify-to-init", to_init(a.qp) == 0 && to_init(b.qp) == 0, "RESET to INIT with its attributes failed");
+	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR, .dest_qp_num = b.qp->qp_num, .ah_attr = {.dlid = b.lid, .port_num = 1}};
+	CHECK("modify-rtr-needs-its-attributes", ibv_modify_qp(a.qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN) == EINVAL,
+	      "RTR without PATH_MTU, RQ_PSN, MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER was not EINVAL");
+	CHECK("modify-to-rtr", to_rtr(&a, &b, 77, 1) == 0, "INIT to RTR failed");
+	struct ibv_sge sge = {(uintptr_t)a.buf, 8, a.mr->lkey};
+	CHECK("post-send-in-rtr-refused", post_send(a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0) == EINVAL,
+	      "a send posted in RTR was not EINVAL");
+	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .sq_psn = 5,
+				    .max_rd_atomic = 1, .qkey = 1};
+	CHECK("modify-rts-refuses-foreign-attributes", ibv_modify_qp(a.qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT
+										   | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC
+										   | IBV_QP_QKEY) == EINVAL,
+	      "an RC pair took a Q_Key");
+	CHECK("modify-to-rts", to_rts(&a, 5, 14, 7, 7) == 0, "RTR to RTS failed");
+	struct ibv_qp_attr q;
+	struct ibv_qp_init_attr qi;
+	CHECK("query-qp-reports-attributes", ibv_query_qp(a.qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_TIMEOUT, &qi) == 0
+						   && q.qp_state == IBV_QPS_RTS && q.sq_psn == 5 && q.rq_psn == 77 && q.timeout == 14
+						   && q.dest_qp_num == b.qp->qp_num && qi.cap.max_send_sge == 4,
+	      "state %d sq_psn %u rq_psn %u timeout %u dest %u", q.qp_state, q.sq_psn, q.rq_psn, q.timeout, q.dest_qp_num);
+	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_RTR};
+	CHECK("modify-checks-cur-state", ibv_modify_qp(a.qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE) == EINVAL,
+	      "a cur_qp_state that is not the pair's was taken");
+	struct ibv_qp_rate_limit_attr rate = {.rate_limit = 1000000};
+	CHECK("modify-qp-rate-limit", ibv_modify_qp_rate_limit(a.qp, &rate) == 0, "ibv_modify_qp_rate_limit failed");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void error_flushes_in_order(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	/* b stays in INIT: a's requests reach a pair that drops them, so they stay outstanding */
+	int e = to_init(a.qp) || to_init(b.qp) || to_rtr(&a, &b, 0, 1) || to_rts(&a, 0, 14, 7, 7);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	for (int i = 0; i < 5 && !e; i++)
+		e = post_send(a.qp, 100 + i, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	for (int i = 0; i < 3 && !e; i++)
+		e = post_recv(a.qp, 200 + i, &sge, 1);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	e = e || ibv_modify_qp(a.qp, &err, IBV_QP_STATE);
+	struct ibv_wc wc[8];
+	int n = e ? 0 : poll_n(a.cq, wc, 8, 5000);
+	int in_order = n == 8;
+	for (int i = 0; i < n; i++)
+		in_order = in_order && wc[i].status == IBV_WC_WR_FLUSH_ERR && wc[i].wr_id == (uint64_t)(i < 5 ? 100 + i : 200 + i - 5);
+	CHECK("error-flushes-sends-then-receives-in-order", in_order, "set-up %d, %d completions, the first %s wr %" PRIu64, e, n,
+	      n ? ibv_wc_status_str(wc[0].status) : "-", n ? wc[0].wr_id : 0);
+	e = post_send(a.qp, 300, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0) || post_recv(a.qp, 301, &sge, 1);
+	n = e ? 0 : poll_n(a.cq, wc, 2, 5000);
+	CHECK("posts-in-error-complete-flushed", n == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "post %d, %d completions", e, n);
+	struct ibv_async_event ae;
+	CHECK("owner-error-raises-no-fatal", next_async_event(a.ctx, 200, &ae) != 0, "event %s", ibv_event_type_str(ae.event_type));
+
+	/* RESET, then connected again with new sequence numbers on both sides */
+	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+	e = ibv_modify_qp(a.qp, &reset, IBV_QP_STATE) || ibv_modify_qp(b.qp, &reset, IBV_QP_STATE);
+	e = e || connect_pair(&a, &b, 0xfffff0, 0x1234);
+	memset(a.buf, 0x5a, 4096);
+	sge.length = 4096;
+	e = e || post_send(a.qp, 400, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf + 8192, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, wc, 1, 10000);
+	CHECK("reset-pair-connects-again", n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 400 && b.buf[8192 + 4095] == 0x5a,
+	      "set-up %d, %d completions, status %s", e, n, n ? ibv_wc_status_str(wc[0].status) : "-");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void retries_end_requests(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	/* b never leaves INIT: timeout 1 (raised to the node's floor) and retry_cnt 1 end the write soon */
+	int e = to_init(a.qp) || to_init(b.qp) || to_rtr(&a, &b, 0, 1) || to_rts(&a, 0, 1, 1, 7);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	uint64_t start = now_ms();
+	e = e || post_send(a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	struct ibv_wc wc;
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	uint64_t took = now_ms() - start;
+	CHECK("retry-cnt-ends-in-retry-exc-err", n == 1 && wc.status == IBV_WC_RETRY_EXC_ERR && took < 5000, "set-up %d, %d completions, %s after %"
+	      PRIu64 " ms", e, n, n ? ibv_wc_status_str(wc.status) : "-", took);
+	struct ibv_async_event ae;
+	CHECK("fatal-completion-raises-qp-fatal", next_async_event(a.ctx, 2000, &ae) == 0 && ae.event_type == IBV_EVENT_QP_FATAL
+						     && ae.element.qp == a.qp,
+	      "no IBV_EVENT_QP_FATAL for the pair");
+	struct ibv_qp_attr q;
+	struct ibv_qp_init_attr qi;
+	CHECK("failed-pair-is-in-error", ibv_query_qp(a.qp, &q, IBV_QP_STATE, &qi) == 0 && q.qp_state == IBV_QPS_ERR, "state %d",
+	      q.qp_state);
+	close_side(&a);
+	close_side(&b);
+
+	/* rnr_retry 1: a SEND nobody posted a receive for ends in RNR_RETRY_EXC_ERR; 7 waits until one is posted */
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	e = to_init(a.qp) || to_init(b.qp) || to_rtr(&a, &b, 0, 1) || to_rtr(&b, &a, 0, 1) || to_rts(&a, 0, 14, 7, 1)
+	    || to_rts(&b, 0, 14, 7, 7);
+	e = e || post_send(a.qp, 2, IBV_WR_SEND, &sge, 1, 0, 0, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("rnr-retry-ends-in-rnr-retry-exc-err", n == 1 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR, "set-up %d, %d completions, %s", e,
+	      n, n ? ibv_wc_status_str(wc.status) : "-");
+	close_side(&a);
+	close_side(&b);
+
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	e = connect_pair(&a, &b, 0, 0);
+	e = e || post_send(a.qp, 3, IBV_WR_SEND, &sge, 1, 0, 0, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 300);
+	struct ibv_sge rsge = {(uintptr_t)b.buf, 64, b.mr->lkey};
+	e = e || post_recv(b.qp, 4, &rsge, 1);
+	int m = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("rnr-retry-7-retries-until-a-receive-comes", n == 0 && m == 1 && wc.status == IBV_WC_SUCCESS, "set-up %d, early %d, late %d %s",
+	      e, n, m, m ? ibv_wc_status_str(wc.status) : "-");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void zero_length_and_no_elements(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 7, 9);
+	struct ibv_wc wc;
+	e = e || post_send(a.qp, 1, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0, 0);
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("zero-length-write-needs-no-rkey", n == 1 && wc.status == IBV_WC_SUCCESS, "set-up %d, %d, %s", e, n,
+	      n ? ibv_wc_status_str(wc.status) : "-");
+	struct ibv_sge empty = {(uintptr_t)a.buf, 0, 0};
+	e = post_send(a.qp, 2, IBV_WR_RDMA_READ, &empty, 1, 0x1000, 0xdead, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("zero-length-read-needs-no-rkey", n == 1 && wc.status == IBV_WC_SUCCESS, "post %d, %d, %s", e, n,
+	      n ? ibv_wc_status_str(wc.status) : "-");
+	e = post_recv(b.qp, 3, NULL, 0) || post_send(a.qp, 4, IBV_WR_SEND_WITH_IMM, NULL, 0, 0, 0, 0);
+	struct ibv_wc r;
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	int m = e ? 0 : poll_n(b.cq, &r, 1, 10000);
+	CHECK("send-without-elements-into-receive-without", n == 1 && m == 1 && wc.status == IBV_WC_SUCCESS && r.status == IBV_WC_SUCCESS
+							    && r.byte_len == 0 && r.wr_id == 3,
+	      "post %d, %d/%d, %s", e, n, m, m ? ibv_wc_status_str(r.status) : "-");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void scatter_gather(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 1, 2);
+	for (int i = 0; i < 16384; i++)
+		a.buf[i] = (uint8_t)(i * 7);
+	/* three pieces, not adjacent, one of them in a second registration */
+	uint8_t *other = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(other, 0xee, 1 << 16);
+	struct ibv_mr *omr = ibv_reg_mr(a.pd, other, 1 << 16, ACCESS);
+	struct ibv_sge gather[3] = {{(uintptr_t)a.buf + 100, 3000, a.mr->lkey}, {(uintptr_t)other + 5000, 1500, omr->lkey},
+				    {(uintptr_t)a.buf + 9000, 700, a.mr->lkey}};
+	struct ibv_sge scatter[2] = {{(uintptr_t)b.buf + 64, 1000, b.mr->lkey}, {(uintptr_t)b.buf + 20000, 8000, b.mr->lkey}};
+	e = e || post_recv(b.qp, 1, scatter, 2) || post_send(a.qp, 2, IBV_WR_SEND, gather, 3, 0, 0, 0);
+	struct ibv_wc wc, r;
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	int m = e ? 0 : poll_n(b.cq, &r, 1, 10000);
+	uint8_t expect[5200];
+	memcpy(expect, a.buf + 100, 3000);
+	memcpy(expect + 3000, other + 5000, 1500);
+	memcpy(expect + 4500, a.buf + 9000, 700);
+	int same = m == 1 && !memcmp(b.buf + 64, expect, 1000) && !memcmp(b.buf + 20000, expect + 1000, 4200);
+	CHECK("send-gathers-and-receive-scatters", n == 1 && m == 1 && wc.status == IBV_WC_SUCCESS && r.status == IBV_WC_SUCCESS
+						       && r.byte_len == 5200 && same,
+	      "post %d, %d/%d, %s %u bytes, same %d", e, n, m, m ? ibv_wc_status_str(r.status) : "-", m ? r.byte_len : 0, same);
+	e = post_send(a.qp, 3, IBV_WR_RDMA_WRITE, gather, 3, (uintptr_t)b.buf + 40000, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("write-gathers", n == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(b.buf + 40000, expect, 5200), "post %d, %d", e, n);
+	struct ibv_sge land[3] = {{(uintptr_t)other + 100, 200, omr->lkey}, {(uintptr_t)a.buf + 60000, 0, a.mr->lkey},
+				  {(uintptr_t)a.buf + 70000, 5000, a.mr->lkey}};
+	e = post_send(a.qp, 4, IBV_WR_RDMA_READ, land, 3, (uintptr_t)b.buf + 40000, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("read-scatters", n == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(other + 100, expect, 200)
+				   && !memcmp(a.buf + 70000, expect + 200, 5000),
+	      "post %d, %d", e, n);
+	struct ibv_sge too_many[5] = {gather[0], gather[1], gather[2], gather[0], gather[1]};
+	struct ibv_send_wr wr = {.wr_id = 5, .sg_list = too_many, .num_sge = 5, .opcode = IBV_WR_SEND}, *bad = NULL;
+	CHECK("more-elements-than-max-send-sge-refused", ibv_post_send(a.qp, &wr, &bad) == EINVAL && bad == &wr, "not EINVAL");
+	ibv_dereg_mr(omr);
+	munmap(other, 1 << 16);
+	close_side(&a);
+	close_side(&b);
+}
+
+static void fence_and_atomics(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 3, 4);
+	memset(b.buf, 0x77, 4096);
+	memset(a.buf, 0, 8192);
+	/* READ b's page into a's buffer, then WRITE that buffer to b's next page: fenced, the WRITE carries what the READ brought */
+	struct ibv_sge local = {(uintptr_t)a.buf, 4096, a.mr->lkey};
+	e = e || post_send(a.qp, 1, IBV_WR_RDMA_READ, &local, 1, (uintptr_t)b.buf, b.mr->rkey, 0)
+	    || post_send(a.qp, 2, IBV_WR_RDMA_WRITE, &local, 1, (uintptr_t)b.buf + 4096, b.mr->rkey, IBV_SEND_FENCE);
+	struct ibv_wc wc[2];
+	int n = e ? 0 : poll_n(a.cq, wc, 2, 10000);
+	CHECK("fence-orders-a-write-after-the-read-before-it", n == 2 && wc[1].status == IBV_WC_SUCCESS && b.buf[4096] == 0x77
+								   && b.buf[8191] == 0x77,
+	      "post %d, %d completions, b's second page starts %02x", e, n, b.buf[4096]);
+
+	/* the fetched word is in the requester's buffer once the completion exists, before anyone polls */
+	uint64_t *word = (uint64_t *)(b.buf + 8192);
+	*word = 41;
+	volatile uint64_t *fetched = (volatile uint64_t *)(a.buf + 256);
+	*fetched = 0;
+	struct ibv_sge eight = {(uintptr_t)fetched, 8, a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 3, .sg_list = &eight, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED, .wr.atomic = {.remote_addr = (uintptr_t)word, .rkey = b.mr->rkey, .compare_add = 1}},
+			   *bad;
+	e = ibv_post_send(a.qp, &wr, &bad);
+	uint64_t until = now_ms() + 10000;
+	while (!e && *fetched != 41 && now_ms() < until)
+		usleep(1000);
+	CHECK("atomic-result-lands-before-the-poll", *fetched == 41, "the buffer holds %" PRIu64 " before polling", *fetched);
+	n = e ? 0 : poll_n(a.cq, wc, 1, 10000);
+	CHECK("atomic-completes", n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_FETCH_ADD && *word == 42,
+	      "%d completions, word %" PRIu64, n, *word);
+	/* an unsignalled atomic completes silently, its word in its buffer */
+	wr.wr_id = 4;
+	wr.send_flags = 0;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 42;
+	wr.wr.atomic.swap = 100;
+	struct ibv_sge tail = {(uintptr_t)a.buf, 8, a.mr->lkey};
+	e = ibv_post_send(a.qp, &wr, &bad) || post_send(a.qp, 5, IBV_WR_RDMA_WRITE, &tail, 1, (uintptr_t)b.buf + 12288, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, wc, 2, 3000);
+	CHECK("unsignalled-atomic-completes-silently", n == 1 && wc[0].wr_id == 5 && *fetched == 42 && *word == 100,
+	      "post %d, %d completions (first wr %" PRIu64 "), fetched %" PRIu64 ", word %" PRIu64, e, n, n ? wc[0].wr_id : 0, *fetched, *word);
+	close_side(&a);
+	close_side(&b);
+}
+
+/* Whether a completion event arrives on the channel within ms milliseconds (acknowledged, and the CQ re-armed by the caller). */
+static int channel_event(struct side *s, int ms)
+{
+	struct pollfd p = {.fd = s->channel->fd, .events = POLLIN};
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	struct ibv_cq *cq;
+	void *context;
+	if (ibv_get_cq_event(s->channel, &cq, &context))
+		return 0;
+	ibv_ack_cq_events(cq, 1);
+	return 1;
+}
+
+static void solicited_events(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 0, 0);
+	struct ibv_sge rsge = {(uintptr_t)b.buf, 64, b.mr->lkey};
+	struct ibv_sge ssge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	e = e || post_recv(b.qp, 1, &rsge, 1) || post_recv(b.qp, 2, &rsge, 1) || ibv_req_notify_cq(b.cq, 1);
+	e = e || post_send(a.qp, 10, IBV_WR_SEND, &ssge, 1, 0, 0, 0);
+	struct ibv_wc wc[2];
+	poll_n(a.cq, wc, 1, 10000);
+	int woke_early = channel_event(&b, 300);
+	e = e || post_send(a.qp, 11, IBV_WR_SEND, &ssge, 1, 0, 0, IBV_SEND_SOLICITED);
+	int woke = channel_event(&b, 10000);
+	CHECK("solicited-only-cq-wakes-for-solicited-receive", !e && !woke_early && woke, "set-up %d, woke for the plain send %d, for the "
+	      "solicited one %d", e, woke_early, woke);
+	int n = poll_n(b.cq, wc, 2, 5000);
+	CHECK("both-receives-complete", n == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2, "%d receives", n);
+	close_side(&a);
+	close_side(&b);
+}
+
+static void cq_overflow(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 2, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 0, 0);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	for (int i = 0; i < 4 && !e; i++)
+		e = post_send(a.qp, 1 + i, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	/* the third and the fourth find it full: one IBV_EVENT_CQ_ERR each, and the CQ keeps the first two */
+	struct ibv_async_event ae;
+	int event = !e;
+	for (int i = 0; i < 2 && event; i++)
+		event = next_async_event(a.ctx, 10000, &ae) == 0 && ae.event_type == IBV_EVENT_CQ_ERR && ae.element.cq == a.cq;
+	CHECK("resize-cq-below-its-count-refused", ibv_resize_cq(a.cq, 1) == EINVAL, "a CQ holding 2 completions shrank to 1");
+	struct ibv_wc wc[4];
+	int n = poll_n(a.cq, wc, 4, 500);
+	CHECK("cq-overflow-raises-cq-err-and-keeps-its-size", event && n == 2, "post %d, CQ_ERR %d, %d completions kept", e, event, n);
+	CHECK("resize-cq", ibv_resize_cq(a.cq, 8) == 0 && a.cq->cqe == 8, "resizing an empty CQ to 8 failed");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void queue_pair_events(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	/* b in RTR only: a's first write reaches it, and b hears COMM_EST */
+	int e = to_init(a.qp) || to_init(b.qp) || to_rtr(&b, &a, 0, 1) || to_rtr(&a, &b, 0, 1) || to_rts(&a, 0, 14, 7, 7);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	e = e || post_send(a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	struct ibv_wc wc;
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	struct ibv_async_event ae;
+	CHECK("first-request-in-rtr-raises-comm-est", n == 1 && next_async_event(b.ctx, 5000, &ae) == 0
+						       && ae.event_type == IBV_EVENT_COMM_EST && ae.element.qp == b.qp,
+	      "set-up %d, %d completions", e, n);
+	/* SQD with en_sqd_async_notify: SQ_DRAINED once the write under way is done */
+	e = e || post_send(a.qp, 2, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	struct ibv_qp_attr sqd = {.qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1};
+	e = e || ibv_modify_qp(a.qp, &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
+	CHECK("sqd-raises-sq-drained", !e && next_async_event(a.ctx, 5000, &ae) == 0 && ae.event_type == IBV_EVENT_SQ_DRAINED,
+	      "set-up %d", e);
+	struct ibv_qp_attr back = {.qp_state = IBV_QPS_RTS};
+	CHECK("sqd-back-to-rts", ibv_modify_qp(a.qp, &back, IBV_QP_STATE) == 0, "SQD to RTS failed");
+	poll_n(a.cq, &wc, 1, 5000);
+	close_side(&a);
+	close_side(&b);
+}
+
+static struct ibv_srq *make_srq(struct side *s)
+{
+	struct ibv_srq_init_attr attr = {.attr = {.max_wr = 16, .max_sge = 2}};
+	return ibv_create_srq(s->pd, &attr);
+}
+
+static void last_wqe_reached(void)
+{
+	struct side a;
+	open_side(&a, 0, 64, make_srq);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	int e = to_init(a.qp) || ibv_modify_qp(a.qp, &err, IBV_QP_STATE);
+	struct ibv_async_event ae;
+	CHECK("srq-pair-in-error-raises-last-wqe-reached", !e && next_async_event(a.ctx, 5000, &ae) == 0
+							   && ae.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && ae.element.qp == a.qp,
+	      "set-up %d", e);
+	close_side(&a);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} cases[] = {
+	{"modify", modify_table},
+	{"error", error_flushes_in_order},
+	{"retries", retries_end_requests},
+	{"zero", zero_length_and_no_elements},
+	{"sge", scatter_gather},
+	{"fence", fence_and_atomics},
+	{"solicited", solicited_events},
+	{"overflow", cq_overflow},
+	{"events", queue_pair_events},
+	{"srq", last_wqe_reached},
+};
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int n = 0;
+	devices = ibv_get_device_list(&n);
+	if (n < 2) {
+		printf("FAIL devices: two Pagewire devices are needed (PAGEWIRE_NODE=A,B), found %d\n", n);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int wanted = argc == 1;
+		for (int j = 1; j < argc; j++)
+			wanted |= !strcmp(argv[j], cases[i].name);
+		if (wanted)
+			cases[i].run();
+	}
+	ibv_free_device_list(devices);
+	printf("%s\n", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
