@@ -14,6 +14,15 @@
 #include <sys/types.h>
 
 #include "verbs.pb-c.h"
+#include "layout.h"
+
+#ifndef EXPORT
+#define EXPORT __attribute__((visibility("default")))
+#endif
+
+/* What the device offers (ibv_query_device), and what the node's records carry. */
+#define PW_MAX_INLINE 1024
+#define PW_MAX_SGE PW_LIST_MAX_ELEMENTS
 
 #define PW_MAX_DEVICES 8
 
@@ -198,6 +207,13 @@ struct pw_srq {
 	uint32_t limit;
 };
 
+struct pw_channel {
+	struct ibv_comp_channel channel;
+	int write_fd;
+};
+
+enum { PW_ARMED_NEXT = 1, PW_ARMED_SOLICITED = 2 };
+
 static inline struct pw_context *pw_ctx(struct ibv_context *c)
 {
 	return (struct pw_context *)((uint8_t *)c - offsetof(struct pw_context, vctx.context));
@@ -237,5 +253,38 @@ void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int
 
 /* the library's settings (settings.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);
+
+/* ---- between the verbs' files ------------------------------------------------------------------ */
+
+/* A word of the ring file's header (layout.h's PW_RINGS_*). */
+static inline int32_t *pw_ring_word(struct pw_context *ctx, int offset) { return (int32_t *)(ctx->rings_base + offset); }
+
+extern int pw_armed_cqs; /* CQs armed across contexts: the reader drains the event ring for them (events.c) */
+
+/* events.c: the event ring and the session stream into the program's CQs and async events */
+struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn);
+void pw_queue_async_event(struct pw_context *ctx, const struct ibv_async_event *ae);
+void pw_drain(struct pw_context *ctx);
+void *pw_reader_main(void *arg);
+
+/* cq.c */
+void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited);
+int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
+int pw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+
+/* qp.c */
+struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id);
+int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr);
+
+/* post.c */
+void pw_ring_node(struct pw_context *ctx);
+int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad);
+
+/* pd.c */
+int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 
 #endif

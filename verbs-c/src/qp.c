@@ -1,0 +1,515 @@
+/*
+ * Queue pairs and shared receive queues: create, modify (the kernel's transition table, the node's
+ * RESET/RTR/RTS/SQD/ERROR), query and destroy; the node owns the pair, the library its view of it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+/* ---- shared receive queues ------------------------------------------------------------------------- */
+
+static pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pw_srq *srqs[256];
+
+struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
+{
+	struct ibv_srq *found = NULL;
+	pthread_mutex_lock(&srq_lock);
+	for (int i = 0; i < 256; i++)
+		if (srqs[i] && srqs[i]->srq_id == id && pw_ctx(srqs[i]->srq.context) == ctx)
+			found = &srqs[i]->srq;
+	pthread_mutex_unlock(&srq_lock);
+	return found;
+}
+
+static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__ArmSharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__ARM_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.srq_id = srq->srq_id;
+	req.limit = limit;
+	int e = pw_call_void(&ctx->control, "ArmSharedReceiveQueue", &req.base, &pagewire__verbs__v1__arm_shared_receive_queue_response__descriptor);
+	if (!e)
+		srq->limit = limit;
+	return e;
+}
+
+EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct pw_context *ctx = pw_ctx(pd->context);
+	if (attr->attr.max_sge > PW_MAX_SGE || attr->attr.max_wr > (1u << 14) || attr->attr.max_wr == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__CreateSharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__CREATE_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
+	req.endpoint = &ref;
+	Pagewire__Verbs__V1__CreateSharedReceiveQueueResponse *reply = NULL;
+	int e = pw_call(&ctx->control, "CreateSharedReceiveQueue", &req.base,
+			&pagewire__verbs__v1__create_shared_receive_queue_response__descriptor, (ProtobufCMessage **)&reply);
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	struct pw_srq *srq = calloc(1, sizeof(*srq));
+	srq->srq.context = pd->context;
+	srq->srq.srq_context = attr->srq_context;
+	srq->srq.pd = pd;
+	srq->srq.handle = reply->srq_id;
+	pthread_mutex_init(&srq->srq.mutex, NULL);
+	pthread_cond_init(&srq->srq.cond, NULL);
+	srq->srq_id = reply->srq_id;
+	srq->max_wr = attr->attr.max_wr;
+	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	pthread_mutex_lock(&srq_lock);
+	for (int i = 0; i < 256; i++)
+		if (!srqs[i]) {
+			srqs[i] = srq;
+			break;
+		}
+	pthread_mutex_unlock(&srq_lock);
+	if (attr->attr.srq_limit)
+		arm_srq(ctx, srq, attr->attr.srq_limit);
+	return &srq->srq;
+}
+
+EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct pw_srq *srq = (struct pw_srq *)ibsrq;
+	if (mask & IBV_SRQ_LIMIT)
+		return arm_srq(pw_ctx(ibsrq->context), srq, attr->srq_limit);
+	if (mask & IBV_SRQ_MAX_WR)
+		srq->max_wr = attr->max_wr;
+	return 0;
+}
+
+EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct pw_srq *srq = (struct pw_srq *)ibsrq;
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct pw_srq *srq = (struct pw_srq *)ibsrq;
+	struct pw_context *ctx = pw_ctx(ibsrq->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__DestroySharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__DESTROY_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.srq_id = srq->srq_id;
+	int e = pw_call_void(&ctx->control, "DestroySharedReceiveQueue", &req.base, &pagewire__verbs__v1__destroy_shared_receive_queue_response__descriptor);
+	if (e)
+		return e;
+	pthread_mutex_lock(&srq_lock);
+	for (int i = 0; i < 256; i++)
+		if (srqs[i] == srq)
+			srqs[i] = NULL;
+	pthread_mutex_unlock(&srq_lock);
+	free(srq);
+	return 0;
+}
+
+/* ---- queue pairs ----------------------------------------------------------------------------------- */
+
+static int add_qp(struct pw_context *ctx, struct pw_qp *qp)
+{
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->qp_slots; i++) {
+		if (!ctx->qps[i]) {
+			ctx->qps[i] = qp;
+			pthread_mutex_unlock(&ctx->qp_lock);
+			return 0;
+		}
+	}
+	int slots = ctx->qp_slots ? ctx->qp_slots * 2 : 16;
+	struct pw_qp **grown = realloc(ctx->qps, sizeof(*grown) * (size_t)slots);
+	if (!grown) {
+		pthread_mutex_unlock(&ctx->qp_lock);
+		return ENOMEM;
+	}
+	memset(grown + ctx->qp_slots, 0, sizeof(*grown) * (size_t)(slots - ctx->qp_slots));
+	grown[ctx->qp_slots] = qp;
+	ctx->qps = grown;
+	ctx->qp_slots = slots;
+	pthread_mutex_unlock(&ctx->qp_lock);
+	return 0;
+}
+
+static void remove_qp(struct pw_context *ctx, struct pw_qp *qp)
+{
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->qp_slots; i++)
+		if (ctx->qps[i] == qp)
+			ctx->qps[i] = NULL;
+	pthread_mutex_unlock(&ctx->qp_lock);
+}
+
+static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
+
+EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct pw_context *ctx = pw_ctx(pd->context);
+	if (attr->qp_type != IBV_QPT_RC) {
+		pw_log(PW_WARN, "ibv_create_qp: only RC queue pairs are supported (asked for type %d)", attr->qp_type);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cap.max_send_sge > PW_MAX_SGE || attr->cap.max_recv_sge > PW_MAX_SGE || attr->cap.max_inline_data > PW_MAX_INLINE
+	    || attr->cap.max_send_wr > (1u << 14) || attr->cap.max_recv_wr > (1u << 14)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__CreateQueuePairRequest req = PAGEWIRE__VERBS__V1__CREATE_QUEUE_PAIR_REQUEST__INIT;
+	req.endpoint = &ref;
+	if (attr->srq)
+		req.srq_id = ((struct pw_srq *)attr->srq)->srq_id;
+	Pagewire__Verbs__V1__CreateQueuePairResponse *reply = NULL;
+	int e = pw_call(&ctx->control, "CreateQueuePair", &req.base, &pagewire__verbs__v1__create_queue_pair_response__descriptor,
+			(ProtobufCMessage **)&reply);
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	struct pw_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		destroy_on_node(ctx, reply->address->qpn);
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->qp.context = pd->context;
+	qp->qp.qp_context = attr->qp_context;
+	qp->qp.pd = pd;
+	qp->qp.send_cq = attr->send_cq;
+	qp->qp.recv_cq = attr->recv_cq;
+	qp->qp.srq = attr->srq;
+	qp->qp.qp_num = reply->address->qpn;
+	qp->qp.handle = qp->qp.qp_num;
+	qp->qp.state = IBV_QPS_RESET;
+	qp->qp.qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&qp->qp.mutex, NULL);
+	pthread_cond_init(&qp->qp.cond, NULL);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	qp->cap = attr->cap;
+	if (qp->cap.max_send_wr == 0)
+		qp->cap.max_send_wr = 1;
+	if (qp->cap.max_inline_data < 64)
+		qp->cap.max_inline_data = attr->cap.max_inline_data ? attr->cap.max_inline_data : 64;
+	attr->cap.max_inline_data = qp->cap.max_inline_data;
+	qp->sq_sig_all = attr->sq_sig_all;
+	pthread_mutex_init(&qp->modify_lock, NULL);
+	/* Inline data goes through a registered staging area, one slot per send queue entry (as a WQE holds it). */
+	size_t inline_bytes = ((size_t)qp->cap.max_send_wr * qp->cap.max_inline_data + ctx->page_size - 1) & ~((size_t)ctx->page_size - 1);
+	qp->inline_buf = mmap(NULL, inline_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (qp->inline_buf != MAP_FAILED)
+		qp->inline_mr = pw_reg_mr(pd, qp->inline_buf, inline_bytes, (uintptr_t)qp->inline_buf, IBV_ACCESS_LOCAL_WRITE);
+	e = qp->inline_buf == MAP_FAILED || !qp->inline_mr ? (errno ? errno : ENOMEM) : add_qp(ctx, qp);
+	if (e) {
+		/* Nothing is left behind: the node's pair, the staging area and its registration go again. */
+		pw_log(PW_ERROR, "ibv_create_qp: cannot set up queue pair %u: %s", qp->qp.qp_num, strerror(e));
+		destroy_on_node(ctx, qp->qp.qp_num);
+		if (qp->inline_mr)
+			pw_dereg_mr(qp->inline_mr);
+		if (qp->inline_buf != MAP_FAILED)
+			munmap(qp->inline_buf, inline_bytes);
+		pthread_mutex_destroy(&qp->modify_lock);
+		free(qp);
+		errno = e;
+		return NULL;
+	}
+	return &qp->qp;
+}
+
+static int destroy_on_node(struct pw_context *ctx, uint32_t qpn)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__DestroyQueuePairRequest req = PAGEWIRE__VERBS__V1__DESTROY_QUEUE_PAIR_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.qpn = qpn;
+	return pw_call_void(&ctx->control, "DestroyQueuePair", &req.base, &pagewire__verbs__v1__destroy_queue_pair_response__descriptor);
+}
+
+EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct pw_qp *qp = (struct pw_qp *)ibqp;
+	struct pw_context *ctx = pw_ctx(ibqp->context);
+	int e = destroy_on_node(ctx, ibqp->qp_num);
+	if (e && e != ENOENT)
+		return e;
+	pw_drain(ctx);
+	remove_qp(ctx, qp);
+	if (qp->inline_mr) {
+		size_t n = qp->inline_mr->length;
+		pw_dereg_mr(qp->inline_mr);
+		munmap(qp->inline_buf, n);
+	}
+	pthread_mutex_destroy(&qp->modify_lock);
+	free(qp);
+	return 0;
+}
+
+static const char *peer_of_lid(struct pw_context *ctx, uint32_t lid)
+{
+	if (lid == ctx->lid)
+		return ctx->node_id;
+	for (size_t i = 0; i < ctx->node->n_peer_lids; i++)
+		if (ctx->node->peer_lids[i]->value == lid)
+			return ctx->node->peer_lids[i]->key;
+	return NULL;
+}
+
+/*
+ * ibv_modify_qp_rate_limit: the node paces the pair (rate_limit in kbps, as the verb takes it; 0 removes
+ * the limit), with max_burst_sz bytes back to back (0: the node's burst).
+ */
+int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct pw_context *ctx = pw_ctx(ibqp->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__SetQueuePairRateLimitRequest req = PAGEWIRE__VERBS__V1__SET_QUEUE_PAIR_RATE_LIMIT_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.qpn = ibqp->qp_num;
+	req.bytes_per_second = (uint64_t)attr->rate_limit * 1000 / 8;
+	req.burst_bytes = attr->max_burst_sz;
+	return pw_call_void(&ctx->control, "SetQueuePairRateLimit", &req.base, &pagewire__verbs__v1__set_queue_pair_rate_limit_response__descriptor);
+}
+
+/*
+ * Which attributes an RC queue pair's transition requires and allows, as the kernel's ib_modify_qp_is_ok
+ * table has them (what Soft-RoCE enforces): a transition not listed, a required attribute missing or an
+ * attribute the transition does not take is EINVAL.
+ */
+struct transition {
+	enum ibv_qp_state from, to;
+	int required, optional;
+};
+
+#define PATH_OPTIONAL (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER)
+static const struct transition transitions[] = {
+	{IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+	{IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+	{IBV_QPS_INIT, IBV_QPS_RTR,
+	 IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	 IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+	{IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT,
+	 IBV_QP_CUR_STATE | PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | PATH_OPTIONAL},
+	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+	{IBV_QPS_SQD, IBV_QPS_SQD, 0,
+	 IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE
+		 | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PORT},
+};
+
+static int transition_ok(enum ibv_qp_state from, enum ibv_qp_state to, int mask)
+{
+	int attrs = mask & ~IBV_QP_STATE;
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
+		return (attrs & ~IBV_QP_CUR_STATE) == 0; /* from any state, taking nothing else */
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++)
+		if (transitions[i].from == from && transitions[i].to == to)
+			return (attrs & transitions[i].required) == transitions[i].required
+			       && (attrs & ~(transitions[i].required | transitions[i].optional)) == 0;
+	return 0;
+}
+
+/* InfiniBand's 5-bit RNR timer: the delay an RNR NAK asks for, in nanoseconds (0 is the longest, 655.36 ms). */
+static uint64_t rnr_timer_ns(uint8_t t)
+{
+	static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,   160,    240,    320,
+					480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,   10240,  15360,
+					20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	return (uint64_t)us[t & 31] * 1000;
+}
+
+#define ATTRIBUTE(name) PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__ATTRIBUTE__##name
+
+/* Moves the node's queue pair to the request's state, with the attributes it names. */
+static int modify_on_node(struct pw_context *ctx, uint32_t qpn, Pagewire__Verbs__V1__ModifyQueuePairRequest *req)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	req->endpoint = &ref;
+	req->qpn = qpn;
+	return pw_call_void(&ctx->control, "ModifyQueuePair", &req->base, &pagewire__verbs__v1__modify_queue_pair_response__descriptor);
+}
+
+EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct pw_qp *qp = (struct pw_qp *)ibqp;
+	struct pw_context *ctx = pw_ctx(ibqp->context);
+	pthread_mutex_lock(&qp->modify_lock);
+	enum ibv_qp_state from = ibqp->state;
+	enum ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
+	int e = 0;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from) {
+		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u is in state %d, not %d as cur_qp_state says", ibqp->qp_num, from,
+		       attr->cur_qp_state);
+		e = EINVAL;
+	} else if (!transition_ok(from, to, mask)) {
+		pw_log(PW_WARN, "ibv_modify_qp: queue pair %u cannot go from state %d to %d with attribute mask 0x%x", ibqp->qp_num, from,
+		       to, mask);
+		e = EINVAL;
+	} else if ((mask & IBV_QP_PORT) && attr->port_num != 1) {
+		e = EINVAL;
+	} else if ((mask & IBV_QP_PATH_MTU) && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096)) {
+		e = EINVAL;
+	} else if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) || (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7)
+		   || (mask & IBV_QP_TIMEOUT && attr->timeout > 31) || (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31)) {
+		e = EINVAL;
+	}
+	Pagewire__Verbs__V1__ModifyQueuePairRequest req = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__INIT;
+	Pagewire__Verbs__V1__QpAddress address = PAGEWIRE__VERBS__V1__QP_ADDRESS__INIT;
+	if (!e && to == IBV_QPS_RESET && from != IBV_QPS_RESET) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__RESET;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+		if (!e) {
+			/* A reset pair starts over: what query_qp reports too. */
+			struct ibv_qp_attr fresh;
+			memset(&fresh, 0, sizeof(fresh));
+			qp->attr = fresh;
+			qp->sqd_notify = 0;
+		}
+	} else if (!e && to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__ERROR;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+	} else if (!e && to == IBV_QPS_RTR) {
+		const char *peer = peer_of_lid(ctx, attr->ah_attr.dlid);
+		if (!peer) {
+			pw_log(PW_WARN, "ibv_modify_qp: LID %u is neither node %s's (%u) nor any of its peers'", attr->ah_attr.dlid, ctx->node_id,
+			       ctx->lid);
+			e = EINVAL;
+		} else {
+			address.node_id = (char *)peer;
+			address.qpn = attr->dest_qp_num;
+			/* A verbs program exchanges LID, QPN and PSN only: credits and page size are the peer's configuration, the same as ours. */
+			address.initial_credits = ctx->initial_credits;
+			address.page_size = ctx->page_size;
+			req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_RECEIVE;
+			req.peer = &address;
+			req.attributes = ATTRIBUTE(RECEIVE_PSN) | ATTRIBUTE(RNR_DELAY);
+			req.receive_psn = attr->rq_psn & 0xffffff;
+			req.rnr_delay_ns = rnr_timer_ns(attr->min_rnr_timer);
+			e = modify_on_node(ctx, ibqp->qp_num, &req);
+		}
+	} else if (!e && to == IBV_QPS_RTS) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_SEND;
+		if (mask & IBV_QP_SQ_PSN) {
+			req.attributes |= ATTRIBUTE(SEND_PSN);
+			req.send_psn = attr->sq_psn & 0xffffff;
+		}
+		if (mask & IBV_QP_TIMEOUT) {
+			/* 4.096 us times 2^timeout; 0 waits forever. The node raises one shorter than its floor to it. */
+			req.attributes |= ATTRIBUTE(ACK_TIMEOUT);
+			req.ack_timeout_ns = attr->timeout == 0 ? 0 : 4096ull << attr->timeout;
+		}
+		if (mask & IBV_QP_RETRY_CNT) {
+			req.attributes |= ATTRIBUTE(RETRY_COUNT);
+			req.retry_count = attr->retry_cnt;
+		}
+		if (mask & IBV_QP_RNR_RETRY) {
+			req.attributes |= ATTRIBUTE(RNR_RETRY_COUNT);
+			req.rnr_retry_count = attr->rnr_retry;
+		}
+		if (mask & IBV_QP_MIN_RNR_TIMER) {
+			req.attributes |= ATTRIBUTE(RNR_DELAY);
+			req.rnr_delay_ns = rnr_timer_ns(attr->min_rnr_timer);
+		}
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+	} else if (!e && to == IBV_QPS_SQD && from == IBV_QPS_RTS) {
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__SEND_QUEUE_DRAINED;
+		/* Set first: a drain with nothing under way is over before the call returns, and its event with it. */
+		qp->sqd_notify = (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && attr->en_sqd_async_notify;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
+		if (e)
+			qp->sqd_notify = 0;
+	}
+	if (!e && (mask & IBV_QP_RATE_LIMIT))
+		e = pw_modify_qp_rate_limit(ibqp, &(struct ibv_qp_rate_limit_attr){.rate_limit = attr->rate_limit});
+	if (e) {
+		pthread_mutex_unlock(&qp->modify_lock);
+		return e;
+	}
+	if (mask & IBV_QP_AV)
+		qp->attr.ah_attr = attr->ah_attr;
+	if (mask & IBV_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num;
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_RQ_PSN)
+		qp->attr.rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_SQ_PSN)
+		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT)
+		qp->attr.rate_limit = attr->rate_limit;
+	ibqp->state = to;
+	qp->attr.qp_state = to;
+	pthread_mutex_unlock(&qp->modify_lock);
+	return 0;
+}
+
+EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init_attr)
+{
+	(void)mask;
+	struct pw_qp *qp = (struct pw_qp *)ibqp;
+	*attr = qp->attr;
+	attr->qp_state = ibqp->state;
+	attr->cur_qp_state = ibqp->state;
+	attr->cap = qp->cap;
+	if (init_attr) {
+		memset(init_attr, 0, sizeof(*init_attr));
+		init_attr->qp_context = ibqp->qp_context;
+		init_attr->send_cq = ibqp->send_cq;
+		init_attr->recv_cq = ibqp->recv_cq;
+		init_attr->srq = ibqp->srq;
+		init_attr->cap = qp->cap;
+		init_attr->qp_type = IBV_QPT_RC;
+		init_attr->sq_sig_all = qp->sq_sig_all;
+	}
+	return 0;
+}
+
+EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	(void)qp;
+	return NULL; /* the extended send API (ibv_wr_*) is not supported: programs use ibv_post_send */
+}
+
