@@ -1,30 +1,37 @@
 /*
  * Completion queues and channels: a CQ holds the completions the reader or a poller drained from the
- * event ring, cqe of them; polling, arming (next or solicited) and channel events.
+ * event ring, cqe of them; polling (ibv_poll_cq, and the extended ibv_start_poll / ibv_next_poll /
+ * ibv_read_* of a CQ from ibv_create_cq_ex), arming (next or solicited) and channel events.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pw.h"
 
+/* The work completion fields an extended CQ can report (the node stamps each completion with its time). */
+#define SUPPORTED_WC_FLAGS                                                                                                       \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID           \
+	 | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP                                  \
+	 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+static uint64_t now_ns(clockid_t clock)
+{
+	struct timespec t;
+	clock_gettime(clock, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 /*
  * Puts a completion on its CQ, which holds cq.cqe of them: one that finds it full is lost and the CQ's
- * owner hears IBV_EVENT_CQ_ERR, as from an HCA (and Soft-RoCE). A CQ armed for solicited events only is
- * woken by a solicited receive or an error.
+ * owner hears IBV_EVENT_CQ_ERR, as from an HCA (and Soft-RoCE), unless the CQ was made to ignore
+ * overruns. A CQ armed for solicited events only is woken by a solicited receive or an error.
  */
-void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited)
+void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns)
 {
 	pthread_mutex_lock(&cq->lock);
 	struct pw_wc_queue *q = &cq->queue;
@@ -32,14 +39,18 @@ void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *w
 		pthread_mutex_unlock(&cq->lock);
 		pw_log(PW_ERROR, "completion queue %p overflowed its %d entries: the completion of work request 0x%lx is lost", (void *)cq,
 		       q->capacity, (unsigned long)wc->wr_id);
-		struct ibv_async_event ae;
-		memset(&ae, 0, sizeof(ae));
-		ae.event_type = IBV_EVENT_CQ_ERR;
-		ae.element.cq = &cq->cq;
-		pw_queue_async_event(ctx, &ae);
+		if (!cq->ignore_overrun) {
+			struct ibv_async_event ae;
+			memset(&ae, 0, sizeof(ae));
+			ae.event_type = IBV_EVENT_CQ_ERR;
+			ae.element.cq = &cq->cq;
+			pw_queue_async_event(ctx, &ae);
+		}
 		return;
 	}
-	q->entries[(q->head + q->count) % q->capacity] = *wc;
+	struct pw_cqe *e = &q->entries[(q->head + q->count) % q->capacity];
+	e->wc = *wc;
+	e->time_ns = time_ns;
 	q->count++;
 	int notify = cq->armed == PW_ARMED_NEXT || (cq->armed == PW_ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
 	if (notify)
@@ -52,7 +63,6 @@ void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *w
 			pw_log(PW_ERROR, "cannot signal a completion channel: %s", strerror(errno));
 	}
 }
-
 
 EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
@@ -73,7 +83,7 @@ EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *cont
 EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct pw_channel *ch = (struct pw_channel *)channel;
-	if (channel->refcnt)
+	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
 	close(ch->channel.fd);
 	close(ch->write_fd);
@@ -81,40 +91,50 @@ EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel,
-				    int comp_vector)
+static struct pw_cq *new_cq(struct ibv_context *context, uint32_t cqe, void *cq_context, struct ibv_comp_channel *channel,
+			    uint32_t comp_vector)
 {
-	(void)comp_vector;
-	if (cqe < 1 || cqe > (1 << 22)) {
+	if (cqe < 1 || cqe > PW_MAX_CQE || comp_vector >= (uint32_t)context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
 	struct pw_cq *cq = calloc(1, sizeof(*cq));
 	if (cq)
-		cq->queue.entries = calloc((size_t)cqe, sizeof(struct ibv_wc));
+		cq->queue.entries = calloc(cqe, sizeof(struct pw_cqe));
 	if (!cq || !cq->queue.entries) {
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
-	cq->queue.capacity = cqe;
+	cq->queue.capacity = (int)cqe;
 	cq->cq.context = context;
 	cq->cq.channel = channel;
 	cq->cq.cq_context = cq_context;
-	cq->cq.cqe = cqe;
+	cq->cq.cqe = (int)cqe;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
 	pthread_mutex_init(&cq->lock, NULL);
 	if (channel)
 		__atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
-	return &cq->cq;
+	return cq;
+}
+
+EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel,
+				    int comp_vector)
+{
+	if (cqe < 1 || comp_vector < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct pw_cq *cq = new_cq(context, (uint32_t)cqe, cq_context, channel, (uint32_t)comp_vector);
+	return cq ? &cq->cq : NULL;
 }
 
 /* ibv_resize_cq: to at least as many entries as the CQ holds now, as Soft-RoCE requires. */
 EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
-	if (cqe < 1 || cqe > (1 << 22))
+	if (cqe < 1 || cqe > PW_MAX_CQE)
 		return EINVAL;
 	pthread_mutex_lock(&cq->lock);
 	struct pw_wc_queue *q = &cq->queue;
@@ -122,7 +142,7 @@ EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		pthread_mutex_unlock(&cq->lock);
 		return EINVAL;
 	}
-	struct ibv_wc *entries = calloc((size_t)cqe, sizeof(*entries));
+	struct pw_cqe *entries = calloc((size_t)cqe, sizeof(*entries));
 	if (!entries) {
 		pthread_mutex_unlock(&cq->lock);
 		return ENOMEM;
@@ -138,23 +158,23 @@ EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
+/* ibv_destroy_cq: EBUSY while a queue pair still completes into it, as libibverbs' use count says. */
 EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
-	if (cq->armed)
+	if (__atomic_load_n(&cq->users, __ATOMIC_ACQUIRE) > 0)
+		return EBUSY;
+	pthread_mutex_lock(&cq->lock);
+	int armed = cq->armed;
+	pthread_mutex_unlock(&cq->lock);
+	if (armed)
 		__atomic_sub_fetch(&pw_armed_cqs, 1, __ATOMIC_RELAXED);
 	if (ibcq->channel)
 		__atomic_sub_fetch(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+	pthread_mutex_destroy(&cq->lock);
 	free(cq->queue.entries);
 	free(cq);
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 /*
@@ -170,24 +190,32 @@ static void idle_poll(struct pw_cq *cq)
 		const char *s = getenv("PAGEWIRE_VERBS_SPIN_US");
 		spin_ns = (s && *s ? atoll(s) : 20) * 1000;
 	}
-	uint64_t now = now_ns();
-	if (cq->empty_since_ns == 0)
-		cq->empty_since_ns = now;
-	else if ((int64_t)(now - cq->empty_since_ns) >= spin_ns)
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t since = __atomic_load_n(&cq->empty_since_ns, __ATOMIC_RELAXED);
+	if (since == 0)
+		__atomic_store_n(&cq->empty_since_ns, now, __ATOMIC_RELAXED);
+	else if ((int64_t)(now - since) >= spin_ns)
 		sched_yield();
+}
+
+/* Whether the CQ holds fewer than `wanted` completions (a hint, read without its lock: a drain may follow). */
+static int short_of(struct pw_cq *cq, int wanted)
+{
+	return __atomic_load_n(&cq->queue.count, __ATOMIC_RELAXED) < wanted;
 }
 
 int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
-	struct pw_context *ctx = pw_ctx(ibcq->context);
-	if (cq->queue.count < num_entries)
-		pw_drain(ctx);
+	if (num_entries < 0)
+		return -1;
+	if (short_of(cq, num_entries))
+		pw_drain(pw_ctx(ibcq->context));
 	pthread_mutex_lock(&cq->lock);
 	int n = 0;
 	struct pw_wc_queue *q = &cq->queue;
 	while (n < num_entries && q->count > 0) {
-		wc[n++] = q->entries[q->head];
+		wc[n++] = q->entries[q->head].wc;
 		q->head = (q->head + 1) % q->capacity;
 		q->count--;
 	}
@@ -195,7 +223,7 @@ int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (n == 0)
 		idle_poll(cq);
 	else
-		cq->empty_since_ns = 0;
+		__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -237,3 +265,120 @@ EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+/* ---- the extended CQ: ibv_create_cq_ex and the poll-ex calls --------------------------------------- */
+
+static inline struct pw_cq *cq_of_ex(struct ibv_cq_ex *ibcq) { return (struct pw_cq *)ibcq; }
+
+/* Takes the oldest completion as the current one (lock held); ENOENT when there is none. */
+static int take_current(struct pw_cq *cq)
+{
+	struct pw_wc_queue *q = &cq->queue;
+	if (q->count == 0)
+		return ENOENT;
+	cq->current = q->entries[q->head];
+	q->head = (q->head + 1) % q->capacity;
+	q->count--;
+	cq->cq_ex.status = cq->current.wc.status;
+	cq->cq_ex.wr_id = cq->current.wc.wr_id;
+	return 0;
+}
+
+/* ibv_start_poll: drains the event ring, then holds the CQ until ibv_end_poll (unless there is nothing: ENOENT, no end_poll). */
+static int cqx_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct pw_cq *cq = cq_of_ex(ibcq);
+	if (attr->comp_mask)
+		return EINVAL;
+	if (short_of(cq, 1))
+		pw_drain(pw_ctx(ibcq->context));
+	pthread_mutex_lock(&cq->lock);
+	int e = take_current(cq);
+	if (e) {
+		pthread_mutex_unlock(&cq->lock);
+		idle_poll(cq);
+		return e;
+	}
+	__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int cqx_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return take_current(cq_of_ex(ibcq));
+}
+
+static void cqx_end_poll(struct ibv_cq_ex *ibcq)
+{
+	pthread_mutex_unlock(&cq_of_ex(ibcq)->lock);
+}
+
+static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.opcode; }
+static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.vendor_err; }
+static uint32_t cqx_read_byte_len(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.byte_len; }
+static __be32 cqx_read_imm_data(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.imm_data; }
+static uint32_t cqx_read_qp_num(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.qp_num; }
+static uint32_t cqx_read_src_qp(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.src_qp; }
+static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.wc_flags; }
+static uint32_t cqx_read_slid(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.slid; }
+static uint8_t cqx_read_sl(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.sl; }
+static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.wc.dlid_path_bits; }
+
+/* In the device's clock: nanoseconds of CLOCK_MONOTONIC (hca_core_clock 1 GHz), when the node handed the completion over. */
+static uint64_t cqx_read_completion_ts(struct ibv_cq_ex *ibcq) { return cq_of_ex(ibcq)->current.time_ns; }
+
+/* The same instant on the wall clock. */
+static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
+{
+	uint64_t offset = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC);
+	return cq_of_ex(ibcq)->current.time_ns + offset;
+}
+
+struct ibv_cq_ex *pw_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS) {
+		pw_log(PW_WARN, "ibv_create_cq_ex: work completion fields 0x%llx are not reported",
+		       (unsigned long long)(attr->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS));
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
+	if (flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct pw_cq *cq = new_cq(context, attr->cqe, attr->cq_context, attr->channel, attr->comp_vector);
+	if (!cq)
+		return NULL;
+	cq->ignore_overrun = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) != 0;
+	struct ibv_cq_ex *x = &cq->cq_ex;
+	x->start_poll = cqx_start_poll;
+	x->next_poll = cqx_next_poll;
+	x->end_poll = cqx_end_poll;
+	x->read_opcode = cqx_read_opcode;
+	x->read_vendor_err = cqx_read_vendor_err;
+	x->read_wc_flags = cqx_read_wc_flags;
+	/* Only the fields asked for are readable, as a provider leaves the others unset. */
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		x->read_byte_len = cqx_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		x->read_imm_data = cqx_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		x->read_qp_num = cqx_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		x->read_src_qp = cqx_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		x->read_slid = cqx_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		x->read_sl = cqx_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		x->read_dlid_path_bits = cqx_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		x->read_completion_ts = cqx_read_completion_ts;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		x->read_completion_wallclock_ns = cqx_read_completion_wallclock_ns;
+	return x;
+}

@@ -273,6 +273,8 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_device_ex = pw_query_device_ex;
 	ctx->vctx.advise_mr = pw_advise_mr;
 	ctx->vctx.modify_qp_rate_limit = pw_modify_qp_rate_limit;
+	ctx->vctx.create_cq_ex = pw_create_cq_ex;
+	ctx->vctx.create_qp_ex = pw_create_qp_ex;
 	if (pw_pager_attach(ctx) != 0)
 		pw_log(PW_WARN, "%s: pages the node takes back cannot be brought in again; registered memory stays as it is", device->name);
 	if (pthread_create(&ctx->reader, NULL, pw_reader_main, ctx) == 0)
@@ -302,6 +304,7 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 	if (ctx->node)
 		protobuf_c_message_free_unpacked(&ctx->node->base, NULL);
 	free(ctx->qps);
+	free(ctx->srqs);
 	free(ctx->mrs);
 	free(ctx);
 	return 0;
@@ -330,21 +333,24 @@ static void device_attr(struct pw_context *ctx, struct ibv_device_attr *a)
 	a->vendor_part_id = 1;
 	a->hw_ver = 1;
 	a->max_qp = 1 << 16;
-	a->max_qp_wr = 1 << 14;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_PORT_ACTIVE_EVENT;
+	a->max_qp_wr = PW_MAX_WR;
+	/* What a program may rely on: RNR NAKs, resizable SRQs, cur_qp_state, memory windows of both types (2 as 2B). */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_MEM_WINDOW
+			      | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = PW_MAX_SGE;
 	a->max_sge_rd = PW_MAX_SGE;
 	a->max_cq = 1 << 16;
-	a->max_cqe = 1 << 22;
+	a->max_cqe = PW_MAX_CQE;
 	a->max_mr = 1 << 20;
+	a->max_mw = 1 << 20;
 	a->max_pd = 1 << 16;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
 	a->max_res_rd_atom = 1 << 16;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_srq = 1 << 16;
-	a->max_srq_wr = 1 << 14;
-	a->max_srq_sge = 1;
+	a->max_srq_wr = PW_MAX_WR;
+	a->max_srq_sge = PW_MAX_SGE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
@@ -359,10 +365,20 @@ EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr 
 static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr, size_t attr_size)
 {
-	(void)input;
+	if (input && input->comp_mask)
+		return EINVAL;
 	struct ibv_device_attr_ex full;
 	memset(&full, 0, sizeof(full));
 	device_attr(pw_ctx(context), &full.orig_attr);
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	/* Completion timestamps are the host's CLOCK_MONOTONIC in nanoseconds: a 1 GHz clock (kHz here). */
+	full.completion_timestamp_mask = UINT64_MAX;
+	full.hca_core_clock = 1000000;
+	/* ibv_modify_qp_rate_limit paces RC pairs (kbps). */
+	full.packet_pacing_caps.qp_rate_limit_min = 1;
+	full.packet_pacing_caps.qp_rate_limit_max = UINT32_MAX;
+	full.packet_pacing_caps.supported_qpts = 1 << IBV_QPT_RC;
+	full.phys_port_cnt_ex = 1;
 	/* ON_DEMAND: NIC page faults on every RC operation, and implicit (whole address space) registrations. */
 	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
 	uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ
@@ -370,7 +386,6 @@ static int pw_query_device_ex(struct ibv_context *context, const struct ibv_quer
 	full.odp_caps.per_transport_caps.rc_odp_caps = rc;
 	full.xrc_odp_caps = 0;
 	full.max_dm_size = 0;
-	full.completion_timestamp_mask = 0;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -556,4 +571,7 @@ static struct ibv_context_ops context_ops = {
 	.post_srq_recv = pw_post_srq_recv,
 	.post_send = pw_post_send,
 	.post_recv = pw_post_recv,
+	.alloc_mw = pw_alloc_mw,
+	.bind_mw = pw_bind_mw,
+	.dealloc_mw = pw_dealloc_mw,
 };

@@ -47,6 +47,7 @@ static enum ibv_wc_status wc_status(int32_t status)
 	case PW_ST_LOCAL_MEMORY: return IBV_WC_LOC_ACCESS_ERR;
 	case PW_ST_FLUSHED: return IBV_WC_WR_FLUSH_ERR;
 	case PW_ST_LOCAL_LENGTH: return IBV_WC_LOC_LEN_ERR;
+	case PW_ST_WINDOW_BIND: return IBV_WC_MW_BIND_ERR;
 	default: return IBV_WC_GENERAL_ERR;
 	}
 }
@@ -61,12 +62,15 @@ static enum ibv_wc_opcode wc_opcode(int32_t opcode)
 	case PW_OP_COMPARE_SWAP: return IBV_WC_COMP_SWAP;
 	case PW_OP_RECV: return IBV_WC_RECV;
 	case PW_OP_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	case PW_OP_BIND_WINDOW: return IBV_WC_BIND_MW;
+	case PW_OP_LOCAL_INVALIDATE: return IBV_WC_LOCAL_INV;
 	default: return IBV_WC_SEND;
 	}
 }
 
+/* A completion into its CQ; `flags` are the record's PW_COMPLETION_* bits, `imm` the immediate or the invalidated rkey. */
 static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status,
-		    uint32_t bytes, int has_imm, uint32_t imm, int solicited, const char *error, int error_length, uint32_t vendor_err)
+		    uint32_t bytes, uint32_t flags, uint32_t imm, uint64_t time_ns, const char *error, int error_length, uint32_t vendor_err)
 {
 	struct pw_qp *qp = pw_qp_of(ctx, qpn);
 	if (!qp) {
@@ -88,15 +92,18 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	wc.src_qp = qp->attr.dest_qp_num;
 	wc.slid = (uint16_t)qp->attr.ah_attr.dlid;
 	wc.vendor_err = vendor_err;
-	if (has_imm) {
+	if (flags & PW_COMPLETION_WITH_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = imm;
+	} else if (flags & PW_COMPLETION_INVALIDATED) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = imm;
 	}
 	if (status != IBV_WC_SUCCESS)
 		qp->qp.state = IBV_QPS_ERR; /* an error completion moves the pair to the error state, as an HCA's does */
 	struct ibv_cq *cq = receive ? qp->qp.recv_cq : qp->qp.send_cq;
 	if (cq)
-		pw_cq_push(ctx, (struct pw_cq *)cq, &wc, solicited);
+		pw_cq_push(ctx, (struct pw_cq *)cq, &wc, (flags & PW_COMPLETION_SOLICITED) != 0, time_ns);
 }
 
 /*
@@ -109,14 +116,17 @@ static void refused(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, uint32
 	int why = code == 8 ? ENOMEM : EINVAL;
 	pw_log(PW_WARN, "the node refused work request 0x%lx of queue pair %u (%s): %.*s", (unsigned long)wr_id, qpn,
 	       why == ENOMEM ? "ENOMEM" : "EINVAL", error_length, error);
-	deliver(ctx, wr_id, qpn, PW_OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, 0, NULL, 0, (uint32_t)why);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deliver(ctx, wr_id, qpn, PW_OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+		NULL, 0, (uint32_t)why);
 }
 
 static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 {
 	struct pw_context *ctx = arg;
 	if (type == PW_EV_COMPLETION && length >= PW_COMPLETION) {
-		uint64_t wr_id, bytes;
+		uint64_t wr_id, bytes, time_ns;
 		uint32_t qpn, flags, imm;
 		int32_t opcode, status, error_length;
 		memcpy(&wr_id, b + PW_COMPLETION_ID, 8);
@@ -127,10 +137,11 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 		memcpy(&bytes, b + PW_COMPLETION_BYTES, 8);
 		memcpy(&flags, b + PW_COMPLETION_FLAGS, 4);
 		memcpy(&imm, b + PW_COMPLETION_IMM, 4);
+		memcpy(&time_ns, b + PW_COMPLETION_TIME, 8);
 		if (error_length < 0 || error_length > length - PW_COMPLETION)
 			error_length = 0;
-		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, (flags & PW_COMPLETION_WITH_IMM) != 0, imm,
-			(flags & PW_COMPLETION_SOLICITED) != 0, (const char *)b + PW_COMPLETION, error_length, 0);
+		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags, imm, time_ns, (const char *)b + PW_COMPLETION,
+			error_length, 0);
 	} else if (type == PW_EV_CPU_UNMAP && length >= PW_CPU_UNMAP) {
 		uint64_t address, bytes;
 		memcpy(&address, b + PW_CPU_UNMAP_ADDRESS, 8);
@@ -192,6 +203,13 @@ void pw_drain(struct pw_context *ctx)
 	pthread_mutex_unlock(&ctx->event_lock);
 }
 
+/* A stream completion's flags, as a COMPLETION record carries them. */
+static uint32_t completion_flags(const Pagewire__Verbs__V1__CompletionEvent *c)
+{
+	return (c->has_immediate ? PW_COMPLETION_WITH_IMM : 0) | (c->solicited ? PW_COMPLETION_SOLICITED : 0)
+	       | (c->invalidated ? PW_COMPLETION_INVALIDATED : 0);
+}
+
 /* Events the rings could not take come on the session stream (a full event ring, an SRQ's limit). */
 static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__SessionEvent *ev)
 {
@@ -200,15 +218,15 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		pw_drain(ctx); /* what the ring holds came first */
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			Pagewire__Verbs__V1__CompletionEvent *c = ev->completions->completions[i];
-			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->has_immediate, c->immediate,
-				c->solicited, c->error, (int)strlen(c->error), 0);
+			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), c->immediate,
+				c->time_ns, c->error, (int)strlen(c->error), 0);
 		}
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_COMPLETION: {
 		Pagewire__Verbs__V1__CompletionEvent *c = ev->completion;
 		pw_drain(ctx);
-		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, c->has_immediate, c->immediate,
-			c->solicited, c->error, (int)strlen(c->error), 0);
+		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), c->immediate,
+			c->time_ns, c->error, (int)strlen(c->error), 0);
 		break;
 	}
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_REFUSED:

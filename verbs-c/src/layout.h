@@ -42,6 +42,16 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 #define PW_FLAG_UNSIGNALED (1 << 16)
 #define PW_FLAG_FENCE (1 << 17)
 #define PW_FLAG_SOLICITED (1 << 18)
+/*
+ * BIND_WINDOW's fields: rkey the window's new rkey, remote address and add the window's start and
+ * length, counter id the region's lkey, swap the rights (PW_RIGHT_*); LOCAL_INVALIDATE's: rkey;
+ * SEND_WITH_INVALIDATE's: the immediate holds the rkey to invalidate.
+ */
+#define PW_RIGHT_LOCAL_WRITE (1 << 0) /* the node's Access ordinals */
+#define PW_RIGHT_REMOTE_WRITE (1 << 1)
+#define PW_RIGHT_REMOTE_READ (1 << 2)
+#define PW_RIGHT_REMOTE_ATOMIC (1 << 3)
+#define PW_RIGHT_MW_BIND (1 << 4)
 
 /* ---- POST_RECEIVE: a header, then receives ----------------------------------------------------- */
 
@@ -63,7 +73,7 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 
 /* ---- COMPLETION -------------------------------------------------------------------------------- */
 
-#define PW_COMPLETION 48 /* fixed part; the error's UTF-8 follows */
+#define PW_COMPLETION 56 /* fixed part; the error's UTF-8 follows */
 #define PW_COMPLETION_ID 0          /* uint64 */
 #define PW_COMPLETION_QPN 8         /* uint32 */
 #define PW_COMPLETION_OPCODE 12     /* int32: a wire opcode */
@@ -73,8 +83,10 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 #define PW_COMPLETION_VALUE 32      /* uint64 */
 #define PW_COMPLETION_FLAGS 40      /* uint32: PW_COMPLETION_WITH_* */
 #define PW_COMPLETION_IMM 44        /* uint32 */
+#define PW_COMPLETION_TIME 48       /* uint64: CLOCK_MONOTONIC ns when the node put it on the ring */
 #define PW_COMPLETION_WITH_IMM 1
 #define PW_COMPLETION_SOLICITED 2
+#define PW_COMPLETION_INVALIDATED 4
 
 /* ---- REFUSED: a post the node refused ----------------------------------------------------------- */
 
@@ -94,13 +106,14 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 
 enum pw_wire_opcode {
 	PW_OP_WRITE = 1, PW_OP_WRITE_WITH_NOTIFY = 2, PW_OP_READ = 3, PW_OP_FETCH_ADD = 4, PW_OP_SEND = 5, PW_OP_SEND_WITH_IMM = 6,
-	PW_OP_WRITE_WITH_IMM = 7, PW_OP_RECV = 8, PW_OP_RECV_RDMA_WITH_IMM = 9, PW_OP_COMPARE_SWAP = 10
+	PW_OP_WRITE_WITH_IMM = 7, PW_OP_RECV = 8, PW_OP_RECV_RDMA_WITH_IMM = 9, PW_OP_COMPARE_SWAP = 10, PW_OP_BIND_WINDOW = 11,
+	PW_OP_LOCAL_INVALIDATE = 12, PW_OP_SEND_WITH_INVALIDATE = 13
 };
 
 enum pw_wire_status {
 	PW_ST_SUCCESS = 1, PW_ST_LOCAL_PROTECTION = 2, PW_ST_REMOTE_ACCESS = 3, PW_ST_REMOTE_INVALID_REQUEST = 4,
 	PW_ST_REMOTE_OPERATIONAL = 5, PW_ST_RETRY_EXCEEDED = 6, PW_ST_RNR_RETRY_EXCEEDED = 7, PW_ST_LOCAL_MEMORY = 8,
-	PW_ST_FLUSHED = 9, PW_ST_LOCAL_LENGTH = 10
+	PW_ST_FLUSHED = 9, PW_ST_LOCAL_LENGTH = 10, PW_ST_WINDOW_BIND = 11
 };
 
 #endif

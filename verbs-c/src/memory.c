@@ -393,7 +393,7 @@ static void remove_mr(struct pw_context *ctx, struct pw_mr *m)
 	}
 }
 
-static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[4])
+static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5])
 {
 	*n = 0;
 	if (access & IBV_ACCESS_LOCAL_WRITE)
@@ -404,6 +404,8 @@ static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, 
 		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__REMOTE_READ;
 	if (access & IBV_ACCESS_REMOTE_ATOMIC)
 		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__REMOTE_ATOMIC;
+	if (access & IBV_ACCESS_MW_BIND)
+		out[(*n)++] = PAGEWIRE__VERBS__V1__ACCESS__MW_BIND;
 	return out;
 }
 
@@ -423,8 +425,8 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 		return NULL;
 	}
 	if (access & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC
-		       | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)) {
-		pw_log(PW_WARN, "ibv_reg_mr: access flags 0x%x include some Pagewire does not support (memory windows, zero-based, HUGETLB)",
+		       | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)) {
+		pw_log(PW_WARN, "ibv_reg_mr: access flags 0x%x include some Pagewire does not support (zero-based, HUGETLB)",
 		       access);
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -459,7 +461,7 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	}
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
 	Pagewire__Verbs__V1__RegisterRegionRequest req = PAGEWIRE__VERBS__V1__REGISTER_REGION_REQUEST__INIT;
-	Pagewire__Verbs__V1__Access list[4];
+	Pagewire__Verbs__V1__Access list[5];
 	req.endpoint = &ref;
 	req.address = (uintptr_t)addr;
 	req.length = length;
@@ -491,6 +493,7 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	if (implicit)
 		__atomic_add_fetch(&ctx->implicit_registrations, 1, __ATOMIC_RELEASE);
+	pw_pd_use(pd, 1);
 	pw_log(PW_DEBUG, "registered %p+%zu as lkey %u rkey 0x%x", addr, length, m->mr.lkey, m->mr.rkey);
 	return &m->mr;
 }
@@ -511,6 +514,7 @@ int pw_dereg_mr(struct ibv_mr *mr)
 	pthread_mutex_lock(&ctx->mr_lock);
 	forget_mr(ctx, m);
 	pthread_mutex_unlock(&ctx->mr_lock);
+	pw_pd_use(mr->pd, -1);
 	free(m);
 	return 0;
 }

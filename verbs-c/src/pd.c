@@ -27,18 +27,21 @@
 EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	static uint32_t handles;
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+	struct pw_pd *pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	pd->context = context;
-	pd->handle = __atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
-	return pd;
+	pd->pd.context = context;
+	pd->pd.handle = __atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
+	return &pd->pd;
 }
 
+/* ibv_dealloc_pd: EBUSY while a registration, queue pair, SRQ or memory window still uses it, as libibverbs says. */
 EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (__atomic_load_n(&((struct pw_pd *)pd)->users, __ATOMIC_ACQUIRE) > 0)
+		return EBUSY;
 	free(pd);
 	return 0;
 }
@@ -97,3 +100,88 @@ int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 	return 0;
 }
 
+/* ---- memory windows ------------------------------------------------------------------------------ */
+
+/* A window's rights as the node counts them (its Access ordinals: layout.h's PW_RIGHT_*). */
+uint64_t pw_rights(unsigned int flags)
+{
+	return (flags & IBV_ACCESS_LOCAL_WRITE ? PW_RIGHT_LOCAL_WRITE : 0) | (flags & IBV_ACCESS_REMOTE_WRITE ? PW_RIGHT_REMOTE_WRITE : 0)
+	       | (flags & IBV_ACCESS_REMOTE_READ ? PW_RIGHT_REMOTE_READ : 0)
+	       | (flags & IBV_ACCESS_REMOTE_ATOMIC ? PW_RIGHT_REMOTE_ATOMIC : 0);
+}
+
+/* ibv_alloc_mw: a window of the node's, unbound; type 1 is bound by ibv_bind_mw, type 2 by a work request. */
+struct ibv_mw *pw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct pw_context *ctx = pw_ctx(pd->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__AllocateWindowRequest req = PAGEWIRE__VERBS__V1__ALLOCATE_WINDOW_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.type = type == IBV_MW_TYPE_1 ? 1 : 2;
+	Pagewire__Verbs__V1__AllocateWindowResponse *reply = NULL;
+	int e = pw_call(&ctx->control, "AllocateWindow", &req.base, &pagewire__verbs__v1__allocate_window_response__descriptor,
+			(ProtobufCMessage **)&reply);
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	struct ibv_mw *mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		Pagewire__Verbs__V1__DeallocateWindowRequest drop = PAGEWIRE__VERBS__V1__DEALLOCATE_WINDOW_REQUEST__INIT;
+		drop.endpoint = &ref;
+		drop.rkey = reply->rkey;
+		pw_call_void(&ctx->control, "DeallocateWindow", &drop.base, &pagewire__verbs__v1__deallocate_window_response__descriptor);
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->context = pd->context;
+	mw->pd = pd;
+	mw->rkey = reply->rkey;
+	mw->handle = reply->rkey >> 8;
+	mw->type = type;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	pw_pd_use(pd, 1);
+	return mw;
+}
+
+int pw_dealloc_mw(struct ibv_mw *mw)
+{
+	struct pw_context *ctx = pw_ctx(mw->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__DeallocateWindowRequest req = PAGEWIRE__VERBS__V1__DEALLOCATE_WINDOW_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.rkey = mw->rkey;
+	int e = pw_call_void(&ctx->control, "DeallocateWindow", &req.base, &pagewire__verbs__v1__deallocate_window_response__descriptor);
+	if (e)
+		return e;
+	pw_pd_use(mw->pd, -1);
+	free(mw);
+	return 0;
+}
+
+/*
+ * ibv_bind_mw: binds a type 1 window through the queue pair's send queue (a zero length, or no MR,
+ * unbinds it); the window takes its next key at once, as Soft-RoCE's does, and the bind completes as
+ * IBV_WC_BIND_MW in its place.
+ */
+int pw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	if (mw->type != IBV_MW_TYPE_1 || qp->pd != mw->pd || (mw_bind->bind_info.mr && mw_bind->bind_info.mr->pd != mw->pd))
+		return EINVAL;
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	if (!wr.bind_mw.bind_info.mr)
+		wr.bind_mw.bind_info.length = 0;
+	return pw_post_send_as(qp, &wr, &bad, 1);
+}

@@ -102,14 +102,18 @@ static int wire_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return PW_OP_READ;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return PW_OP_FETCH_ADD;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return PW_OP_COMPARE_SWAP;
+	case IBV_WR_BIND_MW: return PW_OP_BIND_WINDOW;
+	case IBV_WR_LOCAL_INV: return PW_OP_LOCAL_INVALIDATE;
+	case IBV_WR_SEND_WITH_INV: return PW_OP_SEND_WITH_INVALIDATE;
 	default: return 0;
 	}
 }
 
 static void put_wr(uint8_t *w, uint64_t wr_id, int opcode, int flags, uint32_t lkey, uint64_t local, uint32_t length,
-		   uint64_t remote, uint64_t rkey, uint64_t add, uint32_t imm, uint64_t swap)
+		   uint64_t remote, uint64_t rkey, uint64_t add, uint32_t imm, uint64_t swap, uint32_t counter)
 {
 	memset(w, 0, PW_POST_WR);
+	memcpy(w + PW_WR_COUNTER, &counter, 4);
 	int32_t op = (opcode & 0xFFFF) | flags;
 	memcpy(w + PW_WR_ID, &wr_id, 8);
 	memcpy(w + PW_WR_OPCODE, &op, 4);
@@ -179,6 +183,12 @@ static int local_range(struct pw_context *ctx, const struct ibv_sge *sg, int n, 
 
 int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+	return pw_post_send_as(ibqp, wr, bad, 0);
+}
+
+/* ibv_post_send; `type1_bind` lets a bind of a type 1 window through (ibv_bind_mw's own post). */
+int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, int type1_bind)
+{
 	struct pw_qp *qp = (struct pw_qp *)ibqp;
 	struct pw_context *ctx = pw_ctx(ibqp->context);
 	uint8_t record[PW_POST_HEADER + 32 * PW_POST_WR];
@@ -198,6 +208,7 @@ int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 			break;
 		}
 		int atomic = opcode == PW_OP_FETCH_ADD || opcode == PW_OP_COMPARE_SWAP;
+		int window_op = opcode == PW_OP_BIND_WINDOW || opcode == PW_OP_LOCAL_INVALIDATE;
 		int flags = (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) ? 0 : PW_FLAG_UNSIGNALED)
 			    | (wr->send_flags & IBV_SEND_FENCE ? PW_FLAG_FENCE : 0) | (wr->send_flags & IBV_SEND_SOLICITED ? PW_FLAG_SOLICITED : 0);
 		uint32_t lkey = 0;
@@ -208,7 +219,7 @@ int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 			size_t total = 0;
 			for (int i = 0; i < wr->num_sge; i++)
 				total += wr->sg_list[i].length;
-			if (total > qp->cap.max_inline_data || opcode == PW_OP_READ || atomic) {
+			if (total > qp->cap.max_inline_data || opcode == PW_OP_READ || atomic || window_op) {
 				e = EINVAL;
 				break;
 			}
@@ -221,19 +232,40 @@ int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 			lkey = total ? qp->inline_mr->lkey : 0;
 			local = total ? (uintptr_t)slot : 0;
 			length = (uint32_t)total;
-		} else {
+		} else if (!window_op) {
 			e = local_range(ctx, wr->sg_list, wr->num_sge, &lkey, &local, &length, &listed);
 			if (e)
 				break;
 		}
 		uint64_t remote = 0, rkey = 0, add = 0, swap = 0;
-		if (atomic) {
+		uint32_t counter = 0, imm = wr->imm_data; /* SEND_WITH_INV's invalidate_rkey shares imm_data's place */
+		if (opcode == PW_OP_BIND_WINDOW) {
+			/* The window's new rkey (the program's ibv_inc_rkey), the range, the region and the rights; in force from now. */
+			const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+			if (!wr->bind_mw.mw || (wr->bind_mw.mw->type == IBV_MW_TYPE_1 && !type1_bind) || wr->bind_mw.mw->pd != ibqp->pd
+			    || (b->mr && b->mr->pd != ibqp->pd)) {
+				e = EINVAL; /* a type 1 window is bound by ibv_bind_mw, not by a work request */
+				break;
+			}
+			rkey = wr->bind_mw.rkey;
+			remote = b->addr;
+			add = b->length;
+			counter = b->mr ? b->mr->lkey : 0;
+			swap = pw_rights(b->mw_access_flags);
+			if (b->length && !b->mr) {
+				e = EINVAL;
+				break;
+			}
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+		} else if (opcode == PW_OP_LOCAL_INVALIDATE) {
+			rkey = wr->invalidate_rkey;
+		} else if (atomic) {
 			/* The fetched word lands in the request's own buffer (its one 8-byte element), written by the node. */
 			remote = wr->wr.atomic.remote_addr;
 			rkey = wr->wr.atomic.rkey;
 			add = wr->wr.atomic.compare_add;
 			swap = wr->wr.atomic.swap;
-		} else if (opcode != PW_OP_SEND && opcode != PW_OP_SEND_WITH_IMM) {
+		} else if (opcode != PW_OP_SEND && opcode != PW_OP_SEND_WITH_IMM && opcode != PW_OP_SEND_WITH_INVALIDATE) {
 			remote = wr->wr.rdma.remote_addr;
 			rkey = wr->wr.rdma.rkey;
 		}
@@ -246,14 +278,14 @@ int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 		}
 		if (listed) {
 			uint8_t body[PW_POST_WR];
-			put_wr(body, wr->wr_id, opcode, flags, 0, 0, 0, remote, rkey, add, wr->imm_data, swap);
+			put_wr(body, wr->wr_id, opcode, flags, 0, 0, 0, remote, rkey, add, imm, swap, counter);
 			e = put_list(ctx, PW_REQ_POST_LIST, ibqp->qp_num, 0, body, PW_POST_WR, wr->sg_list, wr->num_sge);
 			if (e)
 				break;
 			continue;
 		}
 		put_wr(record + PW_POST_HEADER + count++ * PW_POST_WR, wr->wr_id, opcode, flags, lkey, local, length, remote, rkey, add,
-		       wr->imm_data, swap);
+		       imm, swap, counter);
 	}
 	if (count > 0) {
 		int e2 = put_posts(ctx, record, ibqp->qp_num, count);
@@ -326,5 +358,302 @@ int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		return EINVAL;
 	}
 	return pw_post_receives(pw_ctx(ibqp->context), ibqp->qp_num, 0, ((struct pw_qp *)ibqp)->cap.max_recv_sge, wr, bad);
+}
+
+/* ---- the extended send API: ibv_wr_start, ibv_wr_<op>, ibv_wr_set_*, ibv_wr_complete ------------- */
+
+static inline struct pw_qp *qp_of_ex(struct ibv_qp_ex *x) { return (struct pw_qp *)x; }
+
+/* Latches the batch's first error: ibv_wr_complete returns it and posts nothing. */
+static void batch_fail(struct pw_qp *qp, int e)
+{
+	if (!qp->batch->error)
+		qp->batch->error = e;
+}
+
+/* The request ibv_wr_<op> starts, taking wr_id and wr_flags as the program set them; NULL once the batch is full. */
+static struct ibv_send_wr *next_wr(struct ibv_qp_ex *x, enum ibv_wr_opcode opcode)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	struct pw_wr_batch *b = qp->batch;
+	if (b->count == (int)qp->cap.max_send_wr) {
+		batch_fail(qp, ENOMEM);
+		return NULL;
+	}
+	struct ibv_send_wr *wr = &b->wrs[b->count];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = x->wr_id;
+	wr->send_flags = x->wr_flags;
+	wr->opcode = opcode;
+	wr->sg_list = &b->sges[(size_t)b->count * (qp->cap.max_send_sge ? qp->cap.max_send_sge : 1)];
+	b->count++;
+	return wr;
+}
+
+/* The request the last ibv_wr_<op> started, for ibv_wr_set_*; NULL (an error) when there is none. */
+static struct ibv_send_wr *current_wr(struct ibv_qp_ex *x)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	if (qp->batch->count == 0) {
+		batch_fail(qp, EINVAL);
+		return NULL;
+	}
+	return &qp->batch->wrs[qp->batch->count - 1];
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_RDMA_WRITE);
+	if (wr) {
+		wr->wr.rdma.rkey = rkey;
+		wr->wr.rdma.remote_addr = remote_addr;
+	}
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr, __be32 imm)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_RDMA_WRITE_WITH_IMM);
+	if (wr) {
+		wr->wr.rdma.rkey = rkey;
+		wr->wr.rdma.remote_addr = remote_addr;
+		wr->imm_data = imm;
+	}
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_RDMA_READ);
+	if (wr) {
+		wr->wr.rdma.rkey = rkey;
+		wr->wr.rdma.remote_addr = remote_addr;
+	}
+}
+
+static void wr_send(struct ibv_qp_ex *x)
+{
+	next_wr(x, IBV_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *x, __be32 imm)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_SEND_WITH_IMM);
+	if (wr)
+		wr->imm_data = imm;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_SEND_WITH_INV);
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr, uint64_t compare, uint64_t swap)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_ATOMIC_CMP_AND_SWP);
+	if (wr) {
+		wr->wr.atomic.rkey = rkey;
+		wr->wr.atomic.remote_addr = remote_addr;
+		wr->wr.atomic.compare_add = compare;
+		wr->wr.atomic.swap = swap;
+	}
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr, uint64_t add)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_ATOMIC_FETCH_AND_ADD);
+	if (wr) {
+		wr->wr.atomic.rkey = rkey;
+		wr->wr.atomic.remote_addr = remote_addr;
+		wr->wr.atomic.compare_add = add;
+	}
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_BIND_MW);
+	if (wr) {
+		wr->bind_mw.mw = mw;
+		wr->bind_mw.rkey = rkey;
+		wr->bind_mw.bind_info = *info;
+	}
+}
+
+static void wr_local_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = next_wr(x, IBV_WR_LOCAL_INV);
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_send_wr *wr = current_wr(x);
+	if (wr) {
+		wr->sg_list[0] = (struct ibv_sge){.addr = addr, .length = length, .lkey = lkey};
+		wr->num_sge = 1;
+	}
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *x, size_t num_sge, const struct ibv_sge *sg_list)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	struct ibv_send_wr *wr = current_wr(x);
+	if (!wr)
+		return;
+	if (num_sge > qp->cap.max_send_sge) {
+		batch_fail(qp, EINVAL);
+		return;
+	}
+	memcpy(wr->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	wr->num_sge = (int)num_sge;
+}
+
+/* Inline data is copied now, as an HCA copies it into the WQE: the program may reuse its buffer at once. */
+static void wr_set_inline_data_list(struct ibv_qp_ex *x, size_t num_buf, const struct ibv_data_buf *buf_list)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	struct ibv_send_wr *wr = current_wr(x);
+	if (!wr)
+		return;
+	size_t total = 0;
+	for (size_t i = 0; i < num_buf; i++)
+		total += buf_list[i].length;
+	if (total > qp->cap.max_inline_data) {
+		batch_fail(qp, EINVAL);
+		return;
+	}
+	uint8_t *slot = qp->batch->inline_data + (size_t)(qp->batch->count - 1) * qp->cap.max_inline_data;
+	size_t at = 0;
+	for (size_t i = 0; i < num_buf; i++) {
+		memcpy(slot + at, buf_list[i].addr, buf_list[i].length);
+		at += buf_list[i].length;
+	}
+	wr->sg_list[0] = (struct ibv_sge){.addr = (uintptr_t)slot, .length = (uint32_t)total, .lkey = 0};
+	wr->num_sge = total ? 1 : 0;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
+{
+	struct ibv_data_buf one = {.addr = addr, .length = length};
+	wr_set_inline_data_list(x, 1, &one);
+}
+
+/* What an RC pair has no use for (UD addresses, XRC, TSO, atomic write): the batch fails, as a provider refuses it. */
+static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	(void)ah;
+	(void)remote_qpn;
+	(void)remote_qkey;
+	batch_fail(qp_of_ex(x), EINVAL);
+}
+
+static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
+{
+	(void)remote_srqn;
+	batch_fail(qp_of_ex(x), EINVAL);
+}
+
+static void wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	(void)hdr;
+	(void)hdr_sz;
+	(void)mss;
+	batch_fail(qp_of_ex(x), EOPNOTSUPP);
+}
+
+static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr, const void *atomic_wr)
+{
+	(void)rkey;
+	(void)remote_addr;
+	(void)atomic_wr;
+	batch_fail(qp_of_ex(x), EOPNOTSUPP);
+}
+
+static void wr_start(struct ibv_qp_ex *x)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	qp->batch->count = 0;
+	qp->batch->error = 0;
+}
+
+/* Posts the batch as one list (ibv_post_send), or nothing and the first error a call of the batch met. */
+static int wr_complete(struct ibv_qp_ex *x)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	struct pw_wr_batch *b = qp->batch;
+	int e = b->error;
+	int count = b->count;
+	b->count = 0;
+	b->error = 0;
+	if (e || count == 0)
+		return e;
+	for (int i = 0; i < count; i++)
+		b->wrs[i].next = i + 1 < count ? &b->wrs[i + 1] : NULL;
+	struct ibv_send_wr *bad;
+	return pw_post_send(&qp->qp, b->wrs, &bad);
+}
+
+static void wr_abort(struct ibv_qp_ex *x)
+{
+	struct pw_qp *qp = qp_of_ex(x);
+	qp->batch->count = 0;
+	qp->batch->error = 0;
+}
+
+int pw_wr_init(struct pw_qp *qp)
+{
+	struct pw_wr_batch *b = calloc(1, sizeof(*b));
+	size_t per = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
+	if (b) {
+		b->wrs = calloc(qp->cap.max_send_wr, sizeof(*b->wrs));
+		b->sges = calloc(qp->cap.max_send_wr * per, sizeof(*b->sges));
+		b->inline_data = malloc((size_t)qp->cap.max_send_wr * qp->cap.max_inline_data);
+	}
+	if (!b || !b->wrs || !b->sges || !b->inline_data) {
+		if (b) {
+			free(b->wrs);
+			free(b->sges);
+			free(b->inline_data);
+			free(b);
+		}
+		return ENOMEM;
+	}
+	qp->batch = b;
+	struct ibv_qp_ex *x = &qp->qp_ex;
+	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_bind_mw = wr_bind_mw;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_rdma_read = wr_rdma_read;
+	x->wr_rdma_write = wr_rdma_write;
+	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_send = wr_send;
+	x->wr_send_imm = wr_send_imm;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_send_tso = wr_send_tso;
+	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	x->wr_set_inline_data = wr_set_inline_data;
+	x->wr_set_inline_data_list = wr_set_inline_data_list;
+	x->wr_set_sge = wr_set_sge;
+	x->wr_set_sge_list = wr_set_sge_list;
+	x->wr_start = wr_start;
+	x->wr_complete = wr_complete;
+	x->wr_abort = wr_abort;
+	x->wr_atomic_write = wr_atomic_write;
+	return 0;
+}
+
+void pw_wr_free(struct pw_qp *qp)
+{
+	if (qp->batch) {
+		free(qp->batch->wrs);
+		free(qp->batch->sges);
+		free(qp->batch->inline_data);
+		free(qp->batch);
+		qp->batch = NULL;
+	}
 }
 

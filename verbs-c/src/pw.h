@@ -23,6 +23,7 @@
 /* What the device offers (ibv_query_device), and what the node's records carry. */
 #define PW_MAX_INLINE 1024
 #define PW_MAX_SGE PW_LIST_MAX_ELEMENTS
+#define PW_MAX_WR (1 << 14)
 
 #define PW_MAX_DEVICES 8
 
@@ -133,6 +134,8 @@ struct pw_context {
 	pthread_mutex_t qp_lock;
 	struct pw_qp **qps;
 	int qp_slots;
+	struct pw_srq **srqs;        /* by the node's SRQ id, for its events */
+	int srq_slots;
 
 	/* registered memory (memory.c) */
 	pthread_mutex_t mr_lock;     /* recursive: a fault inside the library's own copy is served on the same thread */
@@ -173,21 +176,48 @@ struct pw_mr {
 	int implicit;
 };
 
+/* A completion as a CQ keeps it: the work completion and when the node handed it over (CLOCK_MONOTONIC ns). */
+struct pw_cqe {
+	struct ibv_wc wc;
+	uint64_t time_ns;
+};
+
 struct pw_wc_queue {
-	struct ibv_wc *entries;
+	struct pw_cqe *entries;
 	int capacity, head, count;
 };
 
+#define PW_MAX_CQE (1 << 22)
+
 struct pw_cq {
-	struct ibv_cq cq;
-	pthread_mutex_t lock;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;  /* the same leading fields; a CQ from ibv_create_cq_ex fills the rest */
+	};
+	pthread_mutex_t lock;        /* the queue, armed; held from ibv_start_poll to ibv_end_poll */
 	struct pw_wc_queue queue;    /* cq.cqe entries: a completion that finds it full is lost, and IBV_EVENT_CQ_ERR says so */
+	struct pw_cqe current;       /* the completion ibv_start_poll / ibv_next_poll made current */
+	int ignore_overrun;          /* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: an overflow raises no event */
+	int users;                   /* queue pairs completing into it: it cannot be destroyed while any does */
 	int armed;                   /* 0, or ARMED_NEXT / ARMED_SOLICITED (ibv_req_notify_cq) */
 	uint64_t empty_since_ns; /* when polls began to find nothing (0: the last one found something) */
 };
 
+/* The work requests ibv_wr_* gathers between ibv_wr_start and ibv_wr_complete (post.c). */
+struct pw_wr_batch {
+	struct ibv_send_wr *wrs;     /* cap.max_send_wr of them */
+	struct ibv_sge *sges;        /* cap.max_send_sge (at least 1) per request */
+	uint8_t *inline_data;        /* cap.max_inline_data per request: inline data is copied when it is set */
+	int count;
+	int error;                   /* the first error since ibv_wr_start, which ibv_wr_complete returns */
+};
+
 struct pw_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;  /* the same ibv_qp first; a pair from ibv_create_qp_ex with send ops fills the rest */
+	};
+	struct pw_wr_batch *batch;   /* NULL unless the pair was made for ibv_wr_* */
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;     /* what modify_qp set, for query_qp */
 	int sq_sig_all;
@@ -199,13 +229,31 @@ struct pw_qp {
 	int sqd_notify;              /* the drain under way was asked to end with IBV_EVENT_SQ_DRAINED */
 };
 
+static inline void pw_cq_use(struct ibv_cq *cq, int delta)
+{
+	if (cq)
+		__atomic_add_fetch(&((struct pw_cq *)cq)->users, delta, __ATOMIC_ACQ_REL);
+}
+
 struct pw_srq {
 	struct ibv_srq srq;
 	uint32_t srq_id;
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t limit;
+	int users;                   /* queue pairs drawing from it: it cannot be destroyed while any does */
 };
+
+/* A protection domain and how many objects use it (MRs, QPs, SRQs, MWs): it cannot go while any does. */
+struct pw_pd {
+	struct ibv_pd pd;
+	int users;
+};
+
+static inline void pw_pd_use(struct ibv_pd *pd, int delta)
+{
+	__atomic_add_fetch(&((struct pw_pd *)pd)->users, delta, __ATOMIC_ACQ_REL);
+}
 
 struct pw_channel {
 	struct ibv_comp_channel channel;
@@ -268,23 +316,32 @@ void pw_drain(struct pw_context *ctx);
 void *pw_reader_main(void *arg);
 
 /* cq.c */
-void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited);
+void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns);
+struct ibv_cq_ex *pw_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
 int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int pw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 
 /* qp.c */
 struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id);
 int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr);
+struct ibv_qp *pw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 
 /* post.c */
 void pw_ring_node(struct pw_context *ctx);
 int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, int type1_bind);
+int pw_wr_init(struct pw_qp *qp);
+void pw_wr_free(struct pw_qp *qp);
 int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad);
 
 /* pd.c */
+uint64_t pw_rights(unsigned int mw_access_flags);
+struct ibv_mw *pw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int pw_dealloc_mw(struct ibv_mw *mw);
+int pw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 
 #endif

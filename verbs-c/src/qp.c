@@ -21,18 +21,49 @@
 
 /* ---- shared receive queues ------------------------------------------------------------------------- */
 
-static pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pw_srq *srqs[256];
-
 struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
 {
 	struct ibv_srq *found = NULL;
-	pthread_mutex_lock(&srq_lock);
-	for (int i = 0; i < 256; i++)
-		if (srqs[i] && srqs[i]->srq_id == id && pw_ctx(srqs[i]->srq.context) == ctx)
-			found = &srqs[i]->srq;
-	pthread_mutex_unlock(&srq_lock);
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->srq_slots && !found; i++)
+		if (ctx->srqs[i] && ctx->srqs[i]->srq_id == id)
+			found = &ctx->srqs[i]->srq;
+	pthread_mutex_unlock(&ctx->qp_lock);
 	return found;
+}
+
+/* Enters an SRQ in its context's table (what the node's events name it by). */
+static int add_srq(struct pw_context *ctx, struct pw_srq *srq)
+{
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->srq_slots; i++) {
+		if (!ctx->srqs[i]) {
+			ctx->srqs[i] = srq;
+			pthread_mutex_unlock(&ctx->qp_lock);
+			return 0;
+		}
+	}
+	int slots = ctx->srq_slots ? ctx->srq_slots * 2 : 8;
+	struct pw_srq **grown = realloc(ctx->srqs, sizeof(*grown) * (size_t)slots);
+	if (!grown) {
+		pthread_mutex_unlock(&ctx->qp_lock);
+		return ENOMEM;
+	}
+	memset(grown + ctx->srq_slots, 0, sizeof(*grown) * (size_t)(slots - ctx->srq_slots));
+	grown[ctx->srq_slots] = srq;
+	ctx->srqs = grown;
+	ctx->srq_slots = slots;
+	pthread_mutex_unlock(&ctx->qp_lock);
+	return 0;
+}
+
+static void remove_srq(struct pw_context *ctx, struct pw_srq *srq)
+{
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->srq_slots; i++)
+		if (ctx->srqs[i] == srq)
+			ctx->srqs[i] = NULL;
+	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
 static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
@@ -48,10 +79,21 @@ static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
 	return e;
 }
 
+static int destroy_srq_on_node(struct pw_context *ctx, uint32_t srq_id)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__DestroySharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__DESTROY_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.srq_id = srq_id;
+	return pw_call_void(&ctx->control, "DestroySharedReceiveQueue", &req.base,
+			    &pagewire__verbs__v1__destroy_shared_receive_queue_response__descriptor);
+}
+
 EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct pw_context *ctx = pw_ctx(pd->context);
-	if (attr->attr.max_sge > PW_MAX_SGE || attr->attr.max_wr > (1u << 14) || attr->attr.max_wr == 0) {
+	if (attr->attr.max_sge > PW_MAX_SGE || attr->attr.max_wr > PW_MAX_WR || attr->attr.max_wr == 0
+	    || attr->attr.srq_limit > attr->attr.max_wr) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -65,24 +107,26 @@ EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
 		errno = e;
 		return NULL;
 	}
+	uint32_t srq_id = reply->srq_id;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	struct pw_srq *srq = calloc(1, sizeof(*srq));
+	e = srq ? add_srq(ctx, srq) : ENOMEM;
+	if (e) {
+		destroy_srq_on_node(ctx, srq_id);
+		free(srq);
+		errno = e;
+		return NULL;
+	}
 	srq->srq.context = pd->context;
 	srq->srq.srq_context = attr->srq_context;
 	srq->srq.pd = pd;
-	srq->srq.handle = reply->srq_id;
+	srq->srq.handle = srq_id;
 	pthread_mutex_init(&srq->srq.mutex, NULL);
 	pthread_cond_init(&srq->srq.cond, NULL);
-	srq->srq_id = reply->srq_id;
+	srq->srq_id = srq_id;
 	srq->max_wr = attr->attr.max_wr;
 	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
-	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	pthread_mutex_lock(&srq_lock);
-	for (int i = 0; i < 256; i++)
-		if (!srqs[i]) {
-			srqs[i] = srq;
-			break;
-		}
-	pthread_mutex_unlock(&srq_lock);
+	pw_pd_use(pd, 1);
 	if (attr->attr.srq_limit)
 		arm_srq(ctx, srq, attr->attr.srq_limit);
 	return &srq->srq;
@@ -91,10 +135,19 @@ EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
 EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct pw_srq *srq = (struct pw_srq *)ibsrq;
-	if (mask & IBV_SRQ_LIMIT)
-		return arm_srq(pw_ctx(ibsrq->context), srq, attr->srq_limit);
-	if (mask & IBV_SRQ_MAX_WR)
-		srq->max_wr = attr->max_wr;
+	if (mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR))
+		return EINVAL;
+	if ((mask & IBV_SRQ_MAX_WR) && (attr->max_wr == 0 || attr->max_wr > PW_MAX_WR))
+		return EINVAL;
+	uint32_t max_wr = (mask & IBV_SRQ_MAX_WR) ? attr->max_wr : srq->max_wr;
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > max_wr)
+		return EINVAL;
+	if (mask & IBV_SRQ_LIMIT) {
+		int e = arm_srq(pw_ctx(ibsrq->context), srq, attr->srq_limit);
+		if (e)
+			return e;
+	}
+	srq->max_wr = max_wr;
 	return 0;
 }
 
@@ -107,22 +160,18 @@ EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
+/* ibv_destroy_srq: EBUSY while a queue pair still draws from it; what was posted is dropped. */
 EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct pw_srq *srq = (struct pw_srq *)ibsrq;
 	struct pw_context *ctx = pw_ctx(ibsrq->context);
-	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__DestroySharedReceiveQueueRequest req = PAGEWIRE__VERBS__V1__DESTROY_SHARED_RECEIVE_QUEUE_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.srq_id = srq->srq_id;
-	int e = pw_call_void(&ctx->control, "DestroySharedReceiveQueue", &req.base, &pagewire__verbs__v1__destroy_shared_receive_queue_response__descriptor);
+	if (__atomic_load_n(&srq->users, __ATOMIC_ACQUIRE) > 0)
+		return EBUSY;
+	int e = destroy_srq_on_node(ctx, srq->srq_id);
 	if (e)
 		return e;
-	pthread_mutex_lock(&srq_lock);
-	for (int i = 0; i < 256; i++)
-		if (srqs[i] == srq)
-			srqs[i] = NULL;
-	pthread_mutex_unlock(&srq_lock);
+	remove_srq(ctx, srq);
+	pw_pd_use(ibsrq->pd, -1);
 	free(srq);
 	return 0;
 }
@@ -164,16 +213,25 @@ static void remove_qp(struct pw_context *ctx, struct pw_qp *qp)
 
 static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
 
-EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* The send operations a queue pair from ibv_create_qp_ex can post with ibv_wr_*. */
+#define SUPPORTED_SEND_OPS                                                                                                       \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM          \
+	 | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV \
+	 | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
+
+/* Creates an RC queue pair: the node's, then the library's view of it with its inline staging area. */
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	struct pw_context *ctx = pw_ctx(pd->context);
+	struct pw_context *ctx = pw_ctx(context);
+	struct ibv_pd *pd = attr->pd;
 	if (attr->qp_type != IBV_QPT_RC) {
 		pw_log(PW_WARN, "ibv_create_qp: only RC queue pairs are supported (asked for type %d)", attr->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (attr->cap.max_send_sge > PW_MAX_SGE || attr->cap.max_recv_sge > PW_MAX_SGE || attr->cap.max_inline_data > PW_MAX_INLINE
-	    || attr->cap.max_send_wr > (1u << 14) || attr->cap.max_recv_wr > (1u << 14)) {
+	if (!pd || pd->context != context || attr->cap.max_send_sge > PW_MAX_SGE || attr->cap.max_recv_sge > PW_MAX_SGE
+	    || attr->cap.max_inline_data > PW_MAX_INLINE || attr->cap.max_send_wr > PW_MAX_WR || attr->cap.max_recv_wr > PW_MAX_WR
+	    || (attr->srq && attr->srq->context != context)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -189,26 +247,26 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		errno = e;
 		return NULL;
 	}
+	uint32_t qpn = reply->address->qpn;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	struct pw_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp) {
-		destroy_on_node(ctx, reply->address->qpn);
-		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		destroy_on_node(ctx, qpn);
 		errno = ENOMEM;
 		return NULL;
 	}
-	qp->qp.context = pd->context;
+	qp->qp.context = context;
 	qp->qp.qp_context = attr->qp_context;
 	qp->qp.pd = pd;
 	qp->qp.send_cq = attr->send_cq;
 	qp->qp.recv_cq = attr->recv_cq;
 	qp->qp.srq = attr->srq;
-	qp->qp.qp_num = reply->address->qpn;
-	qp->qp.handle = qp->qp.qp_num;
+	qp->qp.qp_num = qpn;
+	qp->qp.handle = qpn;
 	qp->qp.state = IBV_QPS_RESET;
 	qp->qp.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&qp->qp.mutex, NULL);
 	pthread_cond_init(&qp->qp.cond, NULL);
-	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	qp->cap = attr->cap;
 	if (qp->cap.max_send_wr == 0)
 		qp->cap.max_send_wr = 1;
@@ -222,21 +280,72 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	qp->inline_buf = mmap(NULL, inline_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (qp->inline_buf != MAP_FAILED)
 		qp->inline_mr = pw_reg_mr(pd, qp->inline_buf, inline_bytes, (uintptr_t)qp->inline_buf, IBV_ACCESS_LOCAL_WRITE);
-	e = qp->inline_buf == MAP_FAILED || !qp->inline_mr ? (errno ? errno : ENOMEM) : add_qp(ctx, qp);
+	e = qp->inline_buf == MAP_FAILED || !qp->inline_mr ? (errno ? errno : ENOMEM) : 0;
+	if (!e && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		e = pw_wr_init(qp);
+	if (!e)
+		e = add_qp(ctx, qp);
 	if (e) {
 		/* Nothing is left behind: the node's pair, the staging area and its registration go again. */
-		pw_log(PW_ERROR, "ibv_create_qp: cannot set up queue pair %u: %s", qp->qp.qp_num, strerror(e));
-		destroy_on_node(ctx, qp->qp.qp_num);
+		pw_log(PW_ERROR, "ibv_create_qp: cannot set up queue pair %u: %s", qpn, strerror(e));
+		destroy_on_node(ctx, qpn);
 		if (qp->inline_mr)
 			pw_dereg_mr(qp->inline_mr);
 		if (qp->inline_buf != MAP_FAILED)
 			munmap(qp->inline_buf, inline_bytes);
+		pw_wr_free(qp);
 		pthread_mutex_destroy(&qp->modify_lock);
 		free(qp);
 		errno = e;
 		return NULL;
 	}
+	/* What the pair uses cannot go before it does (EBUSY), as libibverbs' use counts say. */
+	pw_pd_use(pd, 1);
+	pw_cq_use(attr->send_cq, 1);
+	pw_cq_use(attr->recv_cq, 1);
+	if (attr->srq)
+		__atomic_add_fetch(&((struct pw_srq *)attr->srq)->users, 1, __ATOMIC_ACQ_REL);
 	return &qp->qp;
+}
+
+EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	struct ibv_qp *qp = create_qp(pd->context, &ex);
+	attr->cap = ex.cap;
+	return qp;
+}
+
+/* ibv_create_qp_ex: with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS the pair posts with ibv_wr_* (ibv_qp_to_qp_ex). */
+struct ibv_qp *pw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->comp_mask & ~known)) {
+		pw_log(PW_WARN, "ibv_create_qp_ex: attributes 0x%x are not supported (a PD is required)", attr->comp_mask & ~known);
+		errno = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~(uint64_t)SUPPORTED_SEND_OPS)) {
+		pw_log(PW_WARN, "ibv_create_qp_ex: send operations 0x%llx are not supported",
+		       (unsigned long long)(attr->send_ops_flags & ~(uint64_t)SUPPORTED_SEND_OPS));
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return create_qp(context, attr);
 }
 
 static int destroy_on_node(struct pw_context *ctx, uint32_t qpn)
@@ -262,6 +371,12 @@ EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pw_dereg_mr(qp->inline_mr);
 		munmap(qp->inline_buf, n);
 	}
+	pw_wr_free(qp);
+	pw_pd_use(ibqp->pd, -1);
+	pw_cq_use(ibqp->send_cq, -1);
+	pw_cq_use(ibqp->recv_cq, -1);
+	if (ibqp->srq)
+		__atomic_sub_fetch(&((struct pw_srq *)ibqp->srq)->users, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_destroy(&qp->modify_lock);
 	free(qp);
 	return 0;
@@ -507,9 +622,10 @@ EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	return 0;
 }
 
+/* The pair's extended send API, when it was created with send operations (ibv_create_qp_ex), else NULL. */
 EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return NULL; /* the extended send API (ibv_wr_*) is not supported: programs use ibv_post_send */
+	struct pw_qp *p = (struct pw_qp *)qp;
+	return p->batch ? &p->qp_ex : NULL;
 }
 

@@ -4,6 +4,7 @@
  * pagewire1). Prints "ok NAME" or "FAIL NAME: why" for each check, then PASSED or FAILED; exits 1 on a
  * failure. `pagewire-verbs-conformance NAME...` runs only the cases named.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -79,8 +80,9 @@ static void open_side(struct side *s, int device, int cqe, struct ibv_srq *(*mak
 
 static void close_side(struct side *s)
 {
-	struct ibv_srq *srq = s->qp->srq;
-	ibv_destroy_qp(s->qp);
+	struct ibv_srq *srq = s->qp ? s->qp->srq : NULL;
+	if (s->qp)
+		ibv_destroy_qp(s->qp);
 	if (srq)
 		ibv_destroy_srq(srq);
 	ibv_dereg_mr(s->mr);
@@ -534,6 +536,241 @@ static void last_wqe_reached(void)
 	close_side(&a);
 }
 
+/* A CQ from ibv_create_cq_ex: the poll-ex calls and the fields asked for, with the node's timestamps. */
+static void extended_cq(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	struct ibv_cq_init_attr_ex bad = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_CVLAN};
+	errno = 0;
+	CHECK("cq-ex-refuses-fields-it-cannot-report", ibv_create_cq_ex(a.ctx, &bad) == NULL && errno == EOPNOTSUPP, "errno %d", errno);
+	struct ibv_cq_init_attr_ex attr = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM
+								       | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP
+								       | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(b.ctx, &attr);
+	CHECK("create-cq-ex", cq != NULL, "%s", strerror(errno));
+	if (!cq) {
+		close_side(&a);
+		close_side(&b);
+		return;
+	}
+	/* b's receives complete into the extended CQ */
+	ibv_destroy_qp(b.qp);
+	struct ibv_qp_init_attr init = {.send_cq = b.cq, .recv_cq = ibv_cq_ex_to_cq(cq), .qp_type = IBV_QPT_RC,
+					.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+	b.qp = ibv_create_qp(b.pd, &init);
+	int e = !b.qp || connect_pair(&a, &b, 0, 0);
+	struct ibv_sge r = {(uintptr_t)b.buf, 4096, b.mr->lkey};
+	struct ibv_sge s1 = {(uintptr_t)a.buf, 100, a.mr->lkey};
+	e = e || post_recv(b.qp, 1, &r, 1) || post_recv(b.qp, 2, &r, 1);
+	struct timespec before;
+	clock_gettime(CLOCK_MONOTONIC, &before);
+	struct ibv_send_wr wr = {.wr_id = 9, .sg_list = &s1, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = htobe32(0xabcd)}, *badwr;
+	e = e || ibv_post_send(a.qp, &wr, &badwr) || post_send(a.qp, 10, IBV_WR_SEND, &s1, 1, 0, 0, 0);
+	struct ibv_wc wc[2];
+	poll_n(a.cq, wc, 2, 10000);
+	int got = 0, ok = 1;
+	uint64_t until = now_ms() + 10000;
+	struct ibv_poll_cq_attr pa = {0};
+	while (!e && got < 2 && now_ms() < until) {
+		int pe = ibv_start_poll(cq, &pa);
+		if (pe == ENOENT)
+			continue;
+		do {
+			uint64_t ts = ibv_wc_read_completion_ts(cq);
+			uint64_t t0 = (uint64_t)before.tv_sec * 1000000000ull + (uint64_t)before.tv_nsec;
+			if (got == 0)
+				ok = ok && cq->wr_id == 1 && cq->status == IBV_WC_SUCCESS && ibv_wc_read_opcode(cq) == IBV_WC_RECV
+				     && ibv_wc_read_byte_len(cq) == 100 && (ibv_wc_read_wc_flags(cq) & IBV_WC_WITH_IMM)
+				     && ibv_wc_read_imm_data(cq) == htobe32(0xabcd) && ibv_wc_read_qp_num(cq) == b.qp->qp_num
+				     && ibv_wc_read_src_qp(cq) == a.qp->qp_num && ts >= t0 && ts < t0 + 10000000000ull
+				     && ibv_wc_read_completion_wallclock_ns(cq) > 1000000000ull * 1600000000ull;
+			else
+				ok = ok && cq->wr_id == 2 && !(ibv_wc_read_wc_flags(cq) & IBV_WC_WITH_IMM);
+			got++;
+		} while (got < 2 && ibv_next_poll(cq) == 0);
+		ibv_end_poll(cq);
+	}
+	CHECK("poll-ex-reads-every-field-asked-for", !e && got == 2 && ok, "set-up %d, %d completions, fields right %d", e, got, ok);
+	struct ibv_device_attr_ex dx;
+	CHECK("query-device-ex-clock-and-timestamp-mask", ibv_query_device_ex(a.ctx, NULL, &dx) == 0 && dx.hca_core_clock == 1000000
+							     && dx.completion_timestamp_mask == UINT64_MAX && dx.max_dm_size == 0
+							     && (dx.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B)
+							     && (dx.odp_caps.general_caps & IBV_ODP_SUPPORT),
+	      "hca_core_clock %" PRIu64 " mask %" PRIx64, dx.hca_core_clock, dx.completion_timestamp_mask);
+	CHECK("destroy-cq-in-use-is-ebusy", ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == EBUSY, "a CQ a queue pair completes into went");
+	ibv_destroy_qp(b.qp);
+	b.qp = NULL;
+	CHECK("destroy-cq-ex", ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "destroying the extended CQ failed");
+	init.recv_cq = b.cq;
+	b.qp = ibv_create_qp(b.pd, &init);
+	close_side(&a);
+	close_side(&b);
+}
+
+/* A queue pair from ibv_create_qp_ex with send operations: the ibv_wr_* calls. */
+static void extended_qp(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	CHECK("qp-to-qp-ex-of-a-plain-pair-is-null", ibv_qp_to_qp_ex(a.qp) == NULL, "a plain pair has an extended API");
+	ibv_destroy_qp(a.qp);
+	struct ibv_qp_init_attr_ex attr = {.send_cq = a.cq, .recv_cq = a.cq, .qp_type = IBV_QPT_RC, .pd = a.pd,
+					   .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					   .send_ops_flags = IBV_QP_EX_WITH_TSO,
+					   .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4, .max_recv_sge = 4, .max_inline_data = 64}};
+	errno = 0;
+	CHECK("qp-ex-refuses-send-ops-it-lacks", ibv_create_qp_ex(a.ctx, &attr) == NULL && errno == EOPNOTSUPP, "errno %d", errno);
+	attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ
+			      | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	a.qp = ibv_create_qp_ex(a.ctx, &attr);
+	struct ibv_qp_ex *x = a.qp ? ibv_qp_to_qp_ex(a.qp) : NULL;
+	CHECK("create-qp-ex", a.qp && x, "%s", strerror(errno));
+	if (!x) {
+		a.qp = ibv_create_qp(a.pd, &(struct ibv_qp_init_attr){.send_cq = a.cq, .recv_cq = a.cq, .qp_type = IBV_QPT_RC,
+									.cap = {.max_send_wr = 1, .max_recv_wr = 1}});
+		close_side(&a);
+		close_side(&b);
+		return;
+	}
+	int e = connect_pair(&a, &b, 11, 12);
+	memset(a.buf, 0x42, 8192);
+	char message[] = "inline, copied when set";
+	struct ibv_sge r = {(uintptr_t)b.buf + 65536, 4096, b.mr->lkey};
+	e = e || post_recv(b.qp, 1, &r, 1);
+	uint64_t *word = (uint64_t *)(b.buf + 128 * 1024);
+	*word = 7;
+	struct ibv_sge two[2] = {{(uintptr_t)a.buf, 100, a.mr->lkey}, {(uintptr_t)a.buf + 4096, 100, a.mr->lkey}};
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, b.mr->rkey, (uintptr_t)b.buf + 8192);
+	ibv_wr_set_sge_list(x, 2, two);
+	x->wr_id = 2;
+	ibv_wr_send_imm(x, htobe32(5));
+	ibv_wr_set_inline_data(x, message, sizeof(message));
+	memset(message, 0, sizeof(message)); /* the library copied it already */
+	x->wr_id = 3;
+	ibv_wr_atomic_fetch_add(x, b.mr->rkey, (uintptr_t)word, 3);
+	ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf + 16384, 8);
+	x->wr_id = 4;
+	ibv_wr_rdma_read(x, b.mr->rkey, (uintptr_t)b.buf + 8192);
+	ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf + 20000, 200);
+	e = e || ibv_wr_complete(x);
+	struct ibv_wc wc[4], rc;
+	int n = e ? 0 : poll_n(a.cq, wc, 4, 10000);
+	int m = e ? 0 : poll_n(b.cq, &rc, 1, 10000);
+	int ok = n == 4 && m == 1;
+	for (int i = 0; i < n; i++)
+		ok = ok && wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == (uint64_t)(i + 1);
+	ok = ok && rc.byte_len == sizeof(message) && !strcmp((char *)b.buf + 65536, "inline, copied when set") && *word == 10
+	     && *(uint64_t *)(a.buf + 16384) == 7 && !memcmp(a.buf + 20000, b.buf + 8192, 200) && b.buf[8192 + 150] == 0x42;
+	CHECK("wr-batch-posts-in-order", ok, "complete %d, %d sends %d receives", e, n, m);
+	ibv_wr_start(x);
+	ibv_wr_rdma_write(x, b.mr->rkey, (uintptr_t)b.buf);
+	struct ibv_sge five[5] = {two[0], two[1], two[0], two[1], two[0]};
+	ibv_wr_set_sge_list(x, 5, five);
+	CHECK("wr-batch-error-posts-nothing", ibv_wr_complete(x) == EINVAL && poll_n(a.cq, wc, 1, 300) == 0, "not EINVAL");
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	ibv_wr_send(x);
+	ibv_wr_abort(x);
+	CHECK("wr-abort-posts-nothing", ibv_wr_complete(x) == 0 && poll_n(a.cq, wc, 1, 300) == 0, "an aborted batch went out");
+	close_side(&a);
+	close_side(&b);
+}
+
+/* Memory windows: type 1 through ibv_bind_mw, type 2 through work requests; the NIC enforces both. */
+static void memory_windows(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 0, 0);
+	struct ibv_mr *bindable = ibv_reg_mr(b.pd, b.buf + 65536, 65536, ACCESS | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *one = ibv_alloc_mw(b.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *two = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+	CHECK("alloc-mw", bindable && one && two, "%s", strerror(errno));
+	if (!bindable || !one || !two) {
+		close_side(&a);
+		close_side(&b);
+		return;
+	}
+	uint32_t before = one->rkey;
+	struct ibv_mw_bind bind = {.wr_id = 50, .send_flags = IBV_SEND_SIGNALED,
+				   .bind_info = {.mr = bindable, .addr = (uintptr_t)b.buf + 65536 + 4096, .length = 4096,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE}};
+	e = e || ibv_bind_mw(b.qp, one, &bind);
+	struct ibv_wc wc;
+	int n = e ? 0 : poll_n(b.cq, &wc, 1, 10000);
+	CHECK("bind-mw-type-1", n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW && one->rkey != before,
+	      "bind %d, %d completions, %s", e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	e = post_send(a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf + 65536 + 4096, one->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("write-through-a-window", n == 1 && wc.status == IBV_WC_SUCCESS, "post %d, %d, %s", e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	e = post_send(a.qp, 2, IBV_WR_RDMA_READ, &sge, 1, (uintptr_t)b.buf + 65536 + 4096, one->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("read-through-a-write-only-window-refused", n == 1 && wc.status == IBV_WC_REM_ACCESS_ERR, "post %d, %d, %s", e, n,
+	      n ? ibv_wc_status_str(wc.status) : "-");
+	CHECK("dereg-mr-with-a-bound-window-refused", ibv_dereg_mr(bindable) != 0, "a region with a bound window was deregistered");
+	close_side(&a);
+	ibv_destroy_qp(b.qp);
+	/* b again, with a fresh pair: a failed request put the last one in ERROR */
+	open_side(&a, 0, 64, NULL);
+	struct ibv_qp_init_attr init = {.send_cq = b.cq, .recv_cq = b.cq, .qp_type = IBV_QPT_RC,
+					.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4, .max_recv_sge = 4}};
+	b.qp = ibv_create_qp(b.pd, &init);
+	e = connect_pair(&a, &b, 0, 0);
+	uint32_t key2 = ibv_inc_rkey(two->rkey);
+	struct ibv_send_wr bw = {.wr_id = 60, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+				 .bind_mw = {.mw = two, .rkey = key2, .bind_info = {.mr = bindable, .addr = (uintptr_t)b.buf + 65536, .length = 65536,
+										  .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ}}},
+			   *badwr;
+	e = e || ibv_post_send(b.qp, &bw, &badwr);
+	n = e ? 0 : poll_n(b.cq, &wc, 1, 10000);
+	CHECK("bind-mw-type-2-by-work-request", n == 1 && wc.status == IBV_WC_SUCCESS && two->rkey == key2, "post %d, %d, %s", e, n,
+	      n ? ibv_wc_status_str(wc.status) : "-");
+	e = post_send(a.qp, 3, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf + 65536, key2, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("write-through-a-type-2-window", n == 1 && wc.status == IBV_WC_SUCCESS, "post %d, %d", e, n);
+	struct ibv_sge r = {(uintptr_t)b.buf, 64, b.mr->lkey};
+	struct ibv_send_wr inv = {.wr_id = 4, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = key2};
+	e = post_recv(b.qp, 70, &r, 1) || ibv_post_send(a.qp, &inv, &badwr);
+	struct ibv_wc rc;
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	int m = e ? 0 : poll_n(b.cq, &rc, 1, 10000);
+	CHECK("send-with-inv-invalidates-the-peers-window", n == 1 && m == 1 && wc.status == IBV_WC_SUCCESS && (rc.wc_flags & IBV_WC_WITH_INV)
+								 && rc.invalidated_rkey == key2,
+	      "post %d, %d/%d, flags 0x%x", e, n, m, m ? rc.wc_flags : 0);
+	e = post_send(a.qp, 5, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf + 65536, key2, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("invalidated-window-refuses", n == 1 && wc.status == IBV_WC_REM_ACCESS_ERR, "post %d, %d, %s", e, n,
+	      n ? ibv_wc_status_str(wc.status) : "-");
+	CHECK("dealloc-pd-in-use-is-ebusy", ibv_dealloc_pd(b.pd) == EBUSY, "a PD with windows, registrations and a pair went");
+	CHECK("dealloc-mw", ibv_dealloc_mw(one) == 0 && ibv_dealloc_mw(two) == 0, "deallocating the windows failed");
+	CHECK("dereg-mr-once-windows-are-gone", ibv_dereg_mr(bindable) == 0, "the region stayed busy");
+	close_side(&a);
+	close_side(&b);
+}
+
+static void resources_in_use(void)
+{
+	struct side a;
+	open_side(&a, 0, 64, make_srq);
+	CHECK("destroy-srq-in-use-is-ebusy", ibv_destroy_srq(a.qp->srq) == EBUSY, "an SRQ a pair draws from went");
+	struct ibv_srq_attr sa;
+	CHECK("query-srq", ibv_query_srq(a.qp->srq, &sa) == 0 && sa.max_wr == 16 && sa.max_sge == 2, "max_wr %u max_sge %u", sa.max_wr,
+	      sa.max_sge);
+	sa.srq_limit = 17;
+	CHECK("srq-limit-above-max-wr-refused", ibv_modify_srq(a.qp->srq, &sa, IBV_SRQ_LIMIT) == EINVAL, "a limit above max_wr was taken");
+	close_side(&a);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -548,6 +785,10 @@ static const struct {
 	{"overflow", cq_overflow},
 	{"events", queue_pair_events},
 	{"srq", last_wqe_reached},
+	{"cq-ex", extended_cq},
+	{"qp-ex", extended_qp},
+	{"mw", memory_windows},
+	{"in-use", resources_in_use},
 };
 
 int main(int argc, char **argv)

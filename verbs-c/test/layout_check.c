@@ -141,6 +141,7 @@ static void completion(uint8_t *b, int write)
 		PUT(b, PW_COMPLETION_VALUE, uint64_t, 99);
 		PUT(b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED);
 		PUT(b, PW_COMPLETION_IMM, uint32_t, 0x77);
+		PUT(b, PW_COMPLETION_TIME, uint64_t, 0x0123456789abcdefull);
 		memcpy(b + PW_COMPLETION, "flushed", 7);
 	} else {
 		EXPECT("completion", "wr id", b, PW_COMPLETION_ID, uint64_t, 0xfeedull);
@@ -152,6 +153,7 @@ static void completion(uint8_t *b, int write)
 		EXPECT("completion", "value", b, PW_COMPLETION_VALUE, uint64_t, 99);
 		EXPECT("completion", "flags", b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED);
 		EXPECT("completion", "immediate", b, PW_COMPLETION_IMM, uint32_t, 0x77);
+		EXPECT("completion", "time", b, PW_COMPLETION_TIME, uint64_t, 0x0123456789abcdefull);
 		if (memcmp(b + PW_COMPLETION, "flushed", 7)) {
 			printf("FAIL completion: the error is not at offset %d\n", PW_COMPLETION);
 			failures++;

@@ -20,22 +20,29 @@ import org.agrona.MutableDirectBuffer;
  *  32                                      40                  44                  48
  *   | value (FETCH_ADD, COMPARE_SWAP)       | flags             | immediate         |
  *   +---------------------------------------+-------------------+-------------------+
- *  48
+ *  48                                      56
+ *   | time (ns, CLOCK_MONOTONIC)            |
+ *   +---------------------------------------+
+ *  56
  *   | error (error length bytes)            ...
  *   +----------------------------------------
  *
  *   flags: bit 0 ({@link #HAS_IMMEDIATE_FLAG}) set when the completion carries immediate data, bit 1
- *   ({@link #SOLICITED_FLAG}) when its sender asked for a solicited event.
+ *   ({@link #SOLICITED_FLAG}) when its sender asked for a solicited event, bit 2 ({@link #INVALIDATED_FLAG})
+ *   when its SEND_WITH_INVALIDATE invalidated the window whose rkey the immediate holds. time: when the node put the
+ *   completion on the ring, in the host's monotonic clock (an extended CQ's completion timestamp).
  * </pre>
  */
 public final class CompletionRecord {
     /** The record's type on the event ring. */
     public static final int TYPE = 1;
-    public static final int FIXED_BYTES = 48;
+    public static final int FIXED_BYTES = 56;
     /** In a completion's flags: it carries immediate data. */
     public static final int HAS_IMMEDIATE_FLAG = 1;
     /** In a completion's flags: its sender asked for a solicited event (IBV_SEND_SOLICITED). */
     public static final int SOLICITED_FLAG = 2;
+    /** In a completion's flags: its SEND_WITH_INVALIDATE invalidated the window whose rkey the immediate holds. */
+    public static final int INVALIDATED_FLAG = 4;
 
     private static final int WR_ID = 0;
     private static final int QPN = 8;
@@ -46,6 +53,7 @@ public final class CompletionRecord {
     private static final int VALUE = 32;
     private static final int FLAGS = 40;
     private static final int IMMEDIATE = 44;
+    private static final int TIME = 48;
 
     private CompletionRecord() {
     }
@@ -57,12 +65,12 @@ public final class CompletionRecord {
 
     public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, int opcode, int status, long bytes, long value,
             boolean hasImmediate, int immediate, byte[] error) {
-        put(b, record, wrId, qpn, opcode, status, bytes, value, hasImmediate ? HAS_IMMEDIATE_FLAG : 0, immediate, error);
+        put(b, record, wrId, qpn, opcode, status, bytes, value, hasImmediate ? HAS_IMMEDIATE_FLAG : 0, immediate, 0, error);
     }
 
-    /** Writes a completion with {@code flags} a combination of the *_FLAG bits. */
+    /** Writes a completion with {@code flags} a combination of the *_FLAG bits, handed over at {@code timeNs} (System.nanoTime). */
     public static void put(MutableDirectBuffer b, int record, long wrId, int qpn, int opcode, int status, long bytes, long value,
-            int flags, int immediate, byte[] error) {
+            int flags, int immediate, long timeNs, byte[] error) {
         b.putLong(record + WR_ID, wrId);
         b.putInt(record + QPN, qpn);
         b.putInt(record + OPCODE, opcode);
@@ -70,8 +78,9 @@ public final class CompletionRecord {
         b.putInt(record + ERROR_LENGTH, error.length);
         b.putLong(record + BYTES, bytes);
         b.putLong(record + VALUE, value);
-        b.putInt(record + FLAGS, flags & (HAS_IMMEDIATE_FLAG | SOLICITED_FLAG));
+        b.putInt(record + FLAGS, flags & (HAS_IMMEDIATE_FLAG | SOLICITED_FLAG | INVALIDATED_FLAG));
         b.putInt(record + IMMEDIATE, immediate);
+        b.putLong(record + TIME, timeNs);
         b.putBytes(record + FIXED_BYTES, error);
     }
 
@@ -105,6 +114,10 @@ public final class CompletionRecord {
 
     public static boolean solicited(DirectBuffer b, int record) {
         return (b.getInt(record + FLAGS) & SOLICITED_FLAG) != 0;
+    }
+
+    public static long timeNs(DirectBuffer b, int record) {
+        return b.getLong(record + TIME);
     }
 
     public static int immediate(DirectBuffer b, int record) {

@@ -67,7 +67,7 @@ final class Errors {
     static PagewireException fromCompletion(CompletionEvent c) {
         String message = c.getOpcode() + " (wr " + c.getWrId() + " on queue pair " + c.getQpn() + ") " + c.getStatus() + ": " + c.getError();
         return switch (c.getStatus()) {
-            case LOCAL_PROTECTION_ERROR -> new PagewireException.LocalProtectionException(message);
+            case LOCAL_PROTECTION_ERROR, MEMORY_WINDOW_BIND_ERROR -> new PagewireException.LocalProtectionException(message);
             case LOCAL_MEMORY_ERROR -> new PagewireException.LocalProtectionException(message);
             case REMOTE_ACCESS_ERROR -> new PagewireException.RemoteAccessException(message);
             case REMOTE_INVALID_REQUEST_ERROR, REMOTE_OPERATIONAL_ERROR -> new PagewireException.RemoteOperationException(message);

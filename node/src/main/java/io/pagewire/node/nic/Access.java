@@ -11,8 +11,10 @@ public enum Access {
     REMOTE_WRITE,
     /** Peers may READ the region. */
     REMOTE_READ,
-    /** Peers may FETCH_ADD on the event counter. */
-    REMOTE_ATOMIC;
+    /** Peers may FETCH_ADD on the event counter (or atomics on the region's words). */
+    REMOTE_ATOMIC,
+    /** Memory windows may be bound to the region (IBV_ACCESS_MW_BIND). */
+    MW_BIND;
 
     /** Every right. */
     public static Set<Access> all() {

@@ -4,10 +4,11 @@ package io.pagewire.node.nic;
  * The outcome of one work request or posted receive: which one, what it was, how it ended and, for an
  * error, a message a person can act on. {@code value} is the counter's previous value for FETCH_ADD;
  * {@code immediate} is the sender's 32 bits when {@code hasImmediate} (RECV of a SEND_WITH_IMM,
- * RECV_RDMA_WITH_IMM); {@code solicited} says the sender asked for a solicited event (IBV_SEND_SOLICITED).
+ * RECV_RDMA_WITH_IMM); {@code solicited} says the sender asked for a solicited event (IBV_SEND_SOLICITED);
+ * {@code invalidated} says the sender's SEND_WITH_INVALIDATE invalidated the window whose rkey is {@code immediate}.
  */
 public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
-        boolean hasImmediate, int immediate, boolean solicited) {
+        boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
     /** The work request kinds, as completions report them (after {@code ibv_wc_opcode}). */
     public enum Opcode {
         WRITE,
@@ -25,18 +26,24 @@ public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus sta
         /** A posted receive that a SEND filled (the receiver's side). */
         RECV,
         /** A posted receive that a WRITE_WITH_IMM consumed: no data in the buffer, the write's length and immediate data. */
-        RECV_RDMA_WITH_IMM
+        RECV_RDMA_WITH_IMM,
+        /** Binds (or unbinds) a memory window of the requester's own endpoint; no packet goes out. */
+        BIND_WINDOW,
+        /** Invalidates a type 2 memory window of the requester's own endpoint; no packet goes out. */
+        LOCAL_INVALIDATE,
+        /** A SEND that then invalidates one of the peer's type 2 memory windows (its rkey in {@code immediate}). */
+        SEND_WITH_INVALIDATE
     }
 
     /** A completion without immediate data. */
     public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error) {
-        this(wrId, qpn, opcode, status, bytes, value, error, false, 0, false);
+        this(wrId, qpn, opcode, status, bytes, value, error, false, 0, false, false);
     }
 
     /** A completion with immediate data, not solicited. */
     public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
             boolean hasImmediate, int immediate) {
-        this(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate, false);
+        this(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate, false, false);
     }
 
     public boolean ok() {

@@ -20,5 +20,7 @@ public enum CompletionStatus {
     /** A local page could not be brought in (memory exhausted, pin limit). */
     LOCAL_MEMORY_ERROR,
     /** The queue pair had failed or was closed before this request could run. */
-    FLUSHED
+    FLUSHED,
+    /** A memory window could not be bound: a bad window, region, range or right. */
+    MEMORY_WINDOW_BIND_ERROR
 }

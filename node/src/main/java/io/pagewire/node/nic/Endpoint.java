@@ -153,6 +153,41 @@ public final class Endpoint implements AutoCloseable {
         return region;
     }
 
+    // ---- memory windows ---------------------------------------------------------------------------------
+
+    /** This endpoint's memory windows, by index. */
+    private final java.util.Map<Integer, MemoryWindow> windows = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Allocates a memory window (ibv_alloc_mw); it admits nothing until it is bound. */
+    public MemoryWindow allocateWindow(MemoryWindow.Type type) {
+        checkOpen();
+        synchronized (quotaLock) {
+            if (windows.size() >= nic.context().regionsPerSession()) {
+                throw new QuotaExceededException(this + " holds " + windows.size() + " memory windows, as many as its regions may be ("
+                        + NicConfiguration.REGIONS_PER_SESSION.name() + "); deallocate some first");
+            }
+            MemoryWindow window = nic.allocateWindow(this, type);
+            windows.put(MemoryWindow.indexOf(window.rkey()), window);
+            return window;
+        }
+    }
+
+    /** The endpoint's window an rkey names (whatever its key), or null. */
+    public MemoryWindow window(long rkey) {
+        return (rkey & MemoryWindow.RKEY_BIT) == 0 ? null : windows.get(MemoryWindow.indexOf(rkey));
+    }
+
+    /** Deallocates a window (ibv_dealloc_mw): its rkey admits nothing from now on. */
+    public void deallocateWindow(long rkey) {
+        MemoryWindow window = window(rkey);
+        if (window == null) {
+            throw new NicException(String.format("rkey 0x%x names no memory window of %s", rkey, this));
+        }
+        windows.remove(MemoryWindow.indexOf(rkey), window);
+        window.deallocate();
+        nic.forget(window);
+    }
+
     /** Registers the whole address space for on-demand paging, as {@code IBV_ACCESS_ON_DEMAND} does with address 0 and SIZE_MAX. */
     public MemoryRegion registerImplicit(Set<Access> access) {
         checkOpen();
@@ -173,8 +208,15 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    /** Drops a registration: its pins are released, its translations dropped, its keys refused from now on. */
+    /**
+     * Drops a registration: its pins are released, its translations dropped, its keys refused from now on.
+     *
+     * @throws NicException while memory windows are bound to it (as ibv_dereg_mr refuses)
+     */
     public void deregister(MemoryRegion region) {
+        if (region.windowsBound() > 0) {
+            throw new NicException(region + " has " + region.windowsBound() + " memory windows bound to it: unbind or invalidate them first");
+        }
         if (regions.remove(region.lkey(), region)) {
             unreserveRegion(region.implicit() ? 0 : region.length());
             release(region, "deregistered");
@@ -394,6 +436,9 @@ public final class Endpoint implements AutoCloseable {
         }
         for (SharedReceiveQueue srq : sharedReceiveQueues.values()) {
             teardown.run(srq::destroy);
+        }
+        for (MemoryWindow window : List.copyOf(windows.values())) {
+            teardown.run(() -> deallocateWindow(window.rkey()));
         }
         for (MemoryRegion region : List.copyOf(regions.values())) {
             teardown.run(() -> deregister(region));

@@ -25,6 +25,8 @@ public final class MemoryRegion {
     private final long firstVpn;
     private final RegionCounters counters = new RegionCounters();
     private volatile String invalidReason;
+    /** Memory windows bound to the region: it cannot be deregistered while any is, as with ibv_dereg_mr. */
+    private final java.util.concurrent.atomic.AtomicInteger windowsBound = new java.util.concurrent.atomic.AtomicInteger();
 
     MemoryRegion(Endpoint endpoint, long address, long length, RegionPolicy policy, Set<Access> access, int lkey, long rkey,
             long[] table) {
@@ -38,6 +40,15 @@ public final class MemoryRegion {
         this.implicit = length == IMPLICIT_LENGTH;
         this.table = table;
         this.firstVpn = address >>> endpoint.space().pageShift();
+    }
+
+    void windowBound(int delta) {
+        windowsBound.addAndGet(delta);
+    }
+
+    /** How many memory windows are bound to the region now. */
+    public int windowsBound() {
+        return windowsBound.get();
     }
 
     /** What happened to the region: faults, invalidations, prefetches, pins, bytes. */

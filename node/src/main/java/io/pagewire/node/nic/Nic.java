@@ -384,11 +384,42 @@ public final class Nic implements AutoCloseable {
      */
     long newRkey(RegistrationMode mode) {
         while (true) {
-            long rkey = (Integer.toUnsignedLong(keys.nextInt()) & ~RKEY_MODE_MASK) | mode.ordinal();
+            // Bit 31 stays clear: it marks a memory window's rkey.
+            long rkey = (Integer.toUnsignedLong(keys.nextInt()) & ~RKEY_MODE_MASK & ~MemoryWindow.RKEY_BIT) | mode.ordinal();
             if ((rkey & ~RKEY_MODE_MASK) != 0 && !regionsByRkey.containsKey(rkey)) {
                 return rkey;
             }
         }
+    }
+
+    /** Memory windows of every endpoint, by index: what a window rkey names. */
+    private final Map<Integer, MemoryWindow> windowsByIndex = new ConcurrentHashMap<>();
+    private final AtomicInteger nextWindowIndex = new AtomicInteger(1);
+
+    /** A fresh window of {@code endpoint}'s, under a new index (23 bits, then the key's 8). */
+    MemoryWindow allocateWindow(Endpoint endpoint, MemoryWindow.Type type) {
+        for (int tries = 0; tries < (1 << 23); tries++) {
+            int index = nextWindowIndex.getAndUpdate(i -> i + 1 >= (1 << 23) ? 1 : i + 1);
+            MemoryWindow window = new MemoryWindow(endpoint, type, index);
+            if (windowsByIndex.putIfAbsent(index, window) == null) {
+                return window;
+            }
+        }
+        throw new QuotaExceededException("node " + nodeId + " has every memory window index in use");
+    }
+
+    void forget(MemoryWindow window) {
+        windowsByIndex.remove(MemoryWindow.indexOf(window.rkey()), window);
+    }
+
+    /** The window a window rkey names (whatever its key), or null. */
+    MemoryWindow windowByRkey(long rkey) {
+        return windowsByIndex.get(MemoryWindow.indexOf(rkey));
+    }
+
+    /** Whether an rkey names a memory window rather than a region. */
+    static boolean isWindowRkey(long rkey) {
+        return (rkey & MemoryWindow.RKEY_BIT) != 0;
     }
 
     /** The registration mode a region's rkey names in its low bits. */

@@ -375,7 +375,7 @@ public final class QueuePair implements AutoCloseable {
     /** Sends may be posted from RTS on (and in SQD, or in ERROR, where they complete as flushed); before, they are refused. */
     private void checkMayPost() {
         if (state == State.INIT || state == State.READY_TO_RECEIVE) {
-            throw new NicException("queue pair " + qpn + " is not ready to send yet (it is " + state + ")");
+            throw new NicException("queue pair " + qpn + " is not connected for sending yet (it is " + state + "; sends need RTS)");
         }
     }
 
@@ -646,13 +646,17 @@ public final class QueuePair implements AutoCloseable {
         NicCounters counters = nic.counters();
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
-            counters.increment(switch (wr.opcode()) {
+            NicCounter kind = switch (wr.opcode()) {
                 case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM -> NicCounter.WRITES_COMPLETED;
                 case READ -> NicCounter.READS_COMPLETED;
                 case FETCH_ADD, COMPARE_SWAP -> NicCounter.ATOMICS_COMPLETED;
-                case SEND, SEND_WITH_IMM -> NicCounter.SENDS_COMPLETED;
+                case SEND, SEND_WITH_IMM, SEND_WITH_INVALIDATE -> NicCounter.SENDS_COMPLETED;
                 case RECV, RECV_RDMA_WITH_IMM -> NicCounter.RECEIVES_COMPLETED;
-            });
+                case BIND_WINDOW, LOCAL_INVALIDATE -> null; // no traffic: the operation stays on this node
+            };
+            if (kind != null) {
+                counters.increment(kind);
+            }
         }
         if (status == CompletionStatus.SUCCESS && !wr.signaled()) {
             return;
@@ -660,6 +664,21 @@ public final class QueuePair implements AutoCloseable {
         Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
         if (!cq.push(completion) && receiving()) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
+        }
+    }
+
+    /** Completes a request that ran on this node (a window's bind or invalidation), in its place in the send queue. */
+    void completeLocal(WorkRequest wr, CompletionStatus status, String error) {
+        complete(wr, status, error, 0);
+    }
+
+    /** A request that ran on this node failed: it completes with {@code status}, the rest are flushed, the pair moves to ERROR. */
+    void failLocal(WorkRequest wr, CompletionStatus status, String error) {
+        if (sending()) {
+            complete(wr, status, error, 0);
+            enterError(null, CompletionStatus.FLUSHED, error, "flushed: queue pair " + qpn + " failed: " + error, true);
+        } else {
+            complete(wr, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state, 0);
         }
     }
 
@@ -712,13 +731,19 @@ public final class QueuePair implements AutoCloseable {
     /** Completes a posted receive on this queue pair's completion queue. */
     void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
             boolean hasImmediate, int immediate, boolean solicited) {
+        completeReceive(request, opcode, status, bytes, error, hasImmediate, immediate, solicited, false);
+    }
+
+    /** As above, for a receive whose SEND invalidated the window {@code immediate} names when {@code invalidated}. */
+    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
+            boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
         NicCounters counters = nic.counters();
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
             counters.increment(NicCounter.RECEIVES_COMPLETED);
         }
         Completion completion = new Completion(request.wrId(), qpn, opcode, status, status == CompletionStatus.SUCCESS ? bytes : 0, 0,
-                error, hasImmediate, immediate, solicited);
+                error, hasImmediate, immediate, solicited, invalidated);
         if (!cq.push(completion) && receiving()) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
         }

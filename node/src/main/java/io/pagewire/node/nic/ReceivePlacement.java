@@ -39,7 +39,9 @@ final class ReceivePlacement {
         /** The receive buffer's region went: the receive fails, the request is refused. */
         PROTECTION_ERROR,
         /** The receive buffer's page could not be brought in: the receive fails, the request is refused. */
-        MEMORY_ERROR
+        MEMORY_ERROR,
+        /** The SEND_WITH_INVALIDATE named no window this endpoint may invalidate: the receive fails, the request is refused. */
+        INVALIDATE_ERROR
     }
 
     private final QueuePair qp;
@@ -123,7 +125,7 @@ final class ReceivePlacement {
         if (region != null) {
             region.counters().received(payload.size());
         }
-        if (region != null && region.policy().spendsCredits()) {
+        if (region != null && (region.policy().spendsCredits() || Nic.isWindowRkey(packet.getRkey()))) {
             credits.grant(direct); // parked parts are credited when they are placed
             credits.borrow();
         }
@@ -132,7 +134,7 @@ final class ReceivePlacement {
             if (visibleNow(psn)) {
                 deliver(notify); // the common case: nothing parked before it, nothing allocated
             } else {
-                deliveries.add(new Delivery(psn, notify, null, null, 0, null, false));
+                deliveries.add(new Delivery(psn, notify, null, null, 0, null, false, false));
             }
         }
         if (immediate) {
@@ -140,7 +142,7 @@ final class ReceivePlacement {
             immediateReceive = null;
             immediateReceivePsn = -1;
             deliverWhenVisible(new Delivery(psn, null, receive, Completion.Opcode.RECV_RDMA_WITH_IMM, writeMessageBytes,
-                    packet.getImmediate(), packet.getSolicited()));
+                    packet.getImmediate(), packet.getSolicited(), false));
         }
         return Result.PLACED;
     }
@@ -255,9 +257,23 @@ final class ReceivePlacement {
         credits.borrow();
         if (last) {
             boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+            int invalidate = packet.getInvalidateRkey();
+            if (invalidate != 0) {
+                // InfiniBand's IETH: the sender's SEND_WITH_INV invalidates one of this endpoint's type 2 windows.
+                MemoryWindow window = qp.endpoint().window(Integer.toUnsignedLong(invalidate));
+                try {
+                    if (window == null) {
+                        throw new NicException(String.format("rkey 0x%x names no memory window of %s", invalidate, qp.endpoint()));
+                    }
+                    window.invalidate(Integer.toUnsignedLong(invalidate));
+                } catch (NicException e) {
+                    return fail(Result.INVALIDATE_ERROR, "SEND_WITH_INVALIDATE: " + e.getMessage());
+                }
+            }
             receiving = null;
-            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(),
-                    immediate ? packet.getImmediate() : null, packet.getSolicited()));
+            Integer extra = immediate ? Integer.valueOf(packet.getImmediate()) : invalidate != 0 ? Integer.valueOf(invalidate) : null;
+            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(), extra, packet.getSolicited(),
+                    invalidate != 0));
         }
         return Result.PLACED;
     }
@@ -438,7 +454,7 @@ final class ReceivePlacement {
         } else {
             Integer immediate = delivery.immediate();
             qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
-                    immediate != null, immediate == null ? 0 : immediate, delivery.solicited());
+                    immediate != null && !delivery.invalidated(), immediate == null ? 0 : immediate, delivery.solicited(), delivery.invalidated());
         }
     }
 
@@ -451,10 +467,10 @@ final class ReceivePlacement {
 
     /**
      * What becomes visible once a message's data is in place: an event counter's increment, or a
-     * posted receive's completion (with its byte count and, when the sender gave them, immediate data and
-     * the solicited-event bit).
+     * posted receive's completion (with its byte count and, when the sender gave them, immediate data (or
+     * the rkey a SEND_WITH_INVALIDATE invalidated) and the solicited-event bit).
      */
     private record Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes,
-            Integer immediate, boolean solicited) {
+            Integer immediate, boolean solicited, boolean invalidated) {
     }
 }

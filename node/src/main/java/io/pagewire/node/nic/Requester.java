@@ -113,6 +113,10 @@ final class Requester {
 
     /** Validates a work request against the endpoint's regions and queues it; local errors are thrown at once. */
     void post(WorkRequest wr) {
+        if (wr.isLocal()) {
+            runLocally(wr);
+            return;
+        }
         int packets = 1;
         if (wr.isAtomic()) {
             if (wr.rkey() != 0 && (wr.remoteAddress() & 7) != 0) {
@@ -182,6 +186,62 @@ final class Requester {
     /** The most scatter/gather elements one request or receive may have (what the device reports as max_sge). */
     static final int MAX_SEGMENTS = 32;
 
+    /**
+     * Runs a window's bind or invalidation now, on this node (no packet goes out), and reports it in its
+     * place in the send queue: at once when nothing is outstanding, else right after the request now last.
+     * A failure completes it with an error in that place, which moves the pair to ERROR as any does.
+     */
+    private void runLocally(WorkRequest wr) {
+        CompletionStatus status = CompletionStatus.SUCCESS;
+        String error = null;
+        try {
+            Endpoint endpoint = qp.endpoint();
+            MemoryWindow window = endpoint.window(wr.rkey());
+            if (window == null) {
+                throw new NicException(String.format("rkey 0x%x names no memory window of %s", wr.rkey(), endpoint));
+            }
+            if (wr.opcode() == Completion.Opcode.BIND_WINDOW) {
+                status = CompletionStatus.MEMORY_WINDOW_BIND_ERROR;
+                window.bind(wr.add() == 0 ? null : endpoint.region(wr.counterId()), wr.remoteAddress(), wr.add(), accessOf((int) wr.swap()),
+                        wr.rkey(), qp.qpn());
+            } else {
+                status = CompletionStatus.LOCAL_PROTECTION_ERROR;
+                window.invalidate(wr.rkey());
+            }
+            status = CompletionStatus.SUCCESS;
+        } catch (NicException e) {
+            error = e.getMessage();
+        }
+        SendWqe last = wqes.last();
+        if (last == null) {
+            finishLocally(new SendWqe.LocalOperation(wr, status, error));
+        } else {
+            if (last.localAfter == null) {
+                last.localAfter = new ArrayList<>(2);
+            }
+            last.localAfter.add(new SendWqe.LocalOperation(wr, status, error));
+        }
+    }
+
+    /** Reports a request that ran on this node: its completion, or its failure and the pair's move to ERROR. */
+    private void finishLocally(SendWqe.LocalOperation op) {
+        if (op.status() == CompletionStatus.SUCCESS) {
+            qp.completeLocal(op.wr(), op.status(), null);
+        } else {
+            qp.failLocal(op.wr(), op.status(), op.error());
+        }
+    }
+
+    private static java.util.Set<Access> accessOf(int mask) {
+        java.util.EnumSet<Access> access = java.util.EnumSet.noneOf(Access.class);
+        for (Access a : Access.values()) {
+            if (a.in(mask)) {
+                access.add(a);
+            }
+        }
+        return access;
+    }
+
     /** Whether the timeout sweep has anything to look at here (read without the pair's lock). */
     boolean sweepWanted() {
         return recovery.sweepWanted();
@@ -227,10 +287,11 @@ final class Requester {
                 break; // IBV_SEND_FENCE: the READs and atomics posted before it finish first
             }
             boolean sent = switch (wqe.wr.opcode()) {
-                case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> sendDataSegment(wqe, out);
+                case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM, SEND, SEND_WITH_IMM, SEND_WITH_INVALIDATE -> sendDataSegment(wqe, out);
                 case READ -> sendReadRequest(wqe, out, unacked);
                 case FETCH_ADD, COMPARE_SWAP -> sendAtomic(wqe, out);
-                case RECV, RECV_RDMA_WITH_IMM -> throw new IllegalStateException("a receive is never on the send queue");
+                case RECV, RECV_RDMA_WITH_IMM, BIND_WINDOW, LOCAL_INVALIDATE ->
+                        throw new IllegalStateException(wqe.wr.opcode() + " is never on the send queue");
             };
             if (!sent) {
                 break;
@@ -269,10 +330,13 @@ final class Requester {
         boolean send = wqe.wr.isSend();
         long remote = wqe.wr.remoteAddress() + offset;
         boolean firstTransmission = sendPsn > chargedThrough;
-        // Writes spend credits only where they may park in the responder's system buffer; a SEND always
-        // does, for as many pages as its segment can touch: which buffer it lands in is the responder's choice.
+        // Writes spend credits only where they may park in the responder's system buffer (a region's rkey
+        // names its mode; a window's does not, so a write through one always spends, and the responder
+        // grants back what did not park); a SEND always does, for as many pages as its segment can touch:
+        // which buffer it lands in is the responder's choice.
         int parts = send ? Credits.perPacket(length, remotePageShift)
-                : nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits() ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
+                : Nic.isWindowRkey(wqe.wr.rkey()) || nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits()
+                        ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && !credits.canSpend(parts)) {
             return false;
         }
@@ -298,6 +362,7 @@ final class Requester {
             switch (wqe.wr.opcode()) {
                 case WRITE_WITH_NOTIFY -> packet.setCounterId(wqe.wr.counterId());
                 case WRITE_WITH_IMM, SEND_WITH_IMM -> packet.setImmediate(wqe.wr.immediate());
+                case SEND_WITH_INVALIDATE -> packet.setInvalidateRkey(wqe.wr.immediate());
                 default -> { }
             }
             if (wqe.wr.solicited()) {
@@ -322,6 +387,7 @@ final class Requester {
             case SEND -> only ? Opcode.SEND_ONLY : first ? Opcode.SEND_FIRST : last ? Opcode.SEND_LAST : Opcode.SEND_MIDDLE;
             case SEND_WITH_IMM -> only ? Opcode.SEND_ONLY_WITH_IMMEDIATE : first ? Opcode.SEND_FIRST
                     : last ? Opcode.SEND_LAST_WITH_IMMEDIATE : Opcode.SEND_MIDDLE;
+            case SEND_WITH_INVALIDATE -> only ? Opcode.SEND_ONLY : first ? Opcode.SEND_FIRST : last ? Opcode.SEND_LAST : Opcode.SEND_MIDDLE;
             default -> throw new IllegalArgumentException(kind + " carries no data segments");
         };
     }
@@ -691,6 +757,14 @@ final class Requester {
                 // A finished READ or FETCH_ADD acknowledges itself and everything before it.
                 ackedThrough = Math.max(ackedThrough, wqe.psnLast());
                 qp.complete(wqe, CompletionStatus.SUCCESS, null);
+                if (wqe.localAfter != null) {
+                    for (SendWqe.LocalOperation op : wqe.localAfter) {
+                        finishLocally(op);
+                        if (!qp.sending()) {
+                            return; // a failed one moved the pair to ERROR and flushed the rest
+                        }
+                    }
+                }
             }
         } finally {
             if (finished > 0) {
@@ -815,6 +889,10 @@ final class Requester {
                 qp.complete(wqe, status, error);
             } else {
                 qp.complete(wqe, CompletionStatus.FLUSHED, flushReason);
+            }
+            if (wqe.localAfter != null) {
+                // They ran when posted; their completions are flushed with the rest of the queue.
+                wqe.localAfter.forEach(op -> qp.completeLocal(op.wr(), CompletionStatus.FLUSHED, flushReason));
             }
         }
         sendPsn = nextPsn;

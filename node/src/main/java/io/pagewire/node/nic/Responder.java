@@ -175,6 +175,7 @@ final class Responder {
                     Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, out);
             case MEMORY_ERROR, OPERATIONAL_ERROR -> failReceive(packet, CompletionStatus.LOCAL_MEMORY_ERROR,
                     Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, out);
+            case INVALIDATE_ERROR -> failReceive(packet, CompletionStatus.REMOTE_INVALID_REQUEST_ERROR, Syndrome.NAK_INVALID_REQUEST, out);
         };
     }
 
@@ -397,6 +398,9 @@ final class Responder {
 
     /** The region a request may use, or null after refusing the request. */
     private MemoryRegion accessible(Packet packet, Access right, long length, Outbox out) {
+        if (Nic.isWindowRkey(packet.getRkey())) {
+            return throughWindow(packet, right, length, out);
+        }
         MemoryRegion region = nic.regionByRkey(packet.getRkey());
         String problem = null;
         if (region == null || region.endpoint() != qp.endpoint()) {
@@ -411,6 +415,19 @@ final class Responder {
         if (problem != null) {
             refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, problem, out);
             return null;
+        }
+        return region;
+    }
+
+    /** The region a request may use through the memory window its rkey names, or null after refusing the request. */
+    private MemoryRegion throughWindow(Packet packet, Access right, long length, Outbox out) {
+        MemoryWindow window = nic.windowByRkey(packet.getRkey());
+        String[] why = new String[1];
+        MemoryRegion region = window == null || window.endpoint() != qp.endpoint() ? null
+                : window.admit(packet.getRkey(), qp.qpn(), right, packet.getRemoteAddress(), length, why);
+        if (region == null) {
+            refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, why[0] != null ? why[0]
+                    : String.format("rkey 0x%x names no memory window of %s on node %s", packet.getRkey(), qp.endpoint(), nic.nodeId()), out);
         }
         return region;
     }

@@ -26,6 +26,16 @@ final class SendWqe {
      */
     BitSet refetch;
     int responsesReceived;
+    /**
+     * Requests that ran on this node when they were posted after this one (a window's bind or
+     * invalidation), completed in their place once this one completes; null when there are none.
+     */
+    java.util.List<LocalOperation> localAfter;
+
+    /** A request that ran on this node at posting: how it ended, to report in its place in the send queue. */
+    record LocalOperation(WorkRequest wr, CompletionStatus status, String error) {
+    }
+
     /** An atomic's answer arrived (its result is in {@link #atomicResult}). */
     boolean atomicDone;
     /** An atomic's result is in its local buffer (or it has none): it may complete. */

@@ -131,7 +131,29 @@ public record WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> seg
 
     /** Whether this request is a two-sided SEND (data into a posted receive, not an address). */
     public boolean isSend() {
-        return opcode == Completion.Opcode.SEND || opcode == Completion.Opcode.SEND_WITH_IMM;
+        return opcode == Completion.Opcode.SEND || opcode == Completion.Opcode.SEND_WITH_IMM || opcode == Completion.Opcode.SEND_WITH_INVALIDATE;
+    }
+
+    /** Whether this request runs on this node alone (a memory window's bind or invalidation): no packet goes out. */
+    public boolean isLocal() {
+        return opcode == Completion.Opcode.BIND_WINDOW || opcode == Completion.Opcode.LOCAL_INVALIDATE;
+    }
+
+    /** Binds window {@code rkey} (index and new key) to [address, +length) of region {@code lkey} with {@code access}. */
+    public static WorkRequest bindWindow(long wrId, long rkey, int lkey, long address, long length, java.util.Set<Access> access) {
+        return new WorkRequest(wrId, Completion.Opcode.BIND_WINDOW, List.of(), 0, address, rkey, lkey, length, true, 0, Access.mask(access),
+                false, false);
+    }
+
+    /** Invalidates type 2 window {@code rkey} of the requester's endpoint. */
+    public static WorkRequest localInvalidate(long wrId, long rkey) {
+        return new WorkRequest(wrId, Completion.Opcode.LOCAL_INVALIDATE, List.of(), 0, 0, rkey, 0, 0, true, 0, 0, false, false);
+    }
+
+    /** A SEND that then invalidates the peer's type 2 window {@code invalidateRkey}. */
+    public static WorkRequest sendWithInvalidate(long wrId, int lkey, long localAddress, int length, long invalidateRkey) {
+        return new WorkRequest(wrId, Completion.Opcode.SEND_WITH_INVALIDATE, lkey, localAddress, length, 0, 0, 0, 0, true,
+                (int) invalidateRkey, 0);
     }
 
     /** RDMA WRITE of [localAddress, +length) to the peer's [remoteAddress, +length). */

@@ -24,6 +24,10 @@ final class WqeRing {
         return size == 0 ? null : items[head];
     }
 
+    SendWqe last() {
+        return size == 0 ? null : get(size - 1);
+    }
+
     void add(SendWqe wqe) {
         if (size == items.length) {
             SendWqe[] grown = new SendWqe[items.length * 2];

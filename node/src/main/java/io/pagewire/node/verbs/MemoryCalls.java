@@ -9,7 +9,12 @@ import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.proto.verbs.AtomicWordRequest;
 import io.pagewire.proto.verbs.AtomicWordResponse;
+import io.pagewire.node.nic.MemoryWindow;
 import io.pagewire.proto.verbs.AdviseRequest;
+import io.pagewire.proto.verbs.AllocateWindowRequest;
+import io.pagewire.proto.verbs.AllocateWindowResponse;
+import io.pagewire.proto.verbs.DeallocateWindowRequest;
+import io.pagewire.proto.verbs.DeallocateWindowResponse;
 import io.pagewire.proto.verbs.AdviseResponse;
 import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.AllocateResponse;
@@ -158,6 +163,25 @@ final class MemoryCalls {
             Endpoint endpoint = sessions.get(request.getEndpoint()).endpoint;
             endpoint.deregister(sessions.get(request.getEndpoint()).region(request.getLkey()));
             return DeregisterRegionResponse.getDefaultInstance();
+        });
+    }
+
+    void allocateWindow(AllocateWindowRequest request, StreamObserver<AllocateWindowResponse> response) {
+        control.paced(response, () -> {
+            MemoryWindow.Type type = switch (request.getType()) {
+                case 1 -> MemoryWindow.Type.ONE;
+                case 2 -> MemoryWindow.Type.TWO;
+                default -> throw new IllegalArgumentException("a memory window is of type 1 or 2, not " + Integer.toUnsignedString(request.getType()));
+            };
+            MemoryWindow window = sessions.get(request.getEndpoint()).endpoint.allocateWindow(type);
+            return AllocateWindowResponse.newBuilder().setRkey((int) window.rkey()).build();
+        });
+    }
+
+    void deallocateWindow(DeallocateWindowRequest request, StreamObserver<DeallocateWindowResponse> response) {
+        control.paced(response, () -> {
+            sessions.get(request.getEndpoint()).endpoint.deallocateWindow(Integer.toUnsignedLong(request.getRkey()));
+            return DeallocateWindowResponse.getDefaultInstance();
         });
     }
 

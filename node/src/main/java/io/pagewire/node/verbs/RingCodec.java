@@ -112,8 +112,9 @@ final class RingCodec {
             return false;
         }
         CompletionRecord.put(ring.buffer(), index, c.wrId(), c.qpn(), WireCodes.wireOpcode(c.opcode()), WireCodes.wireStatus(c.status()),
-                c.bytes(), c.value(), (c.hasImmediate() ? CompletionRecord.HAS_IMMEDIATE_FLAG : 0) | (c.solicited() ? CompletionRecord.SOLICITED_FLAG : 0),
-                c.immediate(), error);
+                c.bytes(), c.value(), (c.hasImmediate() ? CompletionRecord.HAS_IMMEDIATE_FLAG : 0) | (c.solicited() ? CompletionRecord.SOLICITED_FLAG : 0)
+                        | (c.invalidated() ? CompletionRecord.INVALIDATED_FLAG : 0),
+                c.immediate(), System.nanoTime(), error); // the host's CLOCK_MONOTONIC, the clock the library reads
         ring.commit(index);
         return true;
     }

@@ -109,7 +109,9 @@ final class Session {
                 .setError(c.error() == null ? "" : StatusMapping.bounded(c.error()))
                 .setHasImmediate(c.hasImmediate())
                 .setImmediate(c.immediate())
-                .setSolicited(c.solicited()));
+                .setSolicited(c.solicited())
+                .setInvalidated(c.invalidated())
+                .setTimeNs(System.nanoTime()));
     }
 
     /** Sends the collected completions as one message. */

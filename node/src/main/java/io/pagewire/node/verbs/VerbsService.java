@@ -28,6 +28,10 @@ import io.pagewire.proto.verbs.DescribeNodeRequest;
 import io.pagewire.proto.verbs.DescribeNodeResponse;
 import io.pagewire.proto.verbs.DestroyEventCounterRequest;
 import io.pagewire.proto.verbs.DestroyEventCounterResponse;
+import io.pagewire.proto.verbs.AllocateWindowRequest;
+import io.pagewire.proto.verbs.AllocateWindowResponse;
+import io.pagewire.proto.verbs.DeallocateWindowRequest;
+import io.pagewire.proto.verbs.DeallocateWindowResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairRequest;
 import io.pagewire.proto.verbs.ModifyQueuePairRequest;
 import io.pagewire.proto.verbs.ModifyQueuePairResponse;
@@ -173,6 +177,16 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public void deregisterRegion(DeregisterRegionRequest request, StreamObserver<DeregisterRegionResponse> response) {
         memory.deregisterRegion(request, response);
+    }
+
+    @Override
+    public void allocateWindow(AllocateWindowRequest request, StreamObserver<AllocateWindowResponse> response) {
+        memory.allocateWindow(request, response);
+    }
+
+    @Override
+    public void deallocateWindow(DeallocateWindowRequest request, StreamObserver<DeallocateWindowResponse> response) {
+        memory.deallocateWindow(request, response);
     }
 
     @Override

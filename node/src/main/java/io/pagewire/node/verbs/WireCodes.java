@@ -74,6 +74,7 @@ final class WireCodes {
                 case REMOTE_WRITE -> access.add(Access.REMOTE_WRITE);
                 case REMOTE_READ -> access.add(Access.REMOTE_READ);
                 case REMOTE_ATOMIC -> access.add(Access.REMOTE_ATOMIC);
+                case MW_BIND -> access.add(Access.MW_BIND);
                 default -> throw new IllegalArgumentException("unknown access right " + right);
             }
         }

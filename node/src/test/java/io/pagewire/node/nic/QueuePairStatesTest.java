@@ -103,7 +103,7 @@ class QueuePairStatesTest {
         ConnectionAttributes attributes = ConnectionAttributes.defaults(nics.a.context());
         qb.readyToReceive(qa.address(), attributes);
         assertThatThrownBy(() -> qb.post(WorkRequest.write(1, dst.lkey(), dst.address(), 8, src.address(), src.rkey())))
-                .isInstanceOf(NicException.class).hasMessageContaining("not ready to send");
+                .isInstanceOf(NicException.class).hasMessageContaining("not connected for sending");
         qa.connect(qb.address(), attributes);
         for (int i = 0; i < 2; i++) {
             qa.post(WorkRequest.write(i, src.lkey(), src.address(), 4096, dst.address(), dst.rkey()));

@@ -95,6 +95,7 @@ class RecordLayoutTest {
         assertThat(CompletionRecord.hasImmediate(completion, 0)).isTrue();
         assertThat(CompletionRecord.solicited(completion, 0)).isTrue();
         assertThat(CompletionRecord.immediate(completion, 0)).isEqualTo(0x77);
+        assertThat(CompletionRecord.timeNs(completion, 0)).isEqualTo(0x0123456789abcdefL);
         assertThat(CompletionRecord.error(completion, 0, completion.capacity())).isEqualTo("flushed");
 
         UnsafeBuffer refused = read("refused");
@@ -139,7 +140,7 @@ class RecordLayoutTest {
         byte[] flushed = CompletionRecord.utf8("flushed");
         UnsafeBuffer completion = new UnsafeBuffer(new byte[CompletionRecord.length(flushed.length)]);
         CompletionRecord.put(completion, 0, 0xfeedL, 11, RECV, FLUSHED, 12345, 99,
-                CompletionRecord.HAS_IMMEDIATE_FLAG | CompletionRecord.SOLICITED_FLAG, 0x77, flushed);
+                CompletionRecord.HAS_IMMEDIATE_FLAG | CompletionRecord.SOLICITED_FLAG, 0x77, 0x0123456789abcdefL, flushed);
         write("completion", completion);
 
         byte[] quota = CompletionRecord.utf8("quota");
