@@ -385,49 +385,50 @@ public final class PagewireNode implements AutoCloseable {
         return verbs.pacedOperations();
     }
 
-    /** Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and the kernel. */
+    /**
+     * Stops the server, the NIC (closing every endpoint, which releases pins and memory), the fabric and
+     * the kernel. Each step runs even when one before it fails: the node's files in the ring directory
+     * (its emulated RAM among them) must go whatever else went wrong.
+     */
     @Override
     public void close() {
-        if (healthFile != null) {
-            healthFile.close();
+        try {
+            step("health file", healthFile == null ? null : healthFile::close);
+            step("verbs socket", verbsSocket == null ? null : verbsSocket::close);
+            step("metrics endpoint", metricsEndpoint == null ? null : metricsEndpoint::close);
+            step("server", server == null ? null : server::shutdownNow);
+            step("verbs service", verbs == null ? null : verbs::close);
+            step("NIC", nic::close);
+            step("fabric", fabric::close);
+            step("server termination", server == null ? null : () -> {
+                try {
+                    server.awaitTermination(5, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            step("kernel agent", kernel::close);
+        } finally {
+            step("shared files", sharedFiles == null ? null : sharedFiles::close);
+            step("event loops", eventLoops == null ? null : eventLoops::close);
+            step("in-process executor", inProcessExecutor == null ? null : inProcessExecutor::shutdownNow);
+            step("verbs executor", verbsExecutor == null ? null : () -> {
+                verbsExecutor.shutdownNow();
+                scheduler.shutdownNow();
+            });
+            step("meter registry", registry == null ? null : registry::close);
         }
-        if (verbsSocket != null) {
-            verbsSocket.close();
+    }
+
+    /** One step of {@link #close}: a failure is logged and the next step runs. */
+    private void step(String what, Runnable action) {
+        if (action == null) {
+            return;
         }
-        if (metricsEndpoint != null) {
-            metricsEndpoint.close();
-        }
-        if (server != null) {
-            server.shutdownNow();
-        }
-        if (verbs != null) {
-            verbs.close();
-        }
-        nic.close();
-        fabric.close();
-        if (server != null) {
-            try {
-                server.awaitTermination(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        kernel.close();
-        if (sharedFiles != null) {
-            sharedFiles.close();
-        }
-        if (eventLoops != null) {
-            eventLoops.close();
-        }
-        if (inProcessExecutor != null) {
-            inProcessExecutor.shutdownNow();
-        }
-        if (verbsExecutor != null) {
-            verbsExecutor.shutdownNow();
-            scheduler.shutdownNow();
-        }
-        if (registry != null) {
-            registry.close();
+        try {
+            action.run();
+        } catch (RuntimeException | Error e) { // an OutOfMemoryError too: the files must still go
+            LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + ": closing its " + what + " failed", e);
         }
     }
 }
