@@ -306,6 +306,11 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 	free(ctx->qps);
 	free(ctx->srqs);
 	free(ctx->mrs);
+	/* PDs the program did not deallocate go with the context, as the kernel's go with the device file. */
+	for (struct pw_pd *pd = ctx->pds, *next; pd; pd = next) {
+		next = pd->next;
+		free(pd);
+	}
 	free(ctx);
 	return 0;
 }

@@ -34,15 +34,32 @@ EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	}
 	pd->pd.context = context;
 	pd->pd.handle = __atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
+	struct pw_context *ctx = pw_ctx(context);
+	pthread_mutex_lock(&ctx->qp_lock);
+	pd->next = ctx->pds;
+	if (ctx->pds)
+		ctx->pds->prev = pd;
+	ctx->pds = pd;
+	pthread_mutex_unlock(&ctx->qp_lock);
 	return &pd->pd;
 }
 
 /* ibv_dealloc_pd: EBUSY while a registration, queue pair, SRQ or memory window still uses it, as libibverbs says. */
 EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	if (__atomic_load_n(&((struct pw_pd *)pd)->users, __ATOMIC_ACQUIRE) > 0)
+	struct pw_pd *p = (struct pw_pd *)pd;
+	if (__atomic_load_n(&p->users, __ATOMIC_ACQUIRE) > 0)
 		return EBUSY;
-	free(pd);
+	struct pw_context *ctx = pw_ctx(pd->context);
+	pthread_mutex_lock(&ctx->qp_lock);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		ctx->pds = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	pthread_mutex_unlock(&ctx->qp_lock);
+	free(p);
 	return 0;
 }
 

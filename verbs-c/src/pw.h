@@ -156,6 +156,7 @@ struct pw_context {
 	struct pw_runs away;
 	struct pw_mr **mrs;
 	int mr_count, mr_slots;
+	struct pw_pd *pds;           /* under qp_lock */
 
 	pthread_t reader;            /* reads the session stream: events the rings could not take */
 	int reader_started;
@@ -248,6 +249,7 @@ struct pw_srq {
 struct pw_pd {
 	struct ibv_pd pd;
 	int users;
+	struct pw_pd *prev, *next; /* the context's PDs: what close frees if the program did not */
 };
 
 static inline void pw_pd_use(struct ibv_pd *pd, int delta)

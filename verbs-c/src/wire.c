@@ -309,7 +309,11 @@ int pw_call_in(struct pw_conn *conn, const char *method, const ProtobufCMessage 
 		pw_log(code == 8 ? PW_DEBUG : PW_WARN, "%s refused by the node: %.*s", method, (int)(n - 5), (const char *)buffer + 5);
 		return pw_errno_of_status(code);
 	}
-	struct arena a = { buffer + n, size - n };
+	/* The arena starts at the first 16-byte boundary after the frame: unpacked structs need their alignment. */
+	size_t skip = (size_t)((16 - ((uintptr_t)(buffer + n) & 15)) & 15);
+	if (n + skip > size)
+		return EPROTO;
+	struct arena a = { buffer + n + skip, size - n - skip };
 	ProtobufCAllocator allocator = { .alloc = arena_alloc, .free = arena_free, .allocator_data = &a };
 	*reply = protobuf_c_message_unpack(reply_desc, &allocator, n - 5, buffer + 5);
 	return *reply ? 0 : EPROTO;

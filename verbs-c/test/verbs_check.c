@@ -344,7 +344,10 @@ static int api(struct ibv_device **devs)
 	ibv_dealloc_pd(pd2);
 	ibv_destroy_qp(a.qp);
 	ibv_dereg_mr(a.mr);
+	ibv_destroy_cq(a.cq);
+	ibv_dealloc_pd(a.pd);
 	ibv_close_device(a.ctx);
+	ibv_free_device_list(devs);
 	printf("%s\n", failures ? "FAILED" : "PASSED");
 	return failures ? 1 : 0;
 }

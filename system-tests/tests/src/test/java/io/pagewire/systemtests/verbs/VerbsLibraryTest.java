@@ -10,13 +10,10 @@ import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.verbs.Lids;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -31,17 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * program may rely on. After each test every node holds no session, pin or frame (the fixture checks).
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
-class VerbsLibraryTest extends SdkFixture {
-    private PagewireNode client;
-    private PagewireNode server;
+class VerbsLibraryTest extends TwoNodeProgramsFixture {
 
-    @BeforeEach
-    void twoNodes() {
-        VerbsPrograms.requireLibrary();
-        start(2, context -> context.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20));
-        client = cluster.node(1);
-        server = cluster.node(2);
-    }
 
     @Test
     void ibvDevicesAndDevinfoListTheDeviceItsPortAndItsOdpCapabilities() throws Exception {
@@ -252,11 +240,6 @@ class VerbsLibraryTest extends SdkFixture {
         }
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
-    }
 
     private static List<String> concat(List<String> a, String[] b) {
         List<String> all = new ArrayList<>(a);

@@ -1,0 +1,115 @@
+package io.pagewire.systemtests.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The verbs library checked the way C libraries are checked, against two nodes: its own test programs
+ * with the library and themselves built with AddressSanitizer and UndefinedBehaviorSanitizer (any
+ * finding, a leak included, ends the program), valgrind's memcheck over an unmodified
+ * ibv_rc_pingpong, and several threads posting and polling at once.
+ */
+@Timeout(value = 4, unit = TimeUnit.MINUTES)
+class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
+    private static final Path SANITIZED = VerbsPrograms.DIRECTORY.resolve("asan");
+    private static final List<String> FINDINGS = List.of("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:");
+
+
+
+    @Test
+    void rcConformanceRunsCleanUnderTheSanitizers() throws Exception {
+        Run run = sanitized(120, "pagewire-verbs-conformance");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("PASSED");
+        run.succeeded();
+    }
+
+    @Test
+    void theApisCornersRunCleanUnderTheSanitizers() throws Exception {
+        Run run = sanitized(60, "pagewire-verbs-check");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("PASSED");
+        run.succeeded();
+        Run api = sanitized(60, "pagewire-verbs-check", "api");
+        assertThat(api.output()).as(api.output()).doesNotContain("FAIL").contains("PASSED");
+        api.succeeded();
+    }
+
+    /**
+     * Random malloc sizes and alignments, every order of teardown, three threads with a context each, for
+     * a bounded time; the seed is printed (and taken from -Dpagewire.verbs.seed to replay one).
+     */
+    @Test
+    void registrationTeardownStressRunsCleanUnderTheSanitizers() throws Exception {
+        long seed = Long.getLong("pagewire.verbs.seed", System.nanoTime() & 0xffffffffL);
+        Run run = sanitized(90, "pagewire-verbs-teardown", "15", String.valueOf(seed), "3");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("seed " + seed, "ok teardown");
+        run.succeeded();
+    }
+
+    @Test
+    void threadsPostingAndPollingRunCleanUnderTheSanitizers() throws Exception {
+        Run run = sanitized(120, "pagewire-verbs-threads", "4", "1000");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("ok threads");
+        run.succeeded();
+    }
+
+    /** Threads on their own pairs and one shared send CQ, a SEND now and then, registrations churning: each completion once. */
+    @Test
+    void threadsPostingOnTheirOwnPairsAndPollingOneSharedCqSeeEachCompletionOnce() throws Exception {
+        Run run = VerbsPrograms.run(client.target() + "," + server.target(), 120,
+                VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-threads").toString(), "6", "3000");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("18000 WRITEs", "ok threads");
+        run.succeeded();
+    }
+
+    /** Debian's ibv_rc_pingpong on both nodes under memcheck: no invalid read, write or free anywhere in the process. */
+    @Test
+    void valgrindFindsNoInvalidAccessInAPingpong() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/valgrind")), "valgrind is not installed (verbs-c/ensure-packages.sh)");
+        int port = freePort();
+        List<String> valgrind = List.of("valgrind", "--error-exitcode=99", "--track-origins=no");
+        Program s = VerbsPrograms.start(server.target(), concat(valgrind, "ibv_rc_pingpong", "-d", "pagewire0", "-p", String.valueOf(port),
+                "-n", "100"));
+        Thread.sleep(3000); // valgrind starts slowly; the server must listen before the client connects
+        Program c = VerbsPrograms.start(client.target(), concat(valgrind, "ibv_rc_pingpong", "-d", "pagewire0", "-p", String.valueOf(port),
+                "-n", "100", "127.0.0.1"));
+        Run clientRun = c.await(150);
+        Run serverRun = s.await(60);
+        for (Run run : List.of(clientRun, serverRun)) {
+            assertThat(run.output()).as(run.output()).contains("100 iters", "ERROR SUMMARY: 0 errors")
+                    .doesNotContain("Invalid read", "Invalid write", "Invalid free");
+            run.succeeded();
+        }
+    }
+
+    /** Runs one of the sanitized test programs with the sanitized library in libibverbs' place. */
+    private Run sanitized(long seconds, String program, String... args) throws Exception {
+        Path binary = SANITIZED.resolve("bin").resolve(program);
+        assertThat(binary).as("the sanitized build (make -C verbs-c sanitized)").isExecutable();
+        List<String> environment = List.of("LD_PRELOAD=", "LD_LIBRARY_PATH=" + SANITIZED.resolve("lib"),
+                "ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:exitcode=86", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1");
+        Run run = VerbsPrograms.start(client.target() + "," + server.target(), environment, concat(List.of(binary.toString()), args))
+                .await(seconds);
+        for (String finding : FINDINGS) {
+            assertThat(run.output()).as("%s found by a sanitizer:%n%s", program, run.output()).doesNotContain(finding);
+        }
+        return run;
+    }
+
+    private static String[] concat(List<String> head, String... tail) {
+        String[] all = new String[head.size() + tail.length];
+        for (int i = 0; i < head.size(); i++) {
+            all[i] = head.get(i);
+        }
+        System.arraycopy(tail, 0, all, head.size(), tail.length);
+        return all;
+    }
+}
