@@ -358,7 +358,7 @@ static void unshield(struct pw_context *ctx)
 	pthread_mutex_lock(&ctx->fault_lock);
 	ctx->shield_first = ctx->shield_end = 0;
 	for (int i = 0; i + 1 < ctx->deferred.count; i += 2)
-		pw_unmap_for_node(ctx, ctx->deferred.pairs[i], ctx->deferred.pairs[i + 1], pw_extent_covers(ctx, ctx->deferred.pairs[i]));
+		pw_unmap_for_node(ctx, ctx->deferred.pairs[i], ctx->deferred.pairs[i + 1]);
 	ctx->deferred.count = 0;
 	pthread_mutex_unlock(&ctx->fault_lock);
 }

@@ -3,10 +3,10 @@
  * unmaps them from the program, and the program's next touch brings them in again, served by one pager
  * thread per process that never allocates from the heap nor takes a lock the program may hold.
  *
- * Where the kernel allows it (userfaultfd, user-mode faults only: any user since Linux 5.11), a page
- * taken away becomes an anonymous placeholder registered for missing-page faults; a touch blocks in
- * the kernel and the pager maps the page's new frame over the placeholder, then wakes the toucher. No
- * signal is involved. Elsewhere (a container whose seccomp profile forbids userfaultfd) the page is
+ * Where the kernel allows it (userfaultfd, user-mode faults only: any user since Linux 5.11, with minor
+ * faults on shared memory since 5.14), a page taken away keeps its mapping of the node's memory file,
+ * registered for minor faults, and loses its page table entry; a touch blocks in the kernel and the
+ * pager maps the page's new frame in its place, then wakes the toucher. No signal is involved. Elsewhere (a container whose seccomp profile forbids userfaultfd) the page is
  * made inaccessible, and the SIGSEGV handler only hands the address to the pager (an eventfd write)
  * and waits on a futex for its answer: nothing in it allocates, locks or talks to the node. A handler
  * the program installs later is kept behind the library's (sigaction and signal are interposed) and gets
@@ -30,7 +30,9 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -116,37 +118,56 @@ static void away_remove(struct pw_context *ctx, uint64_t page)
 /* ---- taking pages away, bringing them back ---------------------------------------------------------- */
 
 /*
- * Makes [first, end) not the node's for the program: with userfaultfd, an anonymous placeholder
- * registered for missing-page faults (the pager fills it); else an inaccessible one (the handler).
+ * Makes [first, end) not the node's for the program, atomically for any thread touching it meanwhile.
+ * With userfaultfd the frames' mapping stays and is registered for minor faults (its page cache pages
+ * still exist) and for missing ones, then its page table entries are dropped: a touch after that blocks
+ * in the kernel until the pager maps the page's new frame; a touch before it still reaches the frame,
+ * which the node does not reuse until it is let go. (An anonymous placeholder registered after it is
+ * mapped would leave a moment in which a touch finds a zero page and the program's store stays there.)
+ * Without userfaultfd, or where the memory file is not shared memory (tmpfs) and so has no minor
+ * faults, an inaccessible placeholder replaces the frames in one mmap (the handler's way).
  */
-static int take_away(uint64_t first, uint64_t end)
+static int take_away(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	size_t n = (size_t)(end - first);
-	int prot = pager.uffd >= 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
-	if (mmap((void *)(uintptr_t)first, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
-		return errno;
-	if (pager.uffd >= 0) {
-		struct uffdio_register reg = { .range = { .start = first, .len = n }, .mode = UFFDIO_REGISTER_MODE_MISSING };
-		if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0) {
-			int e = errno;
-			/* without the registration a touch would find zeros: make it fault instead */
-			mprotect((void *)(uintptr_t)first, n, PROT_NONE);
-			pw_log(PW_ERROR, "cannot register 0x%lx+%zu for its page faults: %s", (unsigned long)first, n, strerror(e));
-			return e;
-		}
+	if (!ctx->minor_faults) {
+		if (mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+			return errno;
+		return 0;
 	}
+	struct uffdio_register reg = { .range = { .start = first, .len = n },
+				       .mode = UFFDIO_REGISTER_MODE_MINOR | UFFDIO_REGISTER_MODE_MISSING };
+	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0) {
+		int e = errno;
+		pw_log(PW_ERROR, "cannot register 0x%lx+%zu for its page faults: %s; it becomes inaccessible", (unsigned long)first, n,
+		       strerror(e));
+		mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		return e;
+	}
+	/* the system call itself: the library's own madvise (below) is the program's */
+	if (syscall(SYS_madvise, (void *)(uintptr_t)first, n, MADV_DONTNEED) != 0)
+		return errno;
 	return 0;
 }
 
 /*
  * Unmaps pages from the program for the node and says so, on the pager's connection: under fault_lock
  * nothing may wait for a program thread (which may be in a call on the control connection, or in
- * malloc waiting for the pager), so nothing here allocates or uses the control connection.
+ * malloc waiting for the pager), so nothing here allocates or uses the control connection. Each page
+ * goes by whether a registration of the library's covers it.
  */
-void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours)
+void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
-	if (ours && take_away(first, end) == 0)
-		pw_runs_add(&ctx->away, first, end);
+	uint64_t ps = ctx->page_size;
+	for (uint64_t p = first; p < end;) {
+		int ours = pw_extent_covers(ctx, p);
+		uint64_t q = p + ps;
+		while (q < end && pw_extent_covers(ctx, q) == ours)
+			q += ps;
+		if (ours && take_away(ctx, p, q) == 0)
+			pw_runs_add(&ctx->away, p, q);
+		p = q;
+	}
 	/* released even when the page is not (or no longer) the library's: the node must not wait on it */
 	pw_let_go(ctx, &ctx->pager_conn, first, end, 0);
 }
@@ -464,13 +485,29 @@ static int open_userfaultfd(void)
 		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd is not available (%s): page faults go through a SIGSEGV handler", strerror(errno));
 		return -1;
 	}
-	struct uffdio_api api = { .api = UFFD_API, .features = 0 };
-	if (ioctl(fd, UFFDIO_API, &api) != 0) {
-		pw_log(PW_INFO, "userfaultfd's API is not usable (%s): page faults go through a SIGSEGV handler", strerror(errno));
+	/* minor faults on shared memory (Linux 5.14): pages taken away stay mapped from the node's memory file */
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_MINOR_SHMEM };
+	if (ioctl(fd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_MINOR_SHMEM)) {
+		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd cannot report minor faults on shared memory here (%s): page faults go through a SIGSEGV handler",
+		       strerror(errno));
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* The SIGSEGV handler, for contexts whose pages cannot be caught with userfaultfd. pager.lock held. */
+static void install_handler(void)
+{
+	if (pager.handler_installed)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	real_sigaction()(SIGSEGV, &sa, &pager.previous);
+	pager.handler_installed = 1;
 }
 
 static int start_pager(void)
@@ -479,20 +516,10 @@ static int start_pager(void)
 	if (pager.wake_fd < 0)
 		return errno;
 	pager.uffd = open_userfaultfd();
-	if (pager.uffd < 0) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_segv;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		real_sigaction()(SIGSEGV, &sa, &pager.previous);
-		pager.handler_installed = 1;
-	}
 	if (pthread_create(&pager.thread, NULL, pager_main, NULL) != 0)
 		return EAGAIN;
 	pthread_detach(pager.thread);
 	pager.started = 1;
-	pw_log(PW_INFO, "pager started: %s", pager.uffd >= 0 ? "userfaultfd" : "SIGSEGV handler");
 	return 0;
 }
 
@@ -510,6 +537,15 @@ int pw_pager_attach(struct pw_context *ctx)
 		return e;
 	pthread_mutex_lock(&pager.lock);
 	e = pager.started ? 0 : start_pager();
+	if (!e) {
+		/* minor faults exist for shared memory only: a memory file elsewhere is served by the handler */
+		struct statfs fs;
+		ctx->minor_faults = pager.uffd >= 0 && fstatfs(ctx->memory_fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+		if (!ctx->minor_faults)
+			install_handler();
+		pw_log(PW_INFO, "%s: pages the node takes back are caught by %s", ctx->dev->device.name,
+		       ctx->minor_faults ? "userfaultfd (minor faults)" : "the SIGSEGV handler");
+	}
 	if (!e) {
 		e = ENOMEM;
 		for (int i = 0; i < MAX_CONTEXTS; i++) {
@@ -549,11 +585,11 @@ void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length)
 	pthread_mutex_lock(&ctx->fault_lock);
 	if (first < ctx->shield_end && end > ctx->shield_first) {
 		if (pw_runs_add(&ctx->deferred, first, end) != 0)
-			pw_unmap_for_node(ctx, first, end, pw_extent_covers(ctx, first)); /* no room to wait: serve it now */
+			pw_unmap_for_node(ctx, first, end); /* no room to wait: serve it now */
 		pthread_mutex_unlock(&ctx->fault_lock);
 		return;
 	}
-	pw_unmap_for_node(ctx, first, end, pw_extent_covers(ctx, first));
+	pw_unmap_for_node(ctx, first, end);
 	pthread_mutex_unlock(&ctx->fault_lock);
 }
 
@@ -580,7 +616,7 @@ __attribute__((visibility("default"))) int madvise(void *addr, size_t length, in
 			for (uint64_t p = from; p < to; p += ps) {
 				if (!pw_covered(ctx, p))
 					continue;
-				if (take_away(p, p + ps) == 0)
+				if (take_away(ctx, p, p + ps) == 0)
 					pw_runs_add(&ctx->away, p, p + ps);
 				int e = pw_let_go(ctx, &ctx->pager_conn, p, p + ps, 1);
 				if (e) {

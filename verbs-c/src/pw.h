@@ -154,6 +154,7 @@ struct pw_context {
 	struct pw_runs deferred;     /* first, end pairs */
 	/* runs of pages taken away from the program for the node, under fault_lock (pager.c) */
 	struct pw_runs away;
+	int minor_faults;            /* its pages taken away are caught with userfaultfd (else the handler) */
 	struct pw_mr **mrs;
 	int mr_count, mr_slots;
 	struct pw_pd *pds;           /* under qp_lock */
@@ -299,7 +300,7 @@ int pw_private_copy(uint64_t first, uint64_t end);
 int pw_pager_attach(struct pw_context *ctx);
 void pw_pager_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
-void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end, int ours);
+void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end);
 
 /* the library's settings (settings.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);
