@@ -260,6 +260,8 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 		pw_let_go(ctx, &ctx->control, first, end, 0);
 		e = EPROTO;
 	}
+	/* The program's other threads may be storing into these pages (heap neighbours): held back until the frames replace them. */
+	int frozen = !e && pw_freeze(ctx, first, end) == 0;
 	for (size_t i = 0; !e && i < pages; i++) {
 		off_t at = (off_t)(ctx->frames_offset + (uint64_t)held->frames[i] * ps);
 		e = pwrite_page(ctx->memory_fd, first + i * ps, ps, at);
@@ -282,8 +284,17 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 		}
 		i = j;
 	}
+	if (frozen)
+		pw_thaw(ctx, first, end, !e);
 	munmap(buffer, bytes);
 	return e;
+}
+
+/* Reads a byte of each page: pages the node took come back (the pager serves the fault). */
+__attribute__((no_sanitize("address"))) static void touch_pages(uint64_t first, uint64_t end, uint64_t ps)
+{
+	for (uint64_t p = first; p < end; p += ps)
+		(void)*(const volatile uint8_t *)(uintptr_t)p;
 }
 
 /* Whether the program still maps [first, end) (it may have unmapped a buffer it had registered). */
@@ -321,16 +332,22 @@ int pw_private_copy(uint64_t first, uint64_t end)
  * node's frames at the same addresses in one mremap, so the range is never unmapped or zero in
  * between; then the node frees the pages. Nothing here comes from the heap: the range may hold the
  * heap's own pages (a malloc'd buffer's neighbours), and a copy taken from the heap could lie in the
- * very page being replaced. Pages the program unmapped itself stay unmapped.
+ * very page being replaced. The program's stores meanwhile are held back (pw_freeze), after pages the
+ * node had taken are brought in (they cannot be taken again: the range is shielded). Pages the program
+ * unmapped itself stay unmapped.
  */
-static void give_back(uint64_t first, uint64_t end)
+static void give_back(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	size_t n = (size_t)(end - first);
 	if (!still_mapped(first, end)) {
 		pw_log(PW_INFO, "0x%lx+%zu was unmapped while registered; its frames are freed", (unsigned long)first, n);
 		return;
 	}
+	touch_pages(first, end, ctx->page_size);
+	int frozen = pw_freeze(ctx, first, end) == 0;
 	int e = pw_private_copy(first, end);
+	if (frozen)
+		pw_thaw(ctx, first, end, !e);
 	if (e)
 		pw_log(PW_ERROR, "cannot give 0x%lx+%zu back to the program: %s; it stays mapped from the node", (unsigned long)first, n,
 		       strerror(e));
@@ -338,7 +355,7 @@ static void give_back(uint64_t first, uint64_t end)
 
 static void unmap_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
-	give_back(first, end);
+	give_back(ctx, first, end);
 	pw_hold(ctx, &ctx->control, first, end, 1, NULL);
 	free_pages(ctx, first, end);
 }
@@ -662,7 +679,7 @@ void pw_memory_close(struct pw_context *ctx)
 		uint64_t ps = ctx->page_size;
 		for (uint64_t p = m->first; p < m->end; p += ps) {
 			if (!covered(ctx, p, m)) {
-				give_back(p, p + ps);
+				give_back(ctx, p, p + ps);
 				pw_hold(ctx, &ctx->control, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
 			}
 		}

@@ -42,10 +42,14 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13) /* Linux 6.4; newer than the headers Debian 12 ships */
+#endif
+
 #define MAX_CONTEXTS 64
 #define FAULT_SLOTS 64
 
-enum { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_SERVING, SLOT_DONE, SLOT_NOT_OURS };
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_SERVING, SLOT_DONE, SLOT_NOT_OURS, SLOT_HELD };
 
 /* One fault handed from the SIGSEGV handler to the pager: the handler's thread waits on `state`. */
 struct fault_slot {
@@ -58,6 +62,7 @@ static struct {
 	struct pw_context *contexts[MAX_CONTEXTS];
 	int started;
 	int uffd;                     /* -1: the signal path */
+	int write_protect;            /* userfaultfd can hold writers back (pw_freeze) */
 	int wake_fd;                  /* eventfd: the handler wakes the pager */
 	pid_t tid;                    /* the pager thread: a fault of its own is never waited for */
 	pthread_t thread;
@@ -217,20 +222,105 @@ static int serve(uint64_t address)
 	return e;
 }
 
-/* A userfaultfd fault: map the page back and wake the thread; a page that cannot come back faults for real. */
-static void serve_missing(uint64_t address)
+/* Whether `page` is one the node took away (fault_lock held). */
+static int is_away(struct pw_context *ctx, uint64_t page)
+{
+	for (int i = 0; i + 1 < ctx->away.count; i += 2)
+		if (page >= ctx->away.pairs[i] && page < ctx->away.pairs[i + 1])
+			return 1;
+	return 0;
+}
+
+/*
+ * A userfaultfd fault: map the page back and wake the thread; a page that cannot come back faults for
+ * real. A page the node did not take is one whose writers a registration or deregistration holds back
+ * (pw_freeze; that thread wakes them once the bytes have moved), or a fault already answered.
+ */
+static void serve_missing(uint64_t address, uint64_t flags)
 {
 	struct pw_context *ctx = owner_of(address);
 	uint64_t ps = ctx ? ctx->page_size : (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t page = address & ~(ps - 1);
+	struct uffdio_range range = { .start = page, .len = ps };
+	if (ctx) {
+		pthread_mutex_lock(&ctx->fault_lock);
+		int away = is_away(ctx, page);
+		int moving = page >= ctx->shield_first && page < ctx->shield_end;
+		pthread_mutex_unlock(&ctx->fault_lock);
+		if (!away && moving)
+			return;
+		if (!away && (flags & UFFD_PAGEFAULT_FLAG_WP)) {
+			ioctl(pager.uffd, UFFDIO_WAKE, &range);
+			return;
+		}
+	}
 	if (!ctx || serve(address) != 0) {
 		/* Not the library's any more, or gone for good: the toucher gets SIGSEGV as it would without the library. */
-		struct uffdio_range range = { .start = page, .len = ps };
 		ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
 		mprotect((void *)(uintptr_t)page, ps, PROT_NONE);
 	}
-	struct uffdio_range range = { .start = page, .len = ps };
 	ioctl(pager.uffd, UFFDIO_WAKE, &range);
+}
+
+static int frozen(uint64_t address);
+
+/*
+ * Whether the program may read and write `address` now (/proc/self/maps, read into a static buffer:
+ * the pager never allocates). A fault on such a page was a write held by a freeze that has ended
+ * (its page has a new mapping, perhaps no longer the library's): the access just runs again.
+ */
+static int writable_now(uint64_t address)
+{
+	static char buffer[64 << 10];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int found = 0, done = 0;
+	size_t kept = 0;
+	while (!done) {
+		ssize_t n = read(fd, buffer + kept, sizeof(buffer) - 1 - kept);
+		if (n <= 0)
+			break;
+		size_t have = kept + (size_t)n;
+		buffer[have] = 0;
+		char *line = buffer, *nl;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buffer))) != NULL) {
+			*nl = 0;
+			char *dash;
+			uint64_t from = strtoull(line, &dash, 16), to = 0;
+			if (*dash == '-') {
+				char *space;
+				to = strtoull(dash + 1, &space, 16);
+				if (address >= from && address < to) {
+					found = space[0] == ' ' && space[1] == 'r' && space[2] == 'w';
+					done = 1;
+					break;
+				}
+			}
+			line = nl + 1;
+		}
+		kept = have - (size_t)(line - buffer);
+		memmove(buffer, line, kept);
+	}
+	close(fd);
+	return found;
+}
+
+/* The handler's fault at `address`: a page the node took is mapped back; any other is left to the program unless it is writable now. */
+static uint32_t answer_fault(uint64_t address)
+{
+	struct pw_context *ctx = owner_of(address);
+	if (ctx) {
+		uint64_t page = address & ~((uint64_t)ctx->page_size - 1);
+		pthread_mutex_lock(&ctx->fault_lock);
+		int away = is_away(ctx, page);
+		pthread_mutex_unlock(&ctx->fault_lock);
+		if (away)
+			return serve(address) == 0 ? SLOT_DONE : SLOT_NOT_OURS;
+	}
+	if (writable_now(address))
+		return SLOT_DONE;
+	return serve(address) == 0 ? SLOT_DONE : SLOT_NOT_OURS;
 }
 
 static void *pager_main(void *arg)
@@ -250,23 +340,111 @@ static void *pager_main(void *arg)
 			ssize_t r = read(pager.uffd, msgs, sizeof(msgs));
 			for (ssize_t i = 0; r > 0 && i < r / (ssize_t)sizeof(msgs[0]); i++)
 				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-					serve_missing(msgs[i].arg.pagefault.address);
+					serve_missing(msgs[i].arg.pagefault.address, msgs[i].arg.pagefault.flags);
 		}
 		if (fds[0].revents & POLLIN) {
 			uint64_t count;
 			if (read(pager.wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 				break;
 			for (int i = 0; i < FAULT_SLOTS; i++) {
-				uint32_t ready = SLOT_READY;
-				if (!atomic_compare_exchange_strong(&pager.slots[i].state, &ready, SLOT_SERVING))
+				struct fault_slot *slot = &pager.slots[i];
+				uint32_t state = atomic_load(&slot->state);
+				if (state == SLOT_HELD) {
+					/* a write held while its page's bytes moved: once they have, it runs again on the new mapping */
+					if (!frozen(slot->address)) {
+						atomic_store(&slot->state, SLOT_DONE);
+						futex(&slot->state, FUTEX_WAKE, 1);
+					}
 					continue;
-				uint32_t answer = serve(pager.slots[i].address) == 0 ? SLOT_DONE : SLOT_NOT_OURS;
-				atomic_store(&pager.slots[i].state, answer);
-				futex(&pager.slots[i].state, FUTEX_WAKE, 1);
+				}
+				uint32_t ready = SLOT_READY;
+				if (!atomic_compare_exchange_strong(&slot->state, &ready, SLOT_SERVING))
+					continue;
+				if (frozen(slot->address)) {
+					atomic_store(&slot->state, SLOT_HELD);
+					continue;
+				}
+				uint32_t answer = answer_fault(slot->address);
+				atomic_store(&slot->state, answer);
+				futex(&slot->state, FUTEX_WAKE, 1);
 			}
 		}
 	}
 	return NULL;
+}
+
+/* ---- holding writers back while the library moves a range's bytes ------------------------------------- */
+
+/* Whether a registration or deregistration holds `address` frozen (the signal path). */
+static int frozen(uint64_t address)
+{
+	int found = 0;
+	pthread_mutex_lock(&pager.lock);
+	for (int i = 0; i < MAX_CONTEXTS && !found; i++) {
+		struct pw_context *ctx = pager.contexts[i];
+		found = ctx && address >= __atomic_load_n(&ctx->frozen_first, __ATOMIC_ACQUIRE)
+			&& address < __atomic_load_n(&ctx->frozen_end, __ATOMIC_ACQUIRE);
+	}
+	pthread_mutex_unlock(&pager.lock);
+	return found;
+}
+
+int pw_freeze(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	if (!ctx->minor_faults) {
+		/* the handler's way: writers fault on a read-only range, and the pager holds them until pw_thaw */
+		if (!pager.handler_installed)
+			return EOPNOTSUPP;
+		__atomic_store_n(&ctx->frozen_first, first, __ATOMIC_RELEASE);
+		__atomic_store_n(&ctx->frozen_end, end, __ATOMIC_RELEASE);
+		if (mprotect((void *)(uintptr_t)first, (size_t)(end - first), PROT_READ) != 0) {
+			int e = errno;
+			__atomic_store_n(&ctx->frozen_end, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&ctx->frozen_first, 0, __ATOMIC_RELEASE);
+			return e;
+		}
+		return 0;
+	}
+	if (!pager.write_protect)
+		return EOPNOTSUPP;
+	struct uffdio_register reg = { .range = { .start = first, .len = end - first }, .mode = UFFDIO_REGISTER_MODE_WP };
+	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0)
+		return errno;
+	struct uffdio_writeprotect wp = { .range = { .start = first, .len = end - first }, .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	if (ioctl(pager.uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+		int e = errno;
+		struct uffdio_range range = { .start = first, .len = end - first };
+		ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
+		return e;
+	}
+	return 0;
+}
+
+void pw_thaw(struct pw_context *ctx, uint64_t first, uint64_t end, int replaced)
+{
+	if (!ctx->minor_faults) {
+		if (!replaced)
+			mprotect((void *)(uintptr_t)first, (size_t)(end - first), PROT_READ | PROT_WRITE);
+		__atomic_store_n(&ctx->frozen_end, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ctx->frozen_first, 0, __ATOMIC_RELEASE);
+		uint64_t one = 1;
+		if (write(pager.wake_fd, &one, sizeof(one)) < 0) {
+			/* the pager is gone: nobody is held */
+		}
+		return;
+	}
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (!replaced) {
+		/* page by page: the parts already replaced are no longer registered, and would fail a ranged call */
+		for (uint64_t p = first; p < end; p += ps) {
+			struct uffdio_writeprotect wp = { .range = { .start = p, .len = ps }, .mode = 0 };
+			ioctl(pager.uffd, UFFDIO_WRITEPROTECT, &wp);
+			struct uffdio_range range = { .start = p, .len = ps };
+			ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
+		}
+	}
+	struct uffdio_range range = { .start = first, .len = end - first };
+	ioctl(pager.uffd, UFFDIO_WAKE, &range);
 }
 
 /* ---- the SIGSEGV handler of the signal path: hands the address over and waits ------------------------ */
@@ -308,7 +486,7 @@ static void on_segv(int signo, siginfo_t *info, void *uc)
 			/* the pager is gone: as if the library were not there */
 		}
 		uint32_t state;
-		while ((state = atomic_load(&s->state)) == SLOT_READY || state == SLOT_SERVING)
+		while ((state = atomic_load(&s->state)) == SLOT_READY || state == SLOT_SERVING || state == SLOT_HELD)
 			futex(&s->state, FUTEX_WAIT, state);
 		atomic_store(&s->state, SLOT_FREE);
 		if (state == SLOT_DONE) {
@@ -474,25 +652,46 @@ static void after_fork_child(void)
 
 /* ---- starting ---------------------------------------------------------------------------------------- */
 
-/* Opens userfaultfd for user-mode faults, or -1 (not allowed here, or not asked for). */
+/* Opens a userfaultfd for user-mode faults with `features`, or -1. */
+static int open_uffd(uint64_t features, uint64_t *granted)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		return -1;
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	if (ioctl(fd, UFFDIO_API, &api) != 0 || (api.features & features) != features) {
+		int e = errno;
+		close(fd);
+		errno = e ? e : EOPNOTSUPP;
+		return -1;
+	}
+	*granted = api.features;
+	return fd;
+}
+
+/*
+ * Opens userfaultfd for user-mode faults, or -1 (not allowed here, or not asked for): minor faults on
+ * shared memory (Linux 5.14) to catch pages taken away, and where the kernel has it (6.4) write
+ * protection of shared and of never-touched anonymous memory, to hold writers while bytes move.
+ */
 static int open_userfaultfd(void)
 {
 	const char *want = getenv("PAGEWIRE_VERBS_PAGER");
 	if (want && !strcasecmp(want, "signal"))
 		return -1;
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	uint64_t granted = 0;
+	int fd = open_uffd(UFFD_FEATURE_MINOR_SHMEM | UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_UNPOPULATED, &granted);
+	pager.write_protect = fd >= 0;
+	if (fd < 0)
+		fd = open_uffd(UFFD_FEATURE_MINOR_SHMEM, &granted);
 	if (fd < 0) {
-		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd is not available (%s): page faults go through a SIGSEGV handler", strerror(errno));
+		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd is not available with minor faults on shared memory (%s): page faults go "
+		       "through a SIGSEGV handler", strerror(errno));
 		return -1;
 	}
-	/* minor faults on shared memory (Linux 5.14): pages taken away stay mapped from the node's memory file */
-	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_MINOR_SHMEM };
-	if (ioctl(fd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_MINOR_SHMEM)) {
-		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd cannot report minor faults on shared memory here (%s): page faults go through a SIGSEGV handler",
-		       strerror(errno));
-		close(fd);
-		return -1;
-	}
+	if (!pager.write_protect)
+		pw_log(PW_INFO, "userfaultfd cannot write-protect here: a store another thread makes to a page while it is registered or "
+		       "deregistered may be lost");
 	return fd;
 }
 

@@ -155,6 +155,7 @@ struct pw_context {
 	/* runs of pages taken away from the program for the node, under fault_lock (pager.c) */
 	struct pw_runs away;
 	int minor_faults;            /* its pages taken away are caught with userfaultfd (else the handler) */
+	uint64_t frozen_first, frozen_end; /* the handler's way of pw_freeze: writes there are held (atomic) */
 	struct pw_mr **mrs;
 	int mr_count, mr_slots;
 	struct pw_pd *pds;           /* under qp_lock */
@@ -301,6 +302,15 @@ int pw_pager_attach(struct pw_context *ctx);
 void pw_pager_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
 void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end);
+/*
+ * Holds the program's stores to [first, end) while the library moves the range's bytes between the
+ * program's memory and the node's frames (a registration, a deregistration): a thread writing there
+ * meanwhile waits (in the kernel with userfaultfd's write protection; else its write faults on the
+ * read-only range and the pager holds it) until pw_thaw, instead of writing into bytes already copied;
+ * reads go on. 0 when frozen; otherwise (a mapping that cannot be held) the caller copies unfrozen. pw_thaw after the range's mapping was replaced (replaced=1) or not.
+ */
+int pw_freeze(struct pw_context *ctx, uint64_t first, uint64_t end);
+void pw_thaw(struct pw_context *ctx, uint64_t first, uint64_t end, int replaced);
 
 /* the library's settings (settings.c) */
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);

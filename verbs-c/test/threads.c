@@ -5,6 +5,9 @@
  * in the same context meanwhile. Each completion must arrive exactly once, successful, and every
  * WRITE's bytes must be at the peer. Against two Pagewire nodes (PAGEWIRE_NODE=A,B), bounded in time:
  *   pagewire-verbs-threads [THREADS [WRITES_PER_THREAD]]     # exit 0 and "ok threads" when all held
+ * With "race": one thread keeps incrementing a word of a malloc'd page while another registers and
+ * deregisters a neighbour on the same page; no increment may be lost to the library moving the page:
+ *   pagewire-verbs-threads race [ROUNDS]                     # exit 0 and "ok race" when none was
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -211,8 +214,72 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+static volatile uint64_t *race_word;
+static volatile int race_over;
+static uint64_t race_increments;
+
+static void *increment(void *arg)
+{
+	(void)arg;
+	uint64_t n = 0;
+	while (!race_over) {
+		(*race_word)++; /* one writer: a lost increment is a store the library lost */
+		n++;
+	}
+	race_increments = n;
+	return NULL;
+}
+
+static int race(struct ibv_device *device, int rounds)
+{
+	struct ibv_context *ctx = ibv_open_device(device);
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	uint8_t *page = aligned_alloc(4096, 4096);
+	if (!pd || !page) {
+		printf("FAIL race set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	race_word = (volatile uint64_t *)(page + 64);
+	*race_word = 0;
+	pthread_t writer;
+	pthread_create(&writer, NULL, increment, NULL);
+	int done = 0;
+	for (; done < rounds && now_ms() - started_ms < DEADLINE_MS; done++) {
+		struct ibv_mr *mr = ibv_reg_mr(pd, page + 1024, 256, IBV_ACCESS_LOCAL_WRITE);
+		if (!mr) {
+			fail("race: ibv_reg_mr: %s", strerror(errno));
+			break;
+		}
+		if (ibv_dereg_mr(mr))
+			fail("race: ibv_dereg_mr failed");
+	}
+	race_over = 1;
+	pthread_join(writer, NULL);
+	uint64_t lost = race_increments - *race_word;
+	printf("%d registrations and deregistrations beside %" PRIu64 " increments: %" PRIu64 " lost\n", done, race_increments, lost);
+	if (lost)
+		fail("race: %" PRIu64 " stores to the page were lost while the library moved it", lost);
+	free(page);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("%s\n", failures ? "FAILED" : "ok race");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "race")) {
+		int n = 0;
+		struct ibv_device **devices = ibv_get_device_list(&n);
+		if (!devices || n < 1) {
+			printf("FAIL no device\n");
+			return 1;
+		}
+		started_ms = now_ms();
+		int e = race(devices[0], argc > 2 ? atoi(argv[2]) : 1000);
+		ibv_free_device_list(devices);
+		return e;
+	}
 	if (argc > 1)
 		threads = atoi(argv[1]);
 	if (argc > 2)
