@@ -482,6 +482,12 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	m->implicit = implicit;
 	m->first = implicit ? 0 : ((uintptr_t)addr & ~(ps - 1));
 	m->end = implicit ? 0 : (((uintptr_t)addr + length + ps - 1) & ~(ps - 1));
+	static int warned;
+	if (!implicit && !__atomic_load_n(&warned, __ATOMIC_RELAXED) && pw_other_context_maps(ctx, m->first, m->end)
+	    && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		pw_log(PW_WARN, "ibv_reg_mr: %p+%zu shares pages with a registration of another context (the device opened twice, or "
+		       "another node): a page is mapped from one context's node at a time, so the other's NIC no longer sees the "
+		       "program's writes to the pages they share (said once per process; see docs/verbs.md)", addr, length);
 	pthread_mutex_lock(&ctx->mr_lock);
 	int e = implicit ? 0 : extent_add(ctx, m->first, m->end);
 	if (!e && !implicit) {

@@ -93,6 +93,20 @@ static struct pw_context *owner_of(uint64_t address)
 	return found;
 }
 
+/* Whether a context other than `ctx` maps a page of [first, end) from its node's memory. */
+int pw_other_context_maps(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	int found = 0;
+	pthread_mutex_lock(&pager.lock);
+	for (int i = 0; i < MAX_CONTEXTS && !found; i++) {
+		struct pw_context *other = pager.contexts[i];
+		for (uint64_t p = first; other && other != ctx && p < end && !found; p += ctx->page_size)
+			found = pw_extent_covers(other, p);
+	}
+	pthread_mutex_unlock(&pager.lock);
+	return found;
+}
+
 /* ---- pages taken away: page-aligned runs per context (what fork copies from the node) ---------------- */
 
 /* Page `page` is back: split or drop the run that held it. fault_lock held. */

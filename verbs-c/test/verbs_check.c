@@ -341,6 +341,25 @@ static int api(struct ibv_device **devs)
 	CHECK("rereg-keeps-bytes", buf[0] == 0x5c && buf[3 * 4096 - 1] == 0x5c, "the buffer's bytes changed");
 	CHECK("rereg-dereg", ibv_dereg_mr(mr) == 0, "%s", strerror(errno));
 	free(buf);
+	/* The same page from two contexts (the device opened twice): both register, the bytes survive either order of teardown. */
+	struct ibv_context *second = ibv_open_device(devs[0]);
+	struct ibv_pd *pd3 = second ? ibv_alloc_pd(second) : NULL;
+	uint8_t *page = aligned_alloc(4096, 4096);
+	memset(page, 0x31, 4096);
+	struct ibv_mr *first_mr = ibv_reg_mr(a.pd, page, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *second_mr = pd3 ? ibv_reg_mr(pd3, page + 128, 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	CHECK("same-page-two-contexts", first_mr && second_mr, "%s", strerror(errno));
+	memset(page, 0x77, 4096);
+	if (first_mr)
+		ibv_dereg_mr(first_mr);
+	if (second_mr)
+		ibv_dereg_mr(second_mr);
+	CHECK("same-page-two-contexts-keeps-bytes", page[0] == 0x77 && page[4095] == 0x77, "the page holds 0x%02x", page[0]);
+	free(page);
+	if (pd3)
+		ibv_dealloc_pd(pd3);
+	if (second)
+		ibv_close_device(second);
 	ibv_dealloc_pd(pd2);
 	ibv_destroy_qp(a.qp);
 	ibv_dereg_mr(a.mr);
