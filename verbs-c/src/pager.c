@@ -156,16 +156,15 @@ static int take_away(struct pw_context *ctx, uint64_t first, uint64_t end)
 	}
 	struct uffdio_register reg = { .range = { .start = first, .len = n },
 				       .mode = UFFDIO_REGISTER_MODE_MINOR | UFFDIO_REGISTER_MODE_MISSING };
-	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0) {
+	/* the system call itself for the drop: the library's own madvise (below) is the program's */
+	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0 || syscall(SYS_madvise, (void *)(uintptr_t)first, n, MADV_DONTNEED) != 0) {
 		int e = errno;
-		pw_log(PW_ERROR, "cannot register 0x%lx+%zu for its page faults: %s; it becomes inaccessible", (unsigned long)first, n,
-		       strerror(e));
+		/* the frames go to the node regardless: the program must not keep them, whatever a touch then costs it */
+		pw_log(PW_ERROR, "cannot take 0x%lx+%zu away with its page faults caught: %s; it becomes inaccessible", (unsigned long)first,
+		       n, strerror(e));
 		mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 		return e;
 	}
-	/* the system call itself: the library's own madvise (below) is the program's */
-	if (syscall(SYS_madvise, (void *)(uintptr_t)first, n, MADV_DONTNEED) != 0)
-		return errno;
 	return 0;
 }
 
