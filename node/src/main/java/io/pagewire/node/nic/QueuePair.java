@@ -196,6 +196,7 @@ public final class QueuePair implements AutoCloseable {
                 throw new NicException("queue pair " + qpn + " is closed");
             }
             if (state != State.ERROR) {
+                acknowledgeBeforeStopping();
                 String why = "queue pair " + qpn + " was moved to ERROR by its owner";
                 enterError(null, CompletionStatus.FLUSHED, why, "flushed: " + why, false);
             }
@@ -426,6 +427,7 @@ public final class QueuePair implements AutoCloseable {
             if (state == State.CLOSED) {
                 return;
             }
+            acknowledgeBeforeStopping();
             state = State.CLOSED;
             requester.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
             flushReceives("queue pair " + qpn + " was closed");
@@ -450,6 +452,7 @@ public final class QueuePair implements AutoCloseable {
             if (state == State.CLOSED) {
                 return;
             }
+            acknowledgeBeforeStopping();
             state = State.CLOSED;
             requester.discardAll();
             responder.discardMessage();
@@ -499,6 +502,17 @@ public final class QueuePair implements AutoCloseable {
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * A NIC acknowledges what it executed as it receives it, before its owner can see the completion;
+     * here the acknowledgement of a batch goes out after it, so a pair its owner stops in between
+     * (destroy, reset, ERROR the moment a receive completes) acknowledges first (lock held).
+     */
+    private void acknowledgeBeforeStopping() {
+        if (receiving()) {
+            responder.flushAcknowledgement(outbox);
         }
     }
 

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.proto.fabric.Opcode;
+import io.pagewire.proto.fabric.Packet;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -66,6 +68,42 @@ class QueuePairStatesTest {
         assertThat(nics.take(nics.cqa, "receive after ERROR").status()).isEqualTo(CompletionStatus.FLUSHED);
         assertThat(nics.qa.state()).isEqualTo(QueuePair.State.ERROR);
         assertThat(eventsA).as("the owner's own move raises no QP_FATAL").isEmpty();
+    }
+
+    /**
+     * A NIC acknowledges what it executed as it receives it, before its owner can see the completion:
+     * a responder whose owner destroys, errors or resets the pair after a SEND executed but before the
+     * batch's acknowledgement went out still acknowledges it, and the requester's request succeeds
+     * (ibv_rc_pingpong's server once saw "transport retry counter exceeded" for its last SEND when the
+     * client closed its device at once).
+     */
+    @Test
+    void aPairStoppedBeforeItsBatchWasAcknowledgedStillAcknowledgesWhatItExecuted() throws InterruptedException {
+        for (String teardown : List.of("close", "error", "reset")) {
+            TwoNics pair = new TwoNics(memory(), memory(), new NicContext().ackTimeoutNs(20_000_000), new NicContext().ackTimeoutNs(20_000_000));
+            try {
+                MemoryRegion from = pair.ea.register(pair.ea.space().allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
+                MemoryRegion into = pair.eb.register(pair.eb.space().allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
+                pair.qb.postReceive(new ReceiveRequest(7, into.lkey(), into.address(), 4096));
+                BlockingQueue<Packet> held = new LinkedBlockingQueue<>();
+                pair.link.drop = p -> p.getOpcode() == Opcode.SEND_ONLY && held.add(p); // the SEND reaches B by hand
+                pair.qa.post(WorkRequest.send(1, from.lkey(), from.address(), 64));
+                Packet send = held.poll(10, TimeUnit.SECONDS);
+                assertThat(send).as(teardown + ": the SEND left A").isNotNull();
+                pair.link.drop = p -> p.getOpcode() == Opcode.SEND_ONLY; // its retransmissions find B stopped anyway
+                pair.qb.receive(send); // executed: the receive completes; the batch's acknowledgement is not out yet
+                assertThat(pair.takeSuccess(pair.cqb, teardown + ": the receive").wrId()).isEqualTo(7);
+                switch (teardown) { // the owner, having seen the completion
+                    case "close" -> pair.qb.close();
+                    case "error" -> pair.qb.moveToError();
+                    default -> pair.b.reset(pair.qb);
+                }
+                Completion sent = pair.take(pair.cqa, "the SEND, its responder stopped by " + teardown);
+                assertThat(sent.status()).as(teardown + ": " + sent + pair.state()).isEqualTo(CompletionStatus.SUCCESS);
+            } finally {
+                pair.close();
+            }
+        }
     }
 
     @Test
