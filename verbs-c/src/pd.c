@@ -119,14 +119,6 @@ int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t f
 
 /* ---- memory windows ------------------------------------------------------------------------------ */
 
-/* A window's rights as the node counts them (its Access ordinals: layout.h's PW_RIGHT_*). */
-uint64_t pw_rights(unsigned int flags)
-{
-	return (flags & IBV_ACCESS_LOCAL_WRITE ? PW_RIGHT_LOCAL_WRITE : 0) | (flags & IBV_ACCESS_REMOTE_WRITE ? PW_RIGHT_REMOTE_WRITE : 0)
-	       | (flags & IBV_ACCESS_REMOTE_READ ? PW_RIGHT_REMOTE_READ : 0)
-	       | (flags & IBV_ACCESS_REMOTE_ATOMIC ? PW_RIGHT_REMOTE_ATOMIC : 0);
-}
-
 /* ibv_alloc_mw: a window of the node's, unbound; type 1 is bound by ibv_bind_mw, type 2 by a work request. */
 struct ibv_mw *pw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {

@@ -352,7 +352,13 @@ int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint
 		     struct ibv_recv_wr **bad);
 
 /* pd.c */
-uint64_t pw_rights(unsigned int mw_access_flags);
+/* A window's rights as the node counts them (its Access ordinals: layout.h's PW_RIGHT_*). */
+static inline uint64_t pw_rights(unsigned int flags)
+{
+	return (flags & IBV_ACCESS_LOCAL_WRITE ? PW_RIGHT_LOCAL_WRITE : 0) | (flags & IBV_ACCESS_REMOTE_WRITE ? PW_RIGHT_REMOTE_WRITE : 0)
+	       | (flags & IBV_ACCESS_REMOTE_READ ? PW_RIGHT_REMOTE_READ : 0)
+	       | (flags & IBV_ACCESS_REMOTE_ATOMIC ? PW_RIGHT_REMOTE_ATOMIC : 0);
+}
 struct ibv_mw *pw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int pw_dealloc_mw(struct ibv_mw *mw);
 int pw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
