@@ -15,6 +15,10 @@ import java.util.Set;
 public final class NodeConfiguration {
     public static final Setting<String> ID = Setting.text("pagewire.node.id", "node-1",
             "This node's id, which peers and queue-pair addresses name: 1 to 64 letters, digits, '.', '_' or '-'");
+    public static final Setting<String> ADDRESS = Setting.text("pagewire.node.address", "",
+            "The IP address this node answers to for the connection manager (rdma_cm), as a RoCE port answers to its interface's:"
+                    + " programs bind and resolve it; empty takes the address the machine's host name resolves to (a container's own)."
+                    + " Nodes that share a host need one each (127.0.1.1, 127.0.1.2, ...)");
     public static final Setting<String> HOST = Setting.text("pagewire.node.host", "0.0.0.0", "The address the node's gRPC port binds");
     public static final Setting<Integer> PORT = Setting.count("pagewire.node.port", 7100,
             "The gRPC port peers and applications reach the node on; 0 picks a free one").between(0, 65535);
@@ -41,6 +45,16 @@ public final class NodeConfiguration {
             .where(v -> v >= 10_000_000L && v <= 60_000_000_000L, "from 10 ms to 60 s");
 
     /** Every setting above, in declaration order. */
+    public static final Setting<Long> CM_RESPONSE_TIMEOUT = Setting.nanos("pagewire.node.cmResponseTimeoutNs", 4_294_967_296L,
+            "How long the connection manager waits for a peer's answer (to REQ, REP, DREQ, SIDR_REQ) before it sends again:"
+                    + " librdmacm's 4.096 us x 2^20").where(v -> v >= 1_000_000L && v <= 60_000_000_000L, "from 1 ms to 60 s");
+    public static final Setting<Integer> CM_RETRIES = Setting.count("pagewire.node.cmRetries", 15,
+            "How many times the connection manager sends a request again before UNREACHABLE (or CONNECT_ERROR): librdmacm's 15")
+            .between(0, 64);
+    public static final Setting<Long> CM_TIME_WAIT = Setting.nanos("pagewire.node.cmTimeWaitNs", 500_000_000L,
+            "How long a disconnected rdma_cm id stays in time-wait before TIMEWAIT_EXIT").where(v -> v >= 0 && v <= 60_000_000_000L,
+            "from 0 to 60 s");
+
     public static final List<Setting<?>> SETTINGS = Setting.declaredIn(NodeConfiguration.class);
 
     private NodeConfiguration() {

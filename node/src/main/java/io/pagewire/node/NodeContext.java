@@ -1,7 +1,11 @@
 package io.pagewire.node;
 
 import static io.pagewire.node.NodeConfiguration.ACCEPT_PEERS;
+import static io.pagewire.node.NodeConfiguration.ADDRESS;
 import static io.pagewire.node.NodeConfiguration.BUSY_POLL;
+import static io.pagewire.node.NodeConfiguration.CM_RESPONSE_TIMEOUT;
+import static io.pagewire.node.NodeConfiguration.CM_RETRIES;
+import static io.pagewire.node.NodeConfiguration.CM_TIME_WAIT;
 import static io.pagewire.node.NodeConfiguration.EVENT_LOOP_THREADS;
 import static io.pagewire.node.NodeConfiguration.HEALTH_FILE;
 import static io.pagewire.node.NodeConfiguration.HEALTH_INTERVAL;
@@ -19,6 +23,7 @@ import io.pagewire.node.fabric.FabricContext;
 import io.pagewire.node.nic.NicContext;
 import io.pagewire.node.security.SecurityContext;
 import io.pagewire.node.verbs.VerbsContext;
+import io.pagewire.node.cm.CmTimings;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -132,6 +137,22 @@ public final class NodeContext {
 
     public String host() {
         return settings.get(HOST);
+    }
+
+    /** The IP address the node answers to for the connection manager, as configured (empty: the host name's). */
+    public String address() {
+        return settings.get(ADDRESS);
+    }
+
+    /** The connection manager's clocks. */
+    public CmTimings cmTimings() {
+        return new CmTimings(settings.get(CM_RESPONSE_TIMEOUT) / 1_000_000L, settings.get(CM_RETRIES), settings.get(CM_TIME_WAIT) / 1_000_000L);
+    }
+
+    /** Sets the IP address the node answers to for the connection manager. */
+    public NodeContext address(String value) {
+        settings.set(ADDRESS, value);
+        return this;
     }
 
     public int port() {

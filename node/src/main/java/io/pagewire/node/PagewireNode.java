@@ -16,6 +16,7 @@ import io.pagewire.node.fabric.ChannelFactory;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.fabric.LinkBaseline;
 import io.pagewire.node.loop.NodeEventLoops;
+import io.pagewire.node.cm.ConnectionManager;
 import io.pagewire.node.metrics.MetricsEndpoint;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
@@ -24,18 +25,24 @@ import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
+import io.pagewire.node.verbs.Lids;
 import io.pagewire.node.verbs.VerbsService;
 import io.pagewire.node.verbs.VerbsSocket;
 import io.pagewire.proto.baseline.LinkBaselineGrpc;
+import io.pagewire.proto.fabric.CmMessage;
 import io.pagewire.proto.fabric.FabricGrpc;
 import io.pagewire.proto.verbs.Stat;
 import io.pagewire.proto.verbs.VerbsGrpc;
 import io.pagewire.ring.OwnerDirectory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -69,6 +76,7 @@ public final class PagewireNode implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final NodeMetrics metrics;
     private final VerbsService verbs;
+    private final ConnectionManager connections;
     private final HealthStatusManager health = new HealthStatusManager();
     private final MetricsEndpoint metricsEndpoint;
     private final CallerAuthentication authentication;
@@ -154,8 +162,21 @@ public final class PagewireNode implements AutoCloseable {
         });
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
+        this.connections = new ConnectionManager(context.nodeId(), Lids.of(context.nodeId()), cmAddress(context), new ConnectionManager.Wire() {
+            @Override
+            public void send(String node, CmMessage message) {
+                nic.router().sendManagement(node, message.toByteArray());
+            }
+
+            @Override
+            public Collection<String> peers() {
+                return fabric.connectedPeers();
+            }
+        }, scheduler, context.cmTimings(), new SecureRandom()::nextLong);
+        nic.router().attachManagement(connections::received);
         this.verbs = new VerbsService(context.nodeId(), context.verbs(), nic, fabric, eventLoops, context.busyPollNs(), metrics::snapshot,
-                scheduler, verbsExecutor, sharedFiles == null ? null : sharedFiles.path());
+                scheduler, verbsExecutor, sharedFiles == null ? null : sharedFiles.path(), connections);
+        metrics.bindConnectionManager(connections);
         metrics.bindSessions(verbs::sessionCount, verbs::sessionsOnRings);
         metrics.bindPacing(verbs::pacedOperations, verbs::pacingRefusals);
         this.authentication = new CallerAuthentication(context.security(),
@@ -397,6 +418,7 @@ public final class PagewireNode implements AutoCloseable {
             step("verbs socket", verbsSocket == null ? null : verbsSocket::close);
             step("metrics endpoint", metricsEndpoint == null ? null : metricsEndpoint::close);
             step("server", server == null ? null : server::shutdownNow);
+            step("connection manager", connections == null ? null : connections::close);
             step("verbs service", verbs == null ? null : verbs::close);
             step("NIC", nic::close);
             step("fabric", fabric::close);
@@ -418,6 +440,35 @@ public final class PagewireNode implements AutoCloseable {
             });
             step("meter registry", registry == null ? null : registry::close);
         }
+    }
+
+    /**
+     * The address the node answers to for rdma_cm: the configured one, else the one the machine's host
+     * name resolves to (in a container, the container's own).
+     */
+    private static InetAddress cmAddress(NodeContext context) {
+        String configured = context.address();
+        if (configured == null || configured.isBlank()) {
+            try {
+                return InetAddress.getLocalHost();
+            } catch (UnknownHostException e) {
+                LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + ": this machine's host name does not resolve (" + e.getMessage()
+                        + "); the connection manager answers to " + InetAddress.getLoopbackAddress().getHostAddress()
+                        + " (set pagewire.node.address)");
+                return InetAddress.getLoopbackAddress();
+            }
+        }
+        try {
+            return InetAddress.getByName(configured);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("pagewire.node.address: " + configured + " is not an IP address this machine can resolve ("
+                    + e.getMessage() + ")", e);
+        }
+    }
+
+    /** The node's connection manager (rdma_cm's service). */
+    public ConnectionManager connectionManager() {
+        return connections;
     }
 
     /** One step of {@link #close}: a failure is logged and the next step runs. */

@@ -62,6 +62,10 @@ public enum Metric {
     SESSIONS(Meter.gauge("pagewire.sessions", "Application sessions open on the node (each one's endpoints end with it)")),
     SESSIONS_ON_RINGS(Meter.gauge("pagewire.sessions.rings",
             "Open sessions whose application posts and polls through shared-memory rings (co-located); the rest use their gRPC stream")),
+    CM_EXCHANGES(Meter.counter("pagewire.cm.exchanges",
+            "The connection manager's exchanges (rdma_cm): requests sent and received, connections established, rejects,"
+                    + " UNREACHABLE (no answer after every retry), disconnects, messages sent again, address errors"), "kind"),
+    CM_IDS(Meter.gauge("pagewire.cm.ids", "rdma_cm ids alive on the node, of every event channel")),
     CONTROL_PACED(Meter.counter("pagewire.control.paced",
             "Control-plane operations (session opens, allocations, registrations, queue pairs, counters) of callers over their rate"
                     + " (pagewire.quota.controlOpsPerSecond): started later, or refused for waiting too long"), "outcome"),

@@ -7,6 +7,8 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.distribution.CountAtBucket;
+import io.pagewire.node.cm.CmCounters;
+import io.pagewire.node.cm.ConnectionManager;
 import io.pagewire.config.CountedEvent;
 import io.pagewire.config.Meter;
 import io.pagewire.kernel.FaultKind;
@@ -202,6 +204,20 @@ public final class NodeMetrics {
     public void bindSessions(IntSupplier sessions, IntSupplier onRings) {
         gauge(Metric.SESSIONS, sessions, IntSupplier::getAsInt, Tags.empty());
         gauge(Metric.SESSIONS_ON_RINGS, onRings, IntSupplier::getAsInt, Tags.empty());
+    }
+
+    /** The connection manager's exchanges by kind, and its ids alive. */
+    public void bindConnectionManager(ConnectionManager cm) {
+        CmCounters c = cm.counters();
+        counter(Metric.CM_EXCHANGES, c, CmCounters::requestsSent, Tags.of("kind", "request_sent"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::requestsReceived, Tags.of("kind", "request_received"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::established, Tags.of("kind", "established"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::rejects, Tags.of("kind", "rejected"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::unreachable, Tags.of("kind", "unreachable"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::disconnects, Tags.of("kind", "disconnect"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::resent, Tags.of("kind", "resent"));
+        counter(Metric.CM_EXCHANGES, c, CmCounters::addressErrors, Tags.of("kind", "address_error"));
+        gauge(Metric.CM_IDS, cm, ConnectionManager::idCount, Tags.empty());
     }
 
     /** Control-plane operations the verbs service started later or refused because their caller was over its rate. */

@@ -1,6 +1,7 @@
 package io.pagewire.node.nic;
 
 import com.google.protobuf.ByteString;
+import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.PacketBatch;
 import java.util.ArrayList;
@@ -28,6 +29,7 @@ public final class PacketRouter implements AutoCloseable {
     private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
     private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
     private volatile PacketTransport transport;
+    private volatile ManagementAgent managementAgent;
     /** Carries batches between queue pairs of this node; made at the first such batch. */
     private ExecutorService loopback;
 
@@ -111,6 +113,10 @@ public final class PacketRouter implements AutoCloseable {
         for (Packet packet : batch.getPacketsList()) {
             counters.increment(NicCounter.PACKETS_RECEIVED);
             counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
+            if (packet.getOpcode() == Opcode.CONNECTION_MANAGEMENT) {
+                management(peer, packet);
+                continue;
+            }
             QueuePair qp = nic.queuePair(packet.getDstQpn());
             QpAddress connected = qp == null ? null : qp.peer();
             if (connected == null || !connected.node().equals(peer) || connected.qpn() != packet.getSrcQpn()) {
@@ -129,6 +135,42 @@ public final class PacketRouter implements AutoCloseable {
             }
         }
     }
+
+    /** Hands a connection-management packet to the node's connection manager; its payload is copied, as the batch's array is reused. */
+    private void management(String peer, Packet packet) {
+        ManagementAgent agent = managementAgent;
+        if (agent == null) {
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            return;
+        }
+        try {
+            agent.received(peer, packet.getPayload().toByteArray());
+        } catch (RuntimeException e) {
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            LOG.log(System.Logger.Level.WARNING, "connection-management packet from " + peer + " failed: " + e);
+        }
+    }
+
+    /** Where the node's connection manager (InfiniBand's general services agent, QP 1) gets its packets. */
+    public interface ManagementAgent {
+        /** A CONNECTION_MANAGEMENT packet's payload from {@code peer}, on a receiving thread: return quickly. */
+        void received(String peer, byte[] payload);
+    }
+
+    /** Sets the agent connection-management packets go to; before one is set they are dropped. */
+    public void attachManagement(ManagementAgent agent) {
+        managementAgent = agent;
+    }
+
+    /** Sends a connection-management message to a node (this one included), on queue pair 1 as the CM's MADs travel. */
+    public void sendManagement(String peer, byte[] payload) {
+        Packet packet = Packet.newBuilder().setOpcode(Opcode.CONNECTION_MANAGEMENT).setDstQpn(MANAGEMENT_QPN).setSrcQpn(MANAGEMENT_QPN)
+                .setPayload(ByteString.copyFrom(payload)).build();
+        transmit(peer, 0, PacketBatch.newBuilder().addPackets(packet).build());
+    }
+
+    /** InfiniBand's general services queue pair, which CM messages travel on; no queue pair of this NIC has its number's role. */
+    public static final int MANAGEMENT_QPN = 1;
 
     /** The link to a peer can take data again: queue pairs that stopped for it carry on. */
     public void onPeerWritable(String peer) {

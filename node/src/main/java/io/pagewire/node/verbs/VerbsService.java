@@ -12,10 +12,15 @@ import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.AllocateResponse;
 import io.pagewire.proto.verbs.ArmSharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse;
+import io.pagewire.node.cm.ConnectionManager;
 import io.pagewire.proto.verbs.AwaitEventCounterRequest;
 import io.pagewire.proto.verbs.AwaitEventCounterResponse;
 import io.pagewire.proto.verbs.ConnectQueuePairRequest;
 import io.pagewire.proto.verbs.ConnectQueuePairResponse;
+import io.pagewire.proto.verbs.CmCallRequest;
+import io.pagewire.proto.verbs.CmCallResponse;
+import io.pagewire.proto.verbs.CmChannelRequest;
+import io.pagewire.proto.verbs.CmEvent;
 import io.pagewire.proto.verbs.CreateEventCounterRequest;
 import io.pagewire.proto.verbs.CreateEventCounterResponse;
 import io.pagewire.proto.verbs.CreateQueuePairRequest;
@@ -83,6 +88,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     private final QueuePairCalls queuePairs;
     private final CounterCalls counters;
     private final NodeCalls node;
+    private final CmCalls cm;
 
     /**
      * @param busyPollNs the node's latency mode (0: off): how long its loops, ring readers included, poll before they block
@@ -90,9 +96,10 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
      * @param scheduler where paced operations and counter waits are timed
      * @param work where paced operations run once their wait is over (the pool unary calls run on)
      * @param sharedFiles where sessions' rings and page tables are made (the node's owner directory); null: no rings
+     * @param connections the node's connection manager, which the rdma_cm calls drive
      */
     public VerbsService(String nodeId, VerbsContext context, Nic nic, Fabric fabric, NodeEventLoops loops, long busyPollNs,
-            Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work, Path sharedFiles) {
+            Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work, Path sharedFiles, ConnectionManager connections) {
         this.sessions = new Sessions(nodeId, context, nic.kernel().context().callerShare());
         this.control = new ControlCalls(context, scheduler, work);
         this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work, sharedFiles);
@@ -100,6 +107,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
         this.queuePairs = new QueuePairCalls(nodeId, nic, fabric, sessions, control);
         this.counters = new CounterCalls(sessions, control, scheduler);
         this.node = new NodeCalls(nodeId, nic, fabric, sessions, stats);
+        this.cm = new CmCalls(connections);
     }
 
     /** Sessions open now. */
@@ -132,6 +140,16 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public StreamObserver<SessionRequest> session(StreamObserver<SessionEvent> responseObserver) {
         return stream.open(responseObserver);
+    }
+
+    @Override
+    public StreamObserver<CmChannelRequest> cmChannel(StreamObserver<CmEvent> responseObserver) {
+        return cm.open(responseObserver);
+    }
+
+    @Override
+    public void cmCall(CmCallRequest request, StreamObserver<CmCallResponse> response) {
+        cm.call(request, response);
     }
 
     @Override

@@ -64,11 +64,12 @@ import java.util.concurrent.Executor;
  *
  *   program to node:
  *     CALL (1):          u16 method name length, method name ("RegisterRegion"), request message
- *     OPEN_SESSION (2):  (empty) this connection becomes a Session stream
- *     SESSION_SEND (3):  a SessionRequest
+ *     OPEN_SESSION (2):  (empty) this connection becomes a Session stream; or u16 method name length,
+ *                        method name ("CmChannel"): it becomes that bidirectional stream
+ *     SESSION_SEND (3):  a SessionRequest (or the opened stream's request message)
  *   node to program:
  *     REPLY (1):         u32 gRPC status code; then the response message (code 0) or the error text
- *     SESSION_EVENT (3): a SessionEvent
+ *     SESSION_EVENT (3): a SessionEvent (or the opened stream's response message)
  *     SESSION_END (4):   u32 gRPC status code, the error text (the stream ended; the connection closes)
  * </pre>
  *
@@ -208,7 +209,10 @@ public final class VerbsSocket implements AutoCloseable {
                 if (kind == CALL) {
                     call(frames, frame, caller);
                 } else if (kind == OPEN_SESSION) {
-                    session(frames, caller);
+                    MethodDescriptor<byte[], byte[]> stream = streamNamed(frames, frame, caller);
+                    if (stream != null) {
+                        session(frames, caller, stream);
+                    }
                     return;
                 } else {
                     refuse(frames, caller, Status.Code.INVALID_ARGUMENT, "frame kind " + kind + " is not CALL (1) or OPEN_SESSION (2)");
@@ -251,9 +255,32 @@ public final class VerbsSocket implements AutoCloseable {
         }
     }
 
-    /** The connection becomes a session stream: frames in are SessionRequests, SessionEvents go out. */
-    private void session(Frames frames, String caller) throws IOException {
-        ClientCall<byte[], byte[]> call = channel.newCall(methods.get("Session"), CallOptions.DEFAULT.withOption(CALLER_OPTION, caller));
+    /**
+     * The stream an OPEN_SESSION frame names: Session when it names none, else the bidirectional
+     * method it names; null (the caller told why) when there is no such stream.
+     */
+    private MethodDescriptor<byte[], byte[]> streamNamed(Frames frames, ByteBuffer frame, String caller) throws IOException {
+        if (!frame.hasRemaining()) {
+            return methods.get("Session");
+        }
+        if (frame.remaining() < 2 || (frame.getShort(frame.position()) & 0xFFFF) > frame.remaining() - 2) {
+            refuse(frames, caller, Status.Code.INVALID_ARGUMENT, "an OPEN_SESSION frame is empty or carries a stream's name after its length");
+            return null;
+        }
+        byte[] name = new byte[frame.getShort() & 0xFFFF];
+        frame.get(name);
+        String shown = new String(name, StandardCharsets.UTF_8);
+        MethodDescriptor<byte[], byte[]> method = methods.get(shown);
+        if (method == null || method.getType() != MethodDescriptor.MethodType.BIDI_STREAMING) {
+            refuse(frames, caller, Status.Code.UNIMPLEMENTED, "no verbs stream named " + (shown.length() > 64 ? shown.substring(0, 64) + "..." : shown));
+            return null;
+        }
+        return method;
+    }
+
+    /** The connection becomes a stream of {@code method}: frames in are its requests, its responses go out. */
+    private void session(Frames frames, String caller, MethodDescriptor<byte[], byte[]> method) throws IOException {
+        ClientCall<byte[], byte[]> call = channel.newCall(method, CallOptions.DEFAULT.withOption(CALLER_OPTION, caller));
         StreamObserver<byte[]> requests = ClientCalls.asyncBidiStreamingCall(call, new StreamObserver<>() {
             @Override
             public void onNext(byte[] event) {

@@ -65,7 +65,8 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
 
     private NodeContext context(int i, int size, int port) {
-        NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(port).metricsPort(-1);
+        NodeContext context = new NodeContext().nodeId("node-" + i).transport(transport).host("127.0.0.1").port(port).metricsPort(-1)
+                .address("127.0.1." + i); // each node its own address on one host, for the connection manager
         for (int j = 1; j <= size; j++) {
             context.acceptPeer("node-" + j);
         }

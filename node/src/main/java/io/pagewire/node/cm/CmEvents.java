@@ -1,0 +1,48 @@
+package io.pagewire.node.cm;
+
+/** The events of rdma_cm as librdmacm numbers them, and what one carries to a program. */
+public final class CmEvents {
+    public static final int ADDR_RESOLVED = 0;
+    public static final int ADDR_ERROR = 1;
+    public static final int ROUTE_RESOLVED = 2;
+    public static final int ROUTE_ERROR = 3;
+    public static final int CONNECT_REQUEST = 4;
+    public static final int CONNECT_RESPONSE = 5;
+    public static final int CONNECT_ERROR = 6;
+    public static final int UNREACHABLE = 7;
+    public static final int REJECTED = 8;
+    public static final int ESTABLISHED = 9;
+    public static final int DISCONNECTED = 10;
+    public static final int DEVICE_REMOVAL = 11;
+    public static final int TIMEWAIT_EXIT = 15;
+
+    /** Linux's errno values the events' statuses carry, negated. */
+    public static final int ETIMEDOUT = 110;
+    public static final int ECONNREFUSED = 111;
+
+    private CmEvents() {
+    }
+
+    /** rdma_conn_param as it travels: private data, resources, retry counts, and the queue pair it is for. */
+    public record Params(byte[] privateData, int responderResources, int initiatorDepth, int retryCount, int rnrRetryCount, boolean srq,
+            boolean flowControl, int qpn, int psn, int qkey) {
+        public static final Params NONE = new Params(new byte[0], 0, 0, 0, 0, false, false, 0, 0, 0);
+
+        public Params {
+            privateData = privateData == null ? new byte[0] : privateData.clone();
+        }
+    }
+
+    /**
+     * One event for a program: its type, the id it is for (and for CONNECT_REQUEST the listen that took
+     * it), its status, the peer's parameters, the id's addresses, and the peer's node and LID.
+     */
+    public record Event(int type, int id, int listenId, int status, Params remote, byte[] src, int srcPort, byte[] dst, int dstPort,
+            String peerNode, int peerLid, int portSpace, int qpType) {
+        public Event {
+            remote = remote == null ? Params.NONE : remote;
+            src = src.clone();
+            dst = dst.clone();
+        }
+    }
+}

@@ -1,0 +1,294 @@
+package io.pagewire.node.cm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.pagewire.proto.fabric.CmMessage;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Two nodes' connection managers over a wire that can lose messages: the exchanges rdma_cm programs
+ * rely on (connect, accept, disconnect on both sides, REJECTED with its reason, ADDR_ERROR and
+ * UNREACHABLE in their time, requests sent again over loss, a listen or a channel that goes away).
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ConnectionManagerTest {
+    private static final String CALLER = "local user test";
+
+    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+    private final ExecutorService delivery = Executors.newSingleThreadExecutor();
+    private final Map<String, ConnectionManager> nodes = new ConcurrentHashMap<>();
+    /** Messages the wire drops while this says so. */
+    private volatile Predicate<CmMessage> lose = m -> false;
+    private final AtomicInteger lost = new AtomicInteger();
+    private ConnectionManager one;
+    private ConnectionManager two;
+
+    @BeforeEach
+    void start() throws Exception {
+        one = manager("node-1", "127.0.1.1");
+        two = manager("node-2", "127.0.1.2");
+    }
+
+    @AfterEach
+    void stop() {
+        one.close();
+        two.close();
+        delivery.shutdownNow();
+        timers.shutdownNow();
+    }
+
+    private ConnectionManager manager(String id, String address) throws Exception {
+        AtomicInteger keys = new AtomicInteger(100);
+        ConnectionManager m = new ConnectionManager(id, id.hashCode() & 0x7FFF, InetAddress.getByName(address), new ConnectionManager.Wire() {
+            @Override
+            public void send(String node, CmMessage message) {
+                if (lose.test(message)) {
+                    lost.incrementAndGet();
+                    return;
+                }
+                delivery.execute(() -> {
+                    ConnectionManager to = nodes.get(node);
+                    if (to != null) {
+                        to.received(id, message.toByteArray());
+                    }
+                });
+            }
+
+            @Override
+            public Collection<String> peers() {
+                return nodes.keySet().stream().filter(n -> !n.equals(id)).toList();
+            }
+        }, timers, new CmTimings(100, 3, 50), () -> (long) keys.incrementAndGet());
+        nodes.put(id, m);
+        return m;
+    }
+
+    /** A program's event channel: its events in a queue. */
+    private static final class Program {
+        final ConnectionManager cm;
+        final ConnectionManager.Channel channel;
+        final LinkedBlockingQueue<CmEvents.Event> events = new LinkedBlockingQueue<>();
+
+        Program(ConnectionManager cm) {
+            this.cm = cm;
+            this.channel = cm.openChannel(CALLER, new ConnectionManager.Sink() {
+                @Override
+                public void event(CmEvents.Event event) {
+                    events.add(event);
+                }
+
+                @Override
+                public void close() {
+                }
+            });
+        }
+
+        int create() {
+            return cm.create(channel.id(), channel.key(), CALLER, ConnectionManager.PS_TCP, ConnectionManager.QPT_RC).id();
+        }
+
+        CmEvents.Event next(int type) throws InterruptedException {
+            CmEvents.Event e = events.poll(10, TimeUnit.SECONDS);
+            assertThat(e).as("an event of type " + type).isNotNull();
+            assertThat(e.type()).as("event type (status " + e.status() + ")").isEqualTo(type);
+            return e;
+        }
+    }
+
+    private static CmEvents.Params params(int qpn, int psn, String data) {
+        return new CmEvents.Params(data.getBytes(), 1, 1, 7, 7, false, false, qpn, psn, 0);
+    }
+
+    private int listen(Program server, int port) {
+        int id = server.create();
+        server.cm.bind(server.channel.id(), server.channel.key(), CALLER, id, new byte[] {127, 0, 1, 2}, port);
+        server.cm.listen(server.channel.id(), server.channel.key(), CALLER, id, 8);
+        return id;
+    }
+
+    /** Resolves and sends the REQ; returns the client's id. */
+    private int connect(Program client, int port, String data) throws InterruptedException {
+        int id = client.create();
+        client.cm.resolveAddress(client.channel.id(), client.channel.key(), CALLER, id, new byte[0], new byte[] {127, 0, 1, 2}, port, 1000);
+        assertThat(client.next(CmEvents.ADDR_RESOLVED).status()).isZero();
+        client.cm.resolveRoute(client.channel.id(), client.channel.key(), CALLER, id);
+        client.next(CmEvents.ROUTE_RESOLVED);
+        client.cm.connect(client.channel.id(), client.channel.key(), CALLER, id, params(11, 0x1234, data));
+        return id;
+    }
+
+    @Test
+    void aConnectionIsMadeWithBothSidesParametersAndTornDownOnBoth() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        int listen = listen(server, 7471);
+        int active = connect(client, 7471, "hello");
+
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        assertThat(request.listenId()).isEqualTo(listen);
+        assertThat(new String(request.remote().privateData())).isEqualTo("hello");
+        assertThat(request.remote().qpn()).isEqualTo(11);
+        assertThat(request.remote().psn()).isEqualTo(0x1234);
+        assertThat(request.peerNode()).isEqualTo("node-1");
+        assertThat(request.dstPort()).as("the requester's port").isBetween(32768, 60999);
+        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 0x5678, "welcome"));
+
+        CmEvents.Event response = client.next(CmEvents.CONNECT_RESPONSE);
+        assertThat(response.remote().qpn()).isEqualTo(22);
+        assertThat(response.remote().psn()).isEqualTo(0x5678);
+        assertThat(new String(response.remote().privateData())).isEqualTo("welcome");
+        assertThat(response.peerNode()).isEqualTo("node-2");
+        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.ESTABLISHED);
+
+        one.disconnect(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.DISCONNECTED);
+        client.next(CmEvents.DISCONNECTED);
+        two.disconnect(server.channel.id(), server.channel.key(), CALLER, request.id()); // after the peer's: nothing more to do
+        client.next(CmEvents.TIMEWAIT_EXIT);
+        server.next(CmEvents.TIMEWAIT_EXIT);
+        assertThat(one.counters().established() + two.counters().established()).isEqualTo(2);
+    }
+
+    @Test
+    void aPortNobodyListensOnIsRejectedWithInvalidServiceId() throws Exception {
+        Program client = new Program(one);
+        connect(client, 9999, "");
+        CmEvents.Event rejected = client.next(CmEvents.REJECTED);
+        assertThat(rejected.status()).isEqualTo(ConnectionManager.REJECT_INVALID_SERVICE_ID);
+    }
+
+    @Test
+    void aProgramsRejectCarriesItsPrivateData() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        listen(server, 7000);
+        connect(client, 7000, "");
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        two.reject(server.channel.id(), server.channel.key(), CALLER, request.id(), "busy".getBytes());
+        CmEvents.Event rejected = client.next(CmEvents.REJECTED);
+        assertThat(rejected.status()).isEqualTo(ConnectionManager.REJECT_CONSUMER_DEFINED);
+        assertThat(new String(rejected.remote().privateData())).isEqualTo("busy");
+    }
+
+    @Test
+    void anAddressNoNodeOwnsIsAnAddressErrorAfterTheTimeout() throws Exception {
+        Program client = new Program(one);
+        int id = client.create();
+        long start = System.nanoTime();
+        one.resolveAddress(client.channel.id(), client.channel.key(), CALLER, id, new byte[0], new byte[] {127, 0, 1, 9}, 1, 300);
+        CmEvents.Event error = client.next(CmEvents.ADDR_ERROR);
+        assertThat(error.status()).isEqualTo(-CmEvents.ETIMEDOUT);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isGreaterThanOrEqualTo(250);
+    }
+
+    @Test
+    void requestsLostOnTheWireAreSentAgain() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        listen(server, 7001);
+        AtomicInteger reqs = new AtomicInteger();
+        AtomicInteger reps = new AtomicInteger();
+        lose = m -> (m.getKind() == CmMessage.Kind.REQ && reqs.incrementAndGet() <= 2) || (m.getKind() == CmMessage.Kind.REP && reps.incrementAndGet() <= 1);
+        int active = connect(client, 7001, "");
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
+        client.next(CmEvents.CONNECT_RESPONSE);
+        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.ESTABLISHED);
+        assertThat(server.events).as("one request, once, though it was sent three times").isEmpty();
+        assertThat(one.counters().resent() + two.counters().resent()).isGreaterThanOrEqualTo(3);
+        assertThat(lost.get()).isEqualTo(3);
+    }
+
+    @Test
+    void aPeerThatNeverAnswersIsUnreachableOnceTheRetriesRunOut() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        listen(server, 7002);
+        lose = m -> m.getKind() == CmMessage.Kind.REQ;
+        long start = System.nanoTime();
+        connect(client, 7002, "");
+        CmEvents.Event unreachable = client.next(CmEvents.UNREACHABLE);
+        assertThat(unreachable.status()).isEqualTo(-CmEvents.ETIMEDOUT);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("4 sends, 100 ms apart").isGreaterThanOrEqualTo(350);
+        assertThat(lost.get()).isEqualTo(4);
+    }
+
+    @Test
+    void aListenDestroyedWithRequestsPendingRejectsThem() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        int listen = listen(server, 7003);
+        connect(client, 7003, "");
+        server.next(CmEvents.CONNECT_REQUEST);
+        two.destroy(server.channel.id(), server.channel.key(), CALLER, listen);
+        client.next(CmEvents.REJECTED);
+        assertThat(two.idCount()).as("the listen and its pending request are gone").isZero();
+        // The port is free again.
+        listen(server, 7003);
+    }
+
+    @Test
+    void aProgramThatGoesAwayDisconnectsItsPeersAndLeavesNothing() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        listen(server, 7004);
+        int active = connect(client, 7004, "");
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
+        client.next(CmEvents.CONNECT_RESPONSE);
+        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.ESTABLISHED);
+
+        one.closeChannel(client.channel.id());
+        server.next(CmEvents.DISCONNECTED);
+        assertThat(one.idCount()).isZero();
+        assertThat(one.channelCount()).isZero();
+    }
+
+    @Test
+    void bindingChecksThePortAndTheAddress() {
+        Program server = new Program(two);
+        listen(server, 7005);
+        int second = server.create();
+        assertThatThrownBy(() -> two.bind(server.channel.id(), server.channel.key(), CALLER, second, new byte[] {0, 0, 0, 0}, 7005))
+                .isInstanceOf(CmException.class).extracting(e -> ((CmException) e).code()).isEqualTo(CmException.Code.ADDRESS_IN_USE);
+        assertThatThrownBy(() -> two.bind(server.channel.id(), server.channel.key(), CALLER, second, new byte[] {127, 0, 1, 1}, 7006))
+                .isInstanceOf(CmException.class).extracting(e -> ((CmException) e).code())
+                .isEqualTo(CmException.Code.ADDRESS_NOT_AVAILABLE);
+        assertThatThrownBy(() -> two.bind(server.channel.id(), server.channel.key() + 1, CALLER, second, new byte[0], 7006))
+                .as("another channel's key").isInstanceOf(CmException.class);
+        assertThatThrownBy(() -> two.bind(server.channel.id(), server.channel.key(), "someone else", second, new byte[0], 7006))
+                .as("another caller").isInstanceOf(CmException.class);
+        List<Integer> ports = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            int id = server.create();
+            ports.add(two.bind(server.channel.id(), server.channel.key(), CALLER, id, new byte[0], 0).srcPort());
+        }
+        assertThat(ports).doesNotHaveDuplicates().allMatch(p -> p >= 32768 && p <= 60999);
+    }
+
+    @Test
+    void malformedMessagesAreCountedAndDropped() {
+        one.received("node-2", new byte[] {(byte) 0xFF, 1, 2, 3});
+        assertThat(one.counters().malformed()).isEqualTo(1);
+    }
+}
