@@ -20,27 +20,31 @@ WORKDIR /src
 COPY --from=poms /src /src
 RUN mvn -B -q -DskipTests -pl tools -am package && rm -rf /src/*/target
 # The verbs library's compiler and headers (the debootstrapped build image has them; a public one gets them here).
-RUN command -v protoc-c >/dev/null && [ -f /usr/include/infiniband/verbs.h ] || { apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc make libc6-dev libibverbs-dev \
+RUN command -v protoc-c >/dev/null && [ -f /usr/include/infiniband/verbs.h ] && [ -f /usr/include/rdma/rdma_cma.h ] || { apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc make libc6-dev libibverbs-dev librdmacm-dev \
     protobuf-c-compiler libprotobuf-c-dev && rm -rf /var/lib/apt/lists/*; }
 COPY . .
 RUN mvn -B -q -DskipTests -pl tools -am package && cp tools/target/pagewire.jar /pagewire.jar \
  && make -s -C verbs-c all && mkdir -p /verbs/lib \
- && cp verbs-c/target/libpagewire-verbs.so /verbs/ && cp verbs-c/target/lib/libibverbs.so.1 /verbs/lib/
+ && cp verbs-c/target/libpagewire-verbs.so verbs-c/target/libpagewire-rdmacm.so /verbs/ \
+ && cp verbs-c/target/lib/libibverbs.so.1 verbs-c/target/lib/librdmacm.so.1 /verbs/lib/
 
 FROM ${RUNTIME_IMAGE} AS node
-# What verbs programs beside the node need: libibverbs (they link it), protobuf-c (the library does), and
-# Debian's ibverbs-utils and perftest to try it (the debootstrapped runtime image has them all).
-RUN dpkg-query -W libibverbs1 libprotobuf-c1 ibverbs-utils perftest >/dev/null 2>&1 || { apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libibverbs1 libprotobuf-c1 ibverbs-utils perftest \
+# What verbs programs beside the node need: libibverbs and librdmacm (they link them), protobuf-c (the
+# library does), and Debian's ibverbs-utils, rdmacm-utils and perftest to try it (the debootstrapped
+# runtime image has them all).
+RUN dpkg-query -W libibverbs1 librdmacm1 libprotobuf-c1 ibverbs-utils rdmacm-utils perftest >/dev/null 2>&1 || { apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libibverbs1 librdmacm1 libprotobuf-c1 ibverbs-utils \
+    rdmacm-utils perftest \
  && rm -rf /var/lib/apt/lists/*; }
 RUN groupadd --system --gid 7100 pagewire \
  && useradd --system --uid 7100 --gid pagewire --home-dir /var/lib/pagewire --create-home --shell /usr/sbin/nologin pagewire \
  && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings /var/lib/pagewire/certs \
  && chown -R pagewire:pagewire /var/lib/pagewire
 COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
-# The verbs library (docs/verbs.md): a program in this container, or in one that shares its ring
-# directory, runs on the node with LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so.
+# The verbs library and its connection manager (docs/verbs.md): a program in this container, or in one
+# that shares its ring directory, runs on the node with
+# LD_PRELOAD="/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so".
 COPY --from=build /verbs/ /usr/lib/pagewire/
 COPY deploy/docker/pagewire-health /usr/lib/pagewire/pagewire-health
 # The node's emulated physical memory is a file in the ring directory (put it on a tmpfs, such as a

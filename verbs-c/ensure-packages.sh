@@ -4,4 +4,4 @@
 # ibverbs-utils, rdma-core's examples and perftest (the programs the tests run on Pagewire), and valgrind
 # (memcheck over a verbs program, CheckedVerbsLibraryTest).
 set -euo pipefail
-exec "$(dirname "${BASH_SOURCE[0]}")/../deploy/debian-packages.sh" libibverbs-dev protobuf-c-compiler libprotobuf-c-dev ibverbs-utils perftest valgrind
+exec "$(dirname "${BASH_SOURCE[0]}")/../deploy/debian-packages.sh" libibverbs-dev librdmacm-dev protobuf-c-compiler libprotobuf-c-dev ibverbs-utils rdmacm-utils perftest valgrind

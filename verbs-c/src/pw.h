@@ -65,6 +65,10 @@ int pw_session_open(struct pw_conn *conn);
 int pw_session_send(struct pw_conn *conn, const Pagewire__Verbs__V1__SessionRequest *request);
 Pagewire__Verbs__V1__SessionEvent *pw_session_next(struct pw_conn *conn);
 
+/* Another of the node's bidirectional streams (CmChannel): opens it; reads its next message (0, or ECONNRESET at its end, or an errno). */
+int pw_stream_open(struct pw_conn *conn, const char *method);
+int pw_stream_next(struct pw_conn *conn, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **message);
+
 /* ---- ring.c: Agrona many-to-one ring buffers, as the ring module lays them out ---- */
 
 struct pw_ring {

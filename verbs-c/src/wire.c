@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -99,6 +100,12 @@ static int read_all(int fd, void *buf, size_t n)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				/* a program made the socket non-blocking (an rdma_cm channel's fd): the frame's rest is on its way */
+				struct pollfd pfd = { .fd = fd, .events = POLLIN };
+				poll(&pfd, 1, -1);
+				continue;
+			}
 			return errno;
 		}
 		if (r == 0)
@@ -231,6 +238,42 @@ int pw_session_send(struct pw_conn *conn, const Pagewire__Verbs__V1__SessionRequ
 	pthread_mutex_lock(&conn->lock);
 	int e = send_frame(conn->fd, SESSION_SEND, NULL, 0, &request->base);
 	pthread_mutex_unlock(&conn->lock);
+	return e;
+}
+
+int pw_stream_open(struct pw_conn *conn, const char *method)
+{
+	size_t n = strlen(method);
+	uint8_t prefix[2 + 64];
+	if (n > 64)
+		return EINVAL;
+	uint16_t len = (uint16_t)n;
+	memcpy(prefix, &len, 2);
+	memcpy(prefix + 2, method, n);
+	return send_frame(conn->fd, OPEN_SESSION, prefix, 2 + n, NULL);
+}
+
+int pw_stream_next(struct pw_conn *conn, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **message)
+{
+	uint8_t *body;
+	uint32_t length;
+	int e = read_frame(conn->fd, &body, &length);
+	if (e)
+		return e;
+	*message = NULL;
+	if (body[0] == SESSION_EVENT) {
+		*message = protobuf_c_message_unpack(desc, NULL, length - 1, body + 1);
+		e = *message ? 0 : EPROTO;
+	} else if ((body[0] == SESSION_END || body[0] == REPLY) && length >= 5) {
+		uint32_t code;
+		memcpy(&code, body + 1, 4);
+		if (code != 0)
+			pw_log(PW_ERROR, "the node ended the stream: %.*s", (int)(length - 5), (const char *)body + 5);
+		e = code ? pw_errno_of_status(code) : ECONNRESET;
+	} else {
+		e = EPROTO;
+	}
+	free(body);
 	return e;
 }
 

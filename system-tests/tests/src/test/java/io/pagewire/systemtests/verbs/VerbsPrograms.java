@@ -21,6 +21,8 @@ final class VerbsPrograms {
     /** Where the build put the library (verbs-c/target). */
     static final Path DIRECTORY = Path.of(System.getProperty("pagewire.verbs.directory", "../../verbs-c/target")).toAbsolutePath().normalize();
     static final Path LIBRARY = DIRECTORY.resolve("libpagewire-verbs.so");
+    /** The connection manager (librdmacm's API), preloaded beside the verbs library. */
+    static final Path CM_LIBRARY = DIRECTORY.resolve("libpagewire-rdmacm.so");
 
     private VerbsPrograms() {
     }
@@ -80,7 +82,7 @@ final class VerbsPrograms {
         log.deleteOnExit();
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log);
         builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
-        builder.environment().put("LD_PRELOAD", LIBRARY.toString());
+        builder.environment().put("LD_PRELOAD", Files.isRegularFile(CM_LIBRARY) ? LIBRARY + " " + CM_LIBRARY : LIBRARY.toString());
         builder.environment().put("PAGEWIRE_NODE", nodes);
         for (String entry : environment) {
             int eq = entry.indexOf('=');

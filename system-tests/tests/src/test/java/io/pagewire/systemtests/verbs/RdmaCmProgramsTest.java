@@ -1,0 +1,143 @@
+package io.pagewire.systemtests.verbs;
+
+import static io.pagewire.node.TestData.awaitTrue;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Debian's rdma_cm programs, unmodified, between two nodes through the library's connection manager:
+ * each node answers to its own address (node-1 127.0.1.1, node-2 127.0.1.2), the server runs on node-2
+ * and the client on node-1, connected by address and port as on any RDMA network. Afterwards neither
+ * node keeps an id or a channel.
+ */
+@Timeout(value = 240, unit = TimeUnit.SECONDS)
+class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
+    private static final String SERVER_ADDRESS = "127.0.1.2";
+    private static final String CLIENT_ADDRESS = "127.0.1.1";
+
+    @AfterEach
+    void nothingIsLeftInEitherNode() throws Exception {
+        for (PagewireNode node : List.of(client, server)) {
+            awaitTrue(() -> node.connectionManager().idCount() == 0 && node.connectionManager().channelCount() == 0, 10_000,
+                    node.id() + " has no rdma_cm id or channel left (ids " + node.connectionManager().idCount() + ", channels "
+                            + node.connectionManager().channelCount() + ")");
+        }
+    }
+
+    @ParameterizedTest(name = "rping under {0}")
+    @ValueSource(strings = {"PINNED", "PIN_ON_MISS", "SHADOW", "ON_DEMAND"})
+    void rpingVerifiesEveryPingUnderEachRegistrationMode(String mode) throws Exception {
+        RegistrationMode registration = RegistrationMode.valueOf(mode);
+        long registrationsBefore = server.nic().counters().get(NicCounter.REGISTRATIONS, registration);
+        long lookupsBefore = lookups(server, registration);
+        String port = String.valueOf(freePort());
+        List<String> env = List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode);
+        Run[] runs = pair(env, List.of("rping", "-s", "-v", "-V", "-a", SERVER_ADDRESS, "-p", port, "-C", "20"),
+                List.of("rping", "-c", "-v", "-V", "-a", SERVER_ADDRESS, "-p", port, "-C", "20"));
+        assertThat(runs[1].output().lines().filter(l -> l.startsWith("ping data: rdma-ping-"))).as(runs[1].output()).hasSize(20);
+        assertThat(runs[0].output().lines().filter(l -> l.startsWith("server ping data: rdma-ping-"))).as(runs[0].output()).hasSize(20);
+        assertThat(server.nic().counters().get(NicCounter.REGISTRATIONS, registration) - registrationsBefore)
+                .as("%s registrations on the server's node; counters:%n%s", mode, server.nic().counters()).isPositive();
+        if (registration == RegistrationMode.PIN_ON_MISS || registration == RegistrationMode.ON_DEMAND) {
+            // Their translations go through the NIC's TLB (SHADOW's through the shadow table, PINNED's are fixed).
+            assertThat(lookups(server, registration) - lookupsBefore).as("%s translations on the server's node; counters:%n%s", mode,
+                    server.nic().counters()).isPositive();
+        }
+    }
+
+    @Test
+    void ucmatoseConnectsSeveralPairsAndMovesTheirData() throws Exception {
+        String port = String.valueOf(freePort());
+        Run[] runs = pair(List.of(), List.of("ucmatose", "-b", SERVER_ADDRESS, "-p", port, "-c", "4", "-C", "10"),
+                List.of("ucmatose", "-s", SERVER_ADDRESS, "-b", CLIENT_ADDRESS, "-p", port, "-c", "4", "-C", "10"));
+        assertThat(runs[1].output()).contains("data transfers complete", "test complete");
+        assertThat(server.connectionManager().counters().established()).as("four connections").isGreaterThanOrEqualTo(4);
+    }
+
+    @Test
+    void theSynchronousEndpointApiConnects() throws Exception {
+        String port = String.valueOf(freePort());
+        Run[] runs = pair(List.of(), List.of("rdma_server", "-s", SERVER_ADDRESS, "-p", port), List.of("rdma_client", "-s", SERVER_ADDRESS, "-p", port));
+        assertThat(runs[1].output()).contains("rdma_client: end 0");
+        assertThat(runs[0].output()).contains("rdma_server: end 0");
+        port = String.valueOf(freePort());
+        runs = pair(List.of(), List.of("rdma_xserver", "-p", port), List.of("rdma_xclient", "-s", SERVER_ADDRESS, "-p", port));
+        assertThat(runs[1].output()).contains("rdma_xclient: end 0");
+    }
+
+    @ParameterizedTest(name = "{0} -R")
+    @ValueSource(strings = {"ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_send_lat", "ib_write_lat", "ib_read_lat"})
+    void perftestConnectsThroughTheConnectionManager(String program) throws Exception {
+        String port = String.valueOf(freePort());
+        List<String> options = new ArrayList<>(List.of(program, "-R", "-p", port, "-n", "200"));
+        if (program.endsWith("_bw")) {
+            options.addAll(List.of("-s", "8192"));
+        }
+        List<String> clientOptions = new ArrayList<>(options);
+        clientOptions.add(SERVER_ADDRESS);
+        long established = server.connectionManager().counters().established();
+        Run[] runs = pair(List.of(), options, clientOptions);
+        assertThat(runs[1].output()).contains("#bytes");
+        assertThat(server.connectionManager().counters().established() - established).isPositive();
+    }
+
+    @Test
+    void aPortNobodyListensOnIsRejectedAtOnce() throws Exception {
+        long start = System.nanoTime();
+        Run run = VerbsPrograms.run(client.target(), 30, "rping", "-c", "-a", SERVER_ADDRESS, "-p", String.valueOf(freePort()), "-C", "1");
+        assertThat(run.exitCode()).as(run.output()).isNotZero();
+        assertThat(run.output()).contains("RDMA_CM_EVENT_REJECTED, error 8");
+        assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).as("a REJ, not a timeout").isLessThan(10);
+    }
+
+    @Test
+    void anAddressNoNodeOwnsIsAnAddressError() throws Exception {
+        Run run = VerbsPrograms.run(client.target(), 30, "rping", "-c", "-a", "127.0.1.99", "-p", String.valueOf(freePort()), "-C", "1");
+        assertThat(run.exitCode()).as(run.output()).isNotZero();
+        assertThat(run.output()).contains("RDMA_CM_EVENT_ADDR_ERROR");
+    }
+
+    @Test
+    void aClientKilledMidConnectionDisconnectsTheServer() throws Exception {
+        String port = String.valueOf(freePort());
+        Program s = VerbsPrograms.start(server.target(), "rping", "-s", "-a", SERVER_ADDRESS, "-p", port, "-C", "1000000");
+        Thread.sleep(500);
+        Program c = VerbsPrograms.start(client.target(), "rping", "-c", "-a", SERVER_ADDRESS, "-p", port, "-C", "1000000");
+        awaitTrue(() -> server.connectionManager().counters().established() > 0, 20_000, "the pair connected");
+        Thread.sleep(300);
+        c.kill();
+        Run serverRun = s.await(30);
+        assertThat(serverRun.exitCode()).as("the server saw the disconnect and ended: %s", serverRun.output()).isNotEqualTo(-1);
+        assertThat(serverRun.output()).contains("DISCONNECT EVENT");
+    }
+
+    /** Starts {@code serverArgs} on node-2, then {@code clientArgs} on node-1; both must succeed. */
+    private Run[] pair(List<String> env, List<String> serverArgs, List<String> clientArgs) throws Exception {
+        Program s = VerbsPrograms.start(server.target(), env, serverArgs.toArray(String[]::new));
+        awaitTrue(() -> server.connectionManager().idCount() > 0, 10_000, "the server listens");
+        Thread.sleep(200);
+        Program c = VerbsPrograms.start(client.target(), env, clientArgs.toArray(String[]::new));
+        Run clientRun = c.await(120);
+        Run serverRun = s.await(30);
+        clientRun.succeeded();
+        serverRun.succeeded();
+        return new Run[] {serverRun, clientRun};
+    }
+
+    private static long lookups(PagewireNode node, RegistrationMode mode) {
+        return node.nic().counters().get(NicCounter.TLB_HITS, mode) + node.nic().counters().get(NicCounter.TLB_MISSES, mode);
+    }
+}

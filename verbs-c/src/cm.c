@@ -1,0 +1,1375 @@
+/*
+ * Pagewire's librdmacm: the connection manager's API (rdma_cma.h) with the node as the rdma_cm
+ * service. An event channel is a stream from the node (its fd is the stream's socket, so a program
+ * polls it as it polls /dev/infiniband/rdma_cm); every operation on an id is a CmCall that answers with
+ * librdmacm's errno; the events the node streams carry what the library needs to move an id's queue
+ * pair through INIT, RTR and RTS itself, as librdmacm does with the kernel's rdma_init_qp_attr.
+ *
+ * The library serves the first node PAGEWIRE_NODE names (the first verbs device): its ids bind to and
+ * resolve from that node's address, and their verbs context is that device's.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "pw.h"
+
+#define CM_CALL "CmCall"
+#define MAX_PRIVATE_DATA 196  /* the REQ's private data (the largest the IB CM carries) */
+#define DEFAULT_ACK_TIMEOUT 14 /* 4.096 us x 2^14, librdmacm's default for RC */
+
+struct cm_channel {
+	struct rdma_event_channel channel; /* first: what programs hold */
+	struct pw_conn conn;                /* the CmChannel stream; its fd is channel.fd */
+	uint64_t id, key;
+	pthread_mutex_t read_lock;          /* one reader of the stream at a time */
+	int readers;                        /* threads inside rdma_get_cm_event, under cm_lock */
+	int destroyed;                      /* rdma_destroy_event_channel was called while one was, under cm_lock */
+};
+
+struct cm_id {
+	struct rdma_cm_id id;               /* first: what programs hold */
+	uint32_t number;                    /* the node's */
+	int sync;                           /* created without a channel: a private one, operations wait for their event */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int events_reported, events_completed;
+	/* the connection: the peer's side, as the events gave it */
+	uint32_t peer_lid, peer_qpn, peer_psn, peer_qkey;
+	uint32_t psn;                       /* this side's first PSN */
+	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry_count;
+	uint8_t ack_timeout;
+	int cqs_made;                       /* rdma_create_qp made the CQs (and their channels) */
+	struct ibv_qp_init_attr *listen_attr; /* rdma_create_ep on a passive id: the QP each request's id gets */
+	int destroyed;
+};
+
+struct cm_event {
+	struct rdma_cm_event event;         /* first: what programs hold */
+	struct cm_id *counted;              /* the id the event is reported against (the listen for CONNECT_REQUEST) */
+	uint8_t private_data[256];
+};
+
+/* ---- the node: one control connection, the first device, and the ids by number ---- */
+
+static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pw_conn control = { .fd = -1 };
+static struct ibv_context *device_context;
+static char socket_path[512];
+static struct cm_id **ids;
+static int id_count, id_slots;
+
+static int node_open(void)
+{
+	int e = 0;
+	pthread_mutex_lock(&cm_lock);
+	if (control.fd < 0) {
+		int n = 0;
+		struct ibv_device **list = ibv_get_device_list(&n);
+		if (!list || n == 0) {
+			pw_log(PW_ERROR, "rdma_cm: no Pagewire device (set PAGEWIRE_NODE to the node this program uses)");
+			e = ENODEV;
+		} else {
+			snprintf(socket_path, sizeof(socket_path), "%s", list[0]->dev_path);
+			if (!device_context)
+				device_context = ibv_open_device(list[0]);
+			if (!device_context)
+				e = errno ? errno : ENODEV;
+			else
+				e = pw_conn_open(&control, socket_path);
+		}
+		if (list)
+			ibv_free_device_list(list);
+	}
+	pthread_mutex_unlock(&cm_lock);
+	return e;
+}
+
+static int ids_add(struct cm_id *id)
+{
+	pthread_mutex_lock(&cm_lock);
+	if (id_count == id_slots) {
+		int slots = id_slots ? 2 * id_slots : 64;
+		struct cm_id **grown = realloc(ids, (size_t)slots * sizeof(*ids));
+		if (!grown) {
+			pthread_mutex_unlock(&cm_lock);
+			return ENOMEM;
+		}
+		ids = grown;
+		id_slots = slots;
+	}
+	ids[id_count++] = id;
+	pthread_mutex_unlock(&cm_lock);
+	return 0;
+}
+
+static struct cm_id *ids_find(uint32_t number)
+{
+	struct cm_id *found = NULL;
+	pthread_mutex_lock(&cm_lock);
+	for (int i = 0; i < id_count; i++)
+		if (ids[i]->number == number && !ids[i]->destroyed) {
+			found = ids[i];
+			break;
+		}
+	pthread_mutex_unlock(&cm_lock);
+	return found;
+}
+
+static void ids_remove(struct cm_id *id)
+{
+	pthread_mutex_lock(&cm_lock);
+	for (int i = 0; i < id_count; i++)
+		if (ids[i] == id) {
+			ids[i] = ids[--id_count];
+			break;
+		}
+	pthread_mutex_unlock(&cm_lock);
+}
+
+static int fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* ---- addresses ---- */
+
+static void address_of(const struct sockaddr *sa, ProtobufCBinaryData *ip, uint32_t *port)
+{
+	ip->len = 0;
+	ip->data = NULL;
+	*port = 0;
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		ip->data = (uint8_t *)&in->sin_addr;
+		ip->len = 4;
+		*port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		ip->data = (uint8_t *)&in6->sin6_addr;
+		ip->len = 16;
+		*port = ntohs(in6->sin6_port);
+	}
+}
+
+static void sockaddr_of(const Pagewire__Verbs__V1__CmAddress *a, struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!a)
+		return;
+	if (a->ip.len == 4) {
+		struct sockaddr_in *in = (struct sockaddr_in *)out;
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, a->ip.data, 4);
+		in->sin_port = htons((uint16_t)a->port);
+	} else if (a->ip.len == 16) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)out;
+		in6->sin6_family = AF_INET6;
+		memcpy(&in6->sin6_addr, a->ip.data, 16);
+		in6->sin6_port = htons((uint16_t)a->port);
+	}
+}
+
+static void set_route(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress *src, const Pagewire__Verbs__V1__CmAddress *dst)
+{
+	if (src && src->ip.len)
+		sockaddr_of(src, &id->id.route.addr.src_storage);
+	if (dst && dst->ip.len)
+		sockaddr_of(dst, &id->id.route.addr.dst_storage);
+}
+
+/* ---- calls ---- */
+
+/* One operation on an id; fills *reply when asked. Returns 0, or the errno librdmacm returns (logged). */
+static int cm_call(struct cm_id *id, Pagewire__Verbs__V1__CmCallRequest *req, Pagewire__Verbs__V1__CmCallResponse **reply_out)
+{
+	struct cm_channel *chan = (struct cm_channel *)id->id.channel;
+	Pagewire__Verbs__V1__CmChannelRef ref = PAGEWIRE__VERBS__V1__CM_CHANNEL_REF__INIT;
+	ref.channel_id = chan->id;
+	ref.channel_key = chan->key;
+	req->channel = &ref;
+	req->id = id->number;
+	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
+	int e = pw_call(&control, CM_CALL, &req->base, &pagewire__verbs__v1__cm_call_response__descriptor, (ProtobufCMessage **)&reply);
+	if (e)
+		return e;
+	if (reply->error_number) {
+		e = reply->error_number;
+		pw_log(e == EADDRINUSE ? PW_INFO : PW_WARN, "rdma_cm: %s", reply->error);
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		return e;
+	}
+	if (reply_out)
+		*reply_out = reply;
+	else
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
+}
+
+/* ---- event channels ---- */
+
+EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	int e = node_open();
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	struct cm_channel *chan = calloc(1, sizeof(*chan));
+	if (!chan) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e = pw_conn_open(&chan->conn, socket_path);
+	if (!e)
+		e = pw_stream_open(&chan->conn, "CmChannel");
+	Pagewire__Verbs__V1__CmEvent *first = NULL;
+	if (!e)
+		e = pw_stream_next(&chan->conn, &pagewire__verbs__v1__cm_event__descriptor, (ProtobufCMessage **)&first);
+	if (!e && (first->body_case != PAGEWIRE__VERBS__V1__CM_EVENT__BODY_OPENED || !first->opened->channel))
+		e = EPROTO;
+	if (e) {
+		if (first)
+			protobuf_c_message_free_unpacked(&first->base, NULL);
+		if (chan->conn.fd >= 0)
+			pw_conn_close(&chan->conn);
+		free(chan);
+		errno = e;
+		return NULL;
+	}
+	chan->id = first->opened->channel->channel_id;
+	chan->key = first->opened->channel->channel_key;
+	protobuf_c_message_free_unpacked(&first->base, NULL);
+	chan->channel.fd = chan->conn.fd;
+	pthread_mutex_init(&chan->read_lock, NULL);
+	return &chan->channel;
+}
+
+static void channel_free(struct cm_channel *chan)
+{
+	close(chan->conn.fd);
+	pthread_mutex_destroy(&chan->read_lock);
+	free(chan);
+}
+
+/*
+ * Closes the channel. A thread still blocked in rdma_get_cm_event on it (rping's event thread, which
+ * its program never joins) stays blocked, as a read of the kernel's rdma_cm file does after close(2):
+ * the channel's ids are gone, so no event wakes it, and its socket is closed when it leaves or the
+ * process ends.
+ */
+EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct cm_channel *chan = (struct cm_channel *)channel;
+	if (!chan)
+		return;
+	pthread_mutex_lock(&cm_lock);
+	int reading = chan->readers > 0;
+	if (reading)
+		chan->destroyed = 1;
+	pthread_mutex_unlock(&cm_lock);
+	if (!reading)
+		channel_free(chan);
+}
+
+/* ---- ids ---- */
+
+static struct cm_id *id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	struct cm_id *id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	id->id.verbs = device_context;
+	id->id.channel = channel;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qp_type;
+	id->id.port_num = 1;
+	id->ack_timeout = DEFAULT_ACK_TIMEOUT;
+	pthread_mutex_init(&id->lock, NULL);
+	pthread_cond_init(&id->cond, NULL);
+	return id;
+}
+
+static void id_free(struct cm_id *id)
+{
+	pthread_mutex_destroy(&id->lock);
+	pthread_cond_destroy(&id->cond);
+	free(id->listen_attr);
+	free(id);
+}
+
+static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
+{
+	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+}
+
+EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context, enum rdma_port_space ps)
+{
+	int e = node_open();
+	if (e)
+		return fail(e);
+	int sync = !channel;
+	if (sync && !(channel = rdma_create_event_channel()))
+		return -1;
+	struct cm_id *id = id_new(channel, context, ps, qp_type_of(ps));
+	if (!id) {
+		if (sync)
+			rdma_destroy_event_channel(channel);
+		return fail(ENOMEM);
+	}
+	id->sync = sync;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmCreateId create = PAGEWIRE__VERBS__V1__CM_CREATE_ID__INIT;
+	create.port_space = ps;
+	create.qp_type = id->id.qp_type;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_CREATE_ID;
+	req.create_id = &create;
+	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
+	e = cm_call(id, &req, &reply);
+	if (!e) {
+		id->number = reply->id;
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+		e = ids_add(id);
+	}
+	if (e) {
+		if (sync)
+			rdma_destroy_event_channel(channel);
+		id_free(id);
+		return fail(e);
+	}
+	*out = &id->id;
+	return 0;
+}
+
+/* Waits until every event reported for the id was acknowledged, as librdmacm's destroy and migrate do. */
+static void wait_for_acks(struct cm_id *id)
+{
+	pthread_mutex_lock(&id->lock);
+	while (id->events_completed < id->events_reported)
+		pthread_cond_wait(&id->cond, &id->lock);
+	pthread_mutex_unlock(&id->lock);
+}
+
+static void destroy_cqs(struct cm_id *id)
+{
+	if (!id->cqs_made)
+		return;
+	if (id->id.recv_cq && id->id.recv_cq != id->id.send_cq)
+		ibv_destroy_cq(id->id.recv_cq);
+	if (id->id.send_cq)
+		ibv_destroy_cq(id->id.send_cq);
+	if (id->id.recv_cq_channel && id->id.recv_cq_channel != id->id.send_cq_channel)
+		ibv_destroy_comp_channel(id->id.recv_cq_channel);
+	if (id->id.send_cq_channel)
+		ibv_destroy_comp_channel(id->id.send_cq_channel);
+	id->id.send_cq = id->id.recv_cq = NULL;
+	id->id.send_cq_channel = id->id.recv_cq_channel = NULL;
+	id->cqs_made = 0;
+}
+
+EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_DESTROY;
+	req.destroy = 1;
+	int e = cm_call(id, &req, NULL);
+	if (e && e != ENOENT)
+		return fail(e);
+	pthread_mutex_lock(&cm_lock);
+	id->destroyed = 1;
+	pthread_mutex_unlock(&cm_lock);
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	wait_for_acks(id);
+	ids_remove(id);
+	destroy_cqs(id);
+	if (id->sync)
+		rdma_destroy_event_channel(id->id.channel);
+	id_free(id);
+	return 0;
+}
+
+/* ---- address and route ---- */
+
+/*
+ * Reads the next event of a synchronous id's own channel (the one the operation just started leads
+ * to) into id->event, acknowledging the one before, as librdmacm's ucma_complete does.
+ */
+static int complete(struct cm_id *id)
+{
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	if (rdma_get_cm_event(id->id.channel, &id->id.event))
+		return -1;
+	int status = id->id.event->status;
+	if (status)
+		return fail(id->id.event->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : status < 0 ? -status : status);
+	return 0;
+}
+
+EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 && addr->sa_family != AF_IB))
+		return fail(EINVAL);
+	if (addr->sa_family == AF_IB)
+		return fail(EAFNOSUPPORT);
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmAddress a = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
+	address_of(addr, &a.ip, &a.port);
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_BIND;
+	req.bind = &a;
+	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
+	int e = cm_call(id, &req, &reply);
+	if (e)
+		return fail(e);
+	set_route(id, reply->src, NULL);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
+}
+
+EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return fail(dst && dst->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmResolveAddress r = PAGEWIRE__VERBS__V1__CM_RESOLVE_ADDRESS__INIT;
+	Pagewire__Verbs__V1__CmAddress s = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT, d = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
+	address_of(src, &s.ip, &s.port);
+	address_of(dst, &d.ip, &d.port);
+	r.src = &s;
+	r.dst = &d;
+	r.timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 2000;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_RESOLVE_ADDRESS;
+	req.resolve_address = &r;
+	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
+	int e = cm_call(id, &req, &reply);
+	if (e)
+		return fail(e);
+	set_route(id, reply->src, reply->dst);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return id->sync ? complete(id) : 0;
+}
+
+EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_RESOLVE_ROUTE_TIMEOUT_MS;
+	req.resolve_route_timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 2000;
+	int e = cm_call(id, &req, NULL);
+	if (e)
+		return fail(e);
+	return id->sync ? complete(id) : 0;
+}
+
+EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_LISTEN;
+	req.listen = backlog > 0 ? (uint32_t)backlog : 0;
+	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
+	int e = cm_call(id, &req, &reply);
+	if (e)
+		return fail(e);
+	set_route(id, reply->src, NULL);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
+}
+
+/* ---- queue pairs ---- */
+
+static int random_psn(void)
+{
+	return (int)(lrand48() & 0xFFFFFF);
+}
+
+/* INIT, as librdmacm leaves a queue pair it creates: port 1, pkey 0, remote access for RC. */
+static int qp_to_init(struct cm_id *id, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0 };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (qp->qp_type == IBV_QPT_UD) {
+		attr.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
+		mask |= IBV_QP_QKEY;
+	} else {
+		attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return ibv_modify_qp(qp, &attr, mask);
+}
+
+static int qp_to_rtr(struct cm_id *id)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+	int mask = IBV_QP_STATE;
+	if (id->id.qp->qp_type != IBV_QPT_UD) {
+		attr.path_mtu = IBV_MTU_4096;
+		attr.dest_qp_num = id->peer_qpn;
+		attr.rq_psn = id->peer_psn;
+		attr.max_dest_rd_atomic = id->responder_resources ? id->responder_resources : 1;
+		attr.min_rnr_timer = 12;
+		attr.ah_attr.dlid = (uint16_t)id->peer_lid;
+		attr.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (id->id.qp->qp_type == IBV_QPT_RC)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	return ibv_modify_qp(id->id.qp, &attr, mask);
+}
+
+static int qp_to_rts(struct cm_id *id)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS, .sq_psn = id->psn };
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (id->id.qp->qp_type == IBV_QPT_RC) {
+		attr.timeout = id->ack_timeout;
+		attr.retry_cnt = id->retry_count;
+		attr.rnr_retry = id->rnr_retry_count;
+		attr.max_rd_atomic = id->initiator_depth ? id->initiator_depth : 1;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return ibv_modify_qp(id->id.qp, &attr, mask);
+}
+
+static void qp_to_error(struct cm_id *id)
+{
+	if (id->id.qp) {
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
+	}
+}
+
+/* CQs (with completion channels) for an id whose program named none, as librdmacm makes them. */
+static int make_cqs(struct cm_id *id, struct ibv_qp_init_attr *attr)
+{
+	if (attr->send_cq && attr->recv_cq)
+		return 0;
+	id->cqs_made = 1;
+	if (!attr->recv_cq) {
+		id->id.recv_cq_channel = ibv_create_comp_channel(id->id.verbs);
+		if (!id->id.recv_cq_channel)
+			return -1;
+		id->id.recv_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1), id, id->id.recv_cq_channel, 0);
+		if (!id->id.recv_cq)
+			return -1;
+		attr->recv_cq = id->id.recv_cq;
+	}
+	if (!attr->send_cq) {
+		id->id.send_cq_channel = ibv_create_comp_channel(id->id.verbs);
+		if (!id->id.send_cq_channel)
+			return -1;
+		id->id.send_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1), id, id->id.send_cq_channel, 0);
+		if (!id->id.send_cq)
+			return -1;
+		attr->send_cq = id->id.send_cq;
+	}
+	return 0;
+}
+
+EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_ex *attr)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (!attr)
+		return fail(EINVAL);
+	if (id->id.verbs && attr->pd && attr->pd->context != id->id.verbs)
+		return fail(EINVAL);
+	struct ibv_qp_init_attr plain = {
+		.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
+		.cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+	};
+	if (make_cqs(id, &plain)) {
+		int e = errno;
+		destroy_cqs(id);
+		return fail(e ? e : ENOMEM);
+	}
+	struct ibv_pd *pd = attr->pd ? attr->pd : id->id.pd;
+	struct ibv_qp *qp = ibv_create_qp(pd, &plain);
+	if (!qp) {
+		int e = errno;
+		destroy_cqs(id);
+		return fail(e ? e : ENOMEM);
+	}
+	attr->cap = plain.cap;
+	if (qp_to_init(id, qp)) {
+		int e = errno;
+		ibv_destroy_qp(qp);
+		destroy_cqs(id);
+		return fail(e ? e : EINVAL);
+	}
+	id->id.qp = qp;
+	id->id.pd = pd;
+	id->id.srq = attr->srq;
+	id->id.send_cq = plain.send_cq;
+	id->id.recv_cq = plain.recv_cq;
+	return 0;
+}
+
+EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (!qp_init_attr)
+		return fail(EINVAL);
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = qp_init_attr->qp_context, .send_cq = qp_init_attr->send_cq, .recv_cq = qp_init_attr->recv_cq,
+		.srq = qp_init_attr->srq, .cap = qp_init_attr->cap, .qp_type = qp_init_attr->qp_type,
+		.sq_sig_all = qp_init_attr->sq_sig_all, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd ? pd : id->id.pd,
+	};
+	if (!ex.pd)
+		return fail(EINVAL);
+	if (rdma_create_qp_ex(cm_id, &ex))
+		return -1;
+	qp_init_attr->cap = ex.cap;
+	qp_init_attr->send_cq = id->id.send_cq;
+	qp_init_attr->recv_cq = id->id.recv_cq;
+	return 0;
+}
+
+EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (id->id.qp)
+		ibv_destroy_qp(id->id.qp);
+	id->id.qp = NULL;
+	destroy_cqs(id);
+}
+
+EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->id.pd;
+	if (!pd)
+		return fail(EINVAL);
+	struct ibv_srq_init_attr plain = { .srq_context = attr->srq_context, .attr = attr->attr };
+	struct ibv_srq *srq = ibv_create_srq(pd, &plain);
+	if (!srq)
+		return -1;
+	id->id.srq = srq;
+	id->id.pd = pd;
+	return 0;
+}
+
+EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex = { .srq_context = attr->srq_context, .attr = attr->attr, .comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = pd };
+	return rdma_create_srq_ex(cm_id, &ex);
+}
+
+EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
+{
+	if (cm_id->srq)
+		ibv_destroy_srq(cm_id->srq);
+	cm_id->srq = NULL;
+}
+
+/* ---- connecting ---- */
+
+static void conn_params(Pagewire__Verbs__V1__CmConnParams *p, struct cm_id *id, const struct rdma_conn_param *param)
+{
+	if (param) {
+		p->private_data.data = (uint8_t *)param->private_data;
+		p->private_data.len = param->private_data ? param->private_data_len : 0;
+		p->responder_resources = param->responder_resources;
+		p->initiator_depth = param->initiator_depth;
+		p->retry_count = param->retry_count;
+		p->rnr_retry_count = param->rnr_retry_count;
+		p->srq = param->srq;
+		p->flow_control = param->flow_control;
+		p->qpn = param->qp_num;
+	}
+	if (id->id.qp) {
+		p->qpn = id->id.qp->qp_num;
+		p->srq = id->id.qp->srq != NULL;
+	}
+	p->psn = id->psn;
+}
+
+EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
+		return fail(EINVAL);
+	id->psn = (uint32_t)random_psn();
+	if (conn_param) {
+		id->responder_resources = conn_param->responder_resources;
+		id->initiator_depth = conn_param->initiator_depth;
+		id->retry_count = conn_param->retry_count;
+		id->rnr_retry_count = conn_param->rnr_retry_count;
+	} else {
+		id->retry_count = 7;
+		id->rnr_retry_count = 7;
+	}
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmConnParams p = PAGEWIRE__VERBS__V1__CM_CONN_PARAMS__INIT;
+	conn_params(&p, id, conn_param);
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_CONNECT;
+	req.connect = &p;
+	int e = cm_call(id, &req, NULL);
+	if (e)
+		return fail(e);
+	return id->sync ? complete(id) : 0;
+}
+
+EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
+		return fail(EINVAL);
+	id->psn = (uint32_t)random_psn();
+	if (conn_param) {
+		/* what this side's RTR and RTS take: its resources as accepted, the retries the requester asked for */
+		id->responder_resources = conn_param->responder_resources;
+		id->initiator_depth = conn_param->initiator_depth;
+		id->rnr_retry_count = conn_param->rnr_retry_count;
+	}
+	if (id->id.qp && id->id.qp_type != IBV_QPT_UD) {
+		if (qp_to_rtr(id) || qp_to_rts(id)) {
+			int e = errno ? errno : EINVAL;
+			qp_to_error(id);
+			rdma_reject(cm_id, NULL, 0);
+			return fail(e);
+		}
+	}
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmConnParams p = PAGEWIRE__VERBS__V1__CM_CONN_PARAMS__INIT;
+	conn_params(&p, id, conn_param);
+	if (id->id.qp_type == IBV_QPT_UD)
+		p.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ACCEPT;
+	req.accept = &p;
+	int e = cm_call(id, &req, NULL);
+	if (e) {
+		qp_to_error(id);
+		return fail(e);
+	}
+	if (id->sync && id->id.qp_type != IBV_QPT_UD)
+		return complete(id);
+	if (id->sync && id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	return 0;
+}
+
+EXPORT int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_REJECT;
+	req.reject.data = (uint8_t *)private_data;
+	req.reject.len = private_data ? private_data_len : 0;
+	int e = cm_call(id, &req, NULL);
+	return e ? fail(e) : 0;
+}
+
+EXPORT int rdma_reject_ece(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
+{
+	return rdma_reject(cm_id, private_data, private_data_len);
+}
+
+EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ESTABLISH;
+	req.establish = 1;
+	int e = cm_call(id, &req, NULL);
+	return e ? fail(e) : 0;
+}
+
+EXPORT int rdma_notify(struct rdma_cm_id *cm_id, enum ibv_event_type event)
+{
+	(void)cm_id;
+	(void)event;
+	return 0; /* the node learns of communication from the CM's own exchange */
+}
+
+EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	qp_to_error(id);
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_DISCONNECT;
+	req.disconnect = 1;
+	int e = cm_call(id, &req, NULL);
+	return e ? fail(e) : 0;
+}
+
+EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *channel)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	int sync = !channel;
+	if (sync && !(channel = rdma_create_event_channel()))
+		return -1;
+	wait_for_acks(id);
+	struct cm_channel *to = (struct cm_channel *)channel;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	Pagewire__Verbs__V1__CmChannelRef ref = PAGEWIRE__VERBS__V1__CM_CHANNEL_REF__INIT;
+	ref.channel_id = to->id;
+	ref.channel_key = to->key;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_MIGRATE;
+	req.migrate = &ref;
+	int e = cm_call(id, &req, NULL);
+	if (e) {
+		if (sync)
+			rdma_destroy_event_channel(channel);
+		return fail(e);
+	}
+	if (id->sync) {
+		if (id->id.event) {
+			rdma_ack_cm_event(id->id.event);
+			id->id.event = NULL;
+		}
+		rdma_destroy_event_channel(id->id.channel);
+	}
+	id->id.channel = channel;
+	id->sync = sync;
+	return 0;
+}
+
+/* ---- events ---- */
+
+static const char *event_names[] = {
+	"RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR", "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
+	"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE", "RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE",
+	"RDMA_CM_EVENT_REJECTED", "RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	"RDMA_CM_EVENT_MULTICAST_JOIN", "RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE", "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+};
+
+EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	return (unsigned)event < sizeof(event_names) / sizeof(event_names[0]) ? event_names[event] : "UNKNOWN EVENT";
+}
+
+/* An id made by a connection request, as its listen's: channel, context, device, port space, addresses. */
+static struct cm_id *request_id(struct cm_id *listen, const Pagewire__Verbs__V1__CmIdEvent *e)
+{
+	struct cm_id *child = id_new(listen->id.channel, listen->id.context, listen->id.ps, listen->id.qp_type);
+	if (!child)
+		return NULL;
+	child->number = e->id;
+	child->id.pd = listen->id.pd;
+	if (ids_add(child)) {
+		id_free(child);
+		return NULL;
+	}
+	return child;
+}
+
+static void take_peer(struct cm_id *id, const Pagewire__Verbs__V1__CmIdEvent *e)
+{
+	id->peer_lid = e->peer_lid;
+	if (e->params) {
+		id->peer_qpn = e->params->qpn;
+		id->peer_psn = e->params->psn;
+		id->peer_qkey = e->params->qkey;
+	}
+}
+
+/*
+ * Turns the node's event into the program's: finds (or, for a request, makes) its id, and does what
+ * librdmacm does on the way: a CONNECT_RESPONSE for an id with a queue pair connects the pair and
+ * becomes ESTABLISHED; DISCONNECTED moves the pair to ERROR. Returns NULL for an event the program
+ * does not see (its id is gone).
+ */
+static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
+{
+	struct cm_event *evt = calloc(1, sizeof(*evt));
+	if (!evt)
+		return NULL;
+	struct rdma_cm_event *event = &evt->event;
+	event->event = (enum rdma_cm_event_type)e->type;
+	event->status = e->status;
+	struct cm_id *id;
+	if (e->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		struct cm_id *listen = ids_find(e->listen_id);
+		if (!listen || !(id = request_id(listen, e))) {
+			free(evt);
+			return NULL;
+		}
+		event->listen_id = &listen->id;
+		evt->counted = listen;
+		take_peer(id, e);
+		if (e->params) {
+			id->responder_resources = (uint8_t)e->params->initiator_depth;
+			id->initiator_depth = (uint8_t)e->params->responder_resources;
+			id->retry_count = (uint8_t)e->params->retry_count;
+			id->rnr_retry_count = (uint8_t)e->params->rnr_retry_count;
+		}
+	} else {
+		id = ids_find(e->id);
+		if (!id) {
+			free(evt);
+			return NULL;
+		}
+		evt->counted = id;
+	}
+	event->id = &id->id;
+	set_route(id, e->src, e->dst);
+	if (e->params && e->params->private_data.len) {
+		size_t n = e->params->private_data.len < sizeof(evt->private_data) ? e->params->private_data.len : sizeof(evt->private_data);
+		memcpy(evt->private_data, e->params->private_data.data, n);
+		if (id->id.qp_type == IBV_QPT_UD) {
+			event->param.ud.private_data = evt->private_data;
+			event->param.ud.private_data_len = (uint8_t)n;
+		} else {
+			event->param.conn.private_data = evt->private_data;
+			event->param.conn.private_data_len = (uint8_t)n;
+		}
+	}
+	if (e->params && id->id.qp_type != IBV_QPT_UD) {
+		event->param.conn.responder_resources = (uint8_t)e->params->responder_resources;
+		event->param.conn.initiator_depth = (uint8_t)e->params->initiator_depth;
+		event->param.conn.flow_control = (uint8_t)e->params->flow_control;
+		event->param.conn.retry_count = (uint8_t)e->params->retry_count;
+		event->param.conn.rnr_retry_count = (uint8_t)e->params->rnr_retry_count;
+		event->param.conn.srq = (uint8_t)e->params->srq;
+		event->param.conn.qp_num = e->params->qpn;
+	}
+	switch (event->event) {
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		take_peer(id, e);
+		if (id->id.qp) {
+			if (qp_to_rtr(id) || qp_to_rts(id) || rdma_establish(&id->id)) {
+				event->status = -(errno ? errno : EINVAL);
+				event->event = RDMA_CM_EVENT_CONNECT_ERROR;
+				qp_to_error(id);
+			} else {
+				event->event = RDMA_CM_EVENT_ESTABLISHED;
+			}
+		}
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (id->id.qp_type == IBV_QPT_UD) {
+			take_peer(id, e);
+			event->param.ud.qp_num = id->peer_qpn;
+			event->param.ud.qkey = id->peer_qkey;
+			event->param.ud.ah_attr.dlid = (uint16_t)id->peer_lid;
+			event->param.ud.ah_attr.port_num = 1;
+		}
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		qp_to_error(id);
+		break;
+	default:
+		break;
+	}
+	return evt;
+}
+
+/* Whether the channel was destroyed while this thread read it. */
+static int channel_destroyed(struct cm_channel *chan)
+{
+	pthread_mutex_lock(&cm_lock);
+	int destroyed = chan->destroyed;
+	pthread_mutex_unlock(&cm_lock);
+	return destroyed;
+}
+
+/* A reader leaves the channel; the last one out of a destroyed channel frees it. */
+static void reader_leaves(struct cm_channel *chan)
+{
+	pthread_mutex_lock(&cm_lock);
+	int last = --chan->readers == 0 && chan->destroyed;
+	pthread_mutex_unlock(&cm_lock);
+	if (last)
+		channel_free(chan);
+}
+
+EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **out)
+{
+	struct cm_channel *chan = (struct cm_channel *)channel;
+	if (!chan || !out)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm_lock);
+	chan->readers++;
+	pthread_mutex_unlock(&cm_lock);
+	pthread_mutex_lock(&chan->read_lock);
+	for (;;) {
+		int flags = fcntl(chan->channel.fd, F_GETFL);
+		if (flags >= 0 && (flags & O_NONBLOCK)) {
+			struct pollfd pfd = { .fd = chan->channel.fd, .events = POLLIN };
+			if (poll(&pfd, 1, 0) == 0) {
+				pthread_mutex_unlock(&chan->read_lock);
+				reader_leaves(chan);
+				return fail(EAGAIN);
+			}
+		}
+		Pagewire__Verbs__V1__CmEvent *msg = NULL;
+		int e = pw_stream_next(&chan->conn, &pagewire__verbs__v1__cm_event__descriptor, (ProtobufCMessage **)&msg);
+		if (e) {
+			pthread_mutex_unlock(&chan->read_lock);
+			if (!channel_destroyed(chan))
+				pw_log(PW_WARN, "rdma_get_cm_event: the node's event stream ended (%s)", strerror(e));
+			reader_leaves(chan);
+			return fail(e == ECONNRESET ? ENODEV : e);
+		}
+		struct cm_event *evt = NULL;
+		if (msg->body_case == PAGEWIRE__VERBS__V1__CM_EVENT__BODY_EVENT)
+			evt = convert(msg->event);
+		protobuf_c_message_free_unpacked(&msg->base, NULL);
+		if (!evt)
+			continue; /* for an id already destroyed, which the program does not see */
+		pthread_mutex_lock(&evt->counted->lock);
+		evt->counted->events_reported++;
+		pthread_mutex_unlock(&evt->counted->lock);
+		pthread_mutex_unlock(&chan->read_lock);
+		reader_leaves(chan);
+		*out = &evt->event;
+		return 0;
+	}
+}
+
+EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event)
+		return fail(EINVAL);
+	struct cm_event *evt = (struct cm_event *)event;
+	struct cm_id *counted = evt->counted;
+	pthread_mutex_lock(&counted->lock);
+	counted->events_completed++;
+	pthread_cond_broadcast(&counted->cond);
+	pthread_mutex_unlock(&counted->lock);
+	free(evt);
+	return 0;
+}
+
+/* ---- devices, options, ports ---- */
+
+EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	if (node_open()) {
+		if (num_devices)
+			*num_devices = 0;
+		return NULL;
+	}
+	struct ibv_context **list = calloc(2, sizeof(*list));
+	if (!list)
+		return NULL;
+	list[0] = device_context;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list); /* the contexts stay open for the library's ids, as librdmacm's do */
+}
+
+EXPORT int rdma_set_option(struct rdma_cm_id *cm_id, int level, int optname, void *optval, size_t optlen)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	if (!optval)
+		return fail(EINVAL);
+	if (level == RDMA_OPTION_ID) {
+		switch (optname) {
+		case RDMA_OPTION_ID_TOS:
+		case RDMA_OPTION_ID_REUSEADDR:
+		case RDMA_OPTION_ID_AFONLY:
+			return optlen >= sizeof(uint8_t) ? 0 : fail(EINVAL);
+		case RDMA_OPTION_ID_ACK_TIMEOUT:
+			if (optlen != sizeof(uint8_t))
+				return fail(EINVAL);
+			id->ack_timeout = *(uint8_t *)optval;
+			return 0;
+		default:
+			return fail(ENOSYS);
+		}
+	}
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+		return 0; /* the path is the fabric's link; the record changes nothing */
+	return fail(ENOSYS);
+}
+
+static __be16 port_of(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_port;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return 0;
+}
+
+EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return port_of(&id->route.addr.src_addr);
+}
+
+EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return port_of(&id->route.addr.dst_addr);
+}
+
+EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	enum ibv_qp_state state = qp_attr->qp_state;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = state;
+	switch (state) {
+	case IBV_QPS_INIT:
+		qp_attr->port_num = 1;
+		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTR:
+		qp_attr->path_mtu = IBV_MTU_4096;
+		qp_attr->dest_qp_num = id->peer_qpn;
+		qp_attr->rq_psn = id->peer_psn;
+		qp_attr->max_dest_rd_atomic = id->responder_resources ? id->responder_resources : 1;
+		qp_attr->min_rnr_timer = 12;
+		qp_attr->ah_attr.dlid = (uint16_t)id->peer_lid;
+		qp_attr->ah_attr.port_num = 1;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC
+				| IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case IBV_QPS_RTS:
+		if (!id->psn)
+			id->psn = (uint32_t)random_psn();
+		qp_attr->sq_psn = id->psn;
+		qp_attr->timeout = id->ack_timeout;
+		qp_attr->retry_cnt = id->retry_count;
+		qp_attr->rnr_retry = id->rnr_retry_count;
+		qp_attr->max_rd_atomic = id->initiator_depth ? id->initiator_depth : 1;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return fail(EINVAL);
+	}
+}
+
+/* ECE (enhanced connection establishment) options: the emulated NIC has none to negotiate. */
+EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	return ece ? 0 : fail(EINVAL);
+}
+
+EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	if (!ece)
+		return fail(EINVAL);
+	memset(ece, 0, sizeof(*ece));
+	return 0;
+}
+
+/* Multicast needs UD multicast groups the NIC does not model. */
+EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+	(void)id;
+	(void)addr;
+	(void)context;
+	return fail(ENOSYS);
+}
+
+EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
+{
+	(void)id;
+	(void)mc_join_attr;
+	(void)context;
+	return fail(ENOSYS);
+}
+
+EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	(void)id;
+	(void)addr;
+	return fail(EADDRNOTAVAIL);
+}
+
+/* ---- endpoints (rdma_getaddrinfo, rdma_create_ep, rdma_get_request) ---- */
+
+EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM };
+	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	if (hints) {
+		if (hints->ai_flags & RAI_NUMERICHOST)
+			ai_hints.ai_flags |= AI_NUMERICHOST;
+		if (passive)
+			ai_hints.ai_flags |= AI_PASSIVE;
+		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+			ai_hints.ai_family = hints->ai_family;
+		else if (hints->ai_family == AF_IB)
+			return fail(EAFNOSUPPORT);
+	}
+	if (!ai_hints.ai_family)
+		ai_hints.ai_family = AF_INET;
+	struct addrinfo *ai = NULL;
+	int r = getaddrinfo(node, service, &ai_hints, &ai);
+	if (r)
+		return fail(r == EAI_SYSTEM ? errno : ENOENT);
+	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
+	struct sockaddr *addr = rai ? malloc(ai->ai_addrlen) : NULL;
+	if (!rai || !addr) {
+		free(rai);
+		freeaddrinfo(ai);
+		return fail(ENOMEM);
+	}
+	memcpy(addr, ai->ai_addr, ai->ai_addrlen);
+	rai->ai_flags = hints ? hints->ai_flags : 0;
+	rai->ai_family = ai->ai_family;
+	rai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	rai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
+			   : rai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (passive) {
+		rai->ai_src_addr = addr;
+		rai->ai_src_len = ai->ai_addrlen;
+	} else {
+		rai->ai_dst_addr = addr;
+		rai->ai_dst_len = ai->ai_addrlen;
+		if (hints && hints->ai_src_addr && hints->ai_src_len) {
+			rai->ai_src_addr = malloc(hints->ai_src_len);
+			if (rai->ai_src_addr) {
+				memcpy(rai->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+				rai->ai_src_len = hints->ai_src_len;
+			}
+		}
+	}
+	freeaddrinfo(ai);
+	*res = rai;
+	return 0;
+}
+
+EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	while (res) {
+		struct rdma_addrinfo *next = res->ai_next;
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+		res = next;
+	}
+}
+
+EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	if (!out || !res)
+		return fail(EINVAL);
+	struct rdma_cm_id *cm_id;
+	if (rdma_create_id(NULL, &cm_id, NULL, (enum rdma_port_space)res->ai_port_space))
+		return -1;
+	struct cm_id *id = (struct cm_id *)cm_id;
+	id->id.qp_type = (enum ibv_qp_type)res->ai_qp_type;
+	int failed;
+	if (res->ai_flags & RAI_PASSIVE)
+		failed = rdma_bind_addr(cm_id, res->ai_src_addr);
+	else
+		failed = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000) || rdma_resolve_route(cm_id, 2000);
+	if (failed)
+		goto err;
+	id->id.pd = pd;
+	if (qp_init_attr) {
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+		if (res->ai_flags & RAI_PASSIVE) {
+			id->listen_attr = malloc(sizeof(*qp_init_attr));
+			if (!id->listen_attr) {
+				errno = ENOMEM;
+				goto err;
+			}
+			*id->listen_attr = *qp_init_attr;
+		} else {
+			if (!pd)
+				id->id.pd = ibv_alloc_pd(id->id.verbs);
+			if (!id->id.pd || rdma_create_qp(cm_id, id->id.pd, qp_init_attr))
+				goto err;
+		}
+	}
+	*out = cm_id;
+	return 0;
+err: {
+	int e = errno;
+	rdma_destroy_ep(cm_id);
+	return fail(e ? e : EINVAL);
+}
+}
+
+EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
+	rdma_destroy_id(id);
+}
+
+EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
+{
+	struct cm_id *l = (struct cm_id *)listen;
+	if (!l->sync)
+		return fail(EINVAL);
+	struct rdma_cm_event *event;
+	for (;;) {
+		if (rdma_get_cm_event(listen->channel, &event))
+			return -1;
+		if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			break;
+		rdma_ack_cm_event(event); /* nothing else concerns a listen */
+	}
+	if (event->status) {
+		int status = event->status;
+		rdma_ack_cm_event(event);
+		return fail(-status);
+	}
+	struct cm_id *id = (struct cm_id *)event->id;
+	id->id.event = event;
+	/* the request's id goes to a channel of its own, as a synchronous id's does */
+	if (rdma_migrate_id(&id->id, NULL))
+		goto err;
+	if (l->listen_attr) {
+		struct ibv_qp_init_attr attr = *l->listen_attr;
+		if (!id->id.pd)
+			id->id.pd = l->id.pd ? l->id.pd : ibv_alloc_pd(id->id.verbs);
+		if (!id->id.pd || rdma_create_qp(&id->id, id->id.pd, &attr))
+			goto err;
+	}
+	*out = &id->id;
+	return 0;
+err: {
+	int e = errno;
+	rdma_reject(&id->id, NULL, 0);
+	return fail(e ? e : EINVAL);
+}
+}
+
+/*
+ * rsockets' poll and select, which rdma-core's examples (rping, ucmatose, udaddy) bind to for their
+ * rsocket mode. This library makes no rsockets (rsocket() is not provided yet), so every descriptor a
+ * program hands them is an ordinary one, which rsockets pass to poll(2) and select(2) as they are.
+ */
+EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	return poll(fds, nfds, timeout);
+}
+
+EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
+{
+	return select(nfds, readfds, writefds, exceptfds, timeout);
+}
