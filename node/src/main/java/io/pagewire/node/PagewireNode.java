@@ -21,6 +21,7 @@ import io.pagewire.node.metrics.MetricsEndpoint;
 import io.pagewire.node.metrics.NodeMetrics;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicTimers;
+import io.pagewire.node.nic.PacketRouter;
 import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.node.security.SecurityConfiguration;
@@ -173,7 +174,17 @@ public final class PagewireNode implements AutoCloseable {
                 return fabric.connectedPeers();
             }
         }, scheduler, context.cmTimings(), new SecureRandom()::nextLong);
-        nic.router().attachManagement(connections::received);
+        nic.router().attachManagement(new PacketRouter.ManagementAgent() {
+            @Override
+            public void received(String peer, byte[] payload) {
+                connections.received(peer, payload);
+            }
+
+            @Override
+            public void peerRestarted(String peer) {
+                connections.peerRestarted(peer);
+            }
+        });
         this.verbs = new VerbsService(context.nodeId(), context.verbs(), nic, fabric, eventLoops, context.busyPollNs(), metrics::snapshot,
                 scheduler, verbsExecutor, sharedFiles == null ? null : sharedFiles.path(), connections);
         metrics.bindConnectionManager(connections);

@@ -17,6 +17,7 @@ public final class CmEvents {
     public static final int TIMEWAIT_EXIT = 15;
 
     /** Linux's errno values the events' statuses carry, negated. */
+    public static final int ECONNRESET = 104;
     public static final int ETIMEDOUT = 110;
     public static final int ECONNREFUSED = 111;
 

@@ -610,6 +610,40 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
+    /**
+     * A peer node's process restarted: its side of every connection with it is gone. Connected ids
+     * see DISCONNECTED (their programs' queue pairs fail on their own), an accepted request waiting
+     * for its RTU CONNECT_ERROR, a request not yet answered by the program REJECTED; requests this
+     * node sent it are answered by the new process (which rejects or ignores them).
+     */
+    public synchronized void peerRestarted(String peer) {
+        for (CmId id : List.copyOf(ids.values())) {
+            if (!peer.equals(id.peerNode)) {
+                continue;
+            }
+            switch (id.state) {
+                case ESTABLISHED, REP_RECEIVED, DREQ_SENT -> {
+                    counters.disconnectsReceived++;
+                    disconnected(id);
+                }
+                case REP_SENT -> {
+                    cancelTimer(id);
+                    id.state = CmId.State.ERROR;
+                    counters.connectErrors++;
+                    emit(id, CmEvents.CONNECT_ERROR, -CmEvents.ECONNRESET);
+                }
+                case REQ_RECEIVED -> {
+                    detachFromListener(id);
+                    id.state = CmId.State.REJECTED;
+                    emit(id, CmEvents.REJECTED, REJECT_CONSUMER_DEFINED);
+                }
+                default -> {
+                }
+            }
+        }
+        neighbours.values().removeIf(peer::equals);
+    }
+
     private void addressAnswered(String from, byte[] ip) {
         String asked = show(ip);
         neighbours.put(asked, from);

@@ -155,6 +155,9 @@ public final class PacketRouter implements AutoCloseable {
     public interface ManagementAgent {
         /** A CONNECTION_MANAGEMENT packet's payload from {@code peer}, on a receiving thread: return quickly. */
         void received(String peer, byte[] payload);
+
+        /** {@code peer}'s process restarted: what it knew of its connections is gone. */
+        void peerRestarted(String peer);
     }
 
     /** Sets the agent connection-management packets go to; before one is set they are dropped. */
@@ -194,8 +197,12 @@ public final class PacketRouter implements AutoCloseable {
         }
     }
 
-    /** A peer restarted: the queue pairs connected to it fail, since the ones they were connected to are gone. */
+    /** A peer restarted: the queue pairs connected to it fail, since the ones they were connected to are gone; so do its connections. */
     public void onPeerRestarted(String peer) {
+        ManagementAgent agent = managementAgent;
+        if (agent != null) {
+            agent.peerRestarted(peer);
+        }
         for (QueuePair qp : nic.queuePairs()) {
             QpAddress p = qp.peer();
             if (p != null && p.node().equals(peer)) {

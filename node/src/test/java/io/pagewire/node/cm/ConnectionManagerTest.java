@@ -265,6 +265,24 @@ class ConnectionManagerTest {
     }
 
     @Test
+    void aPeerNodeThatRestartedDisconnectsItsConnections() throws Exception {
+        Program server = new Program(two);
+        Program client = new Program(one);
+        listen(server, 7007);
+        int active = connect(client, 7007, "");
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
+        client.next(CmEvents.CONNECT_RESPONSE);
+        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.ESTABLISHED);
+
+        two.peerRestarted("node-1");
+        assertThat(server.next(CmEvents.DISCONNECTED).id()).isEqualTo(request.id());
+        server.next(CmEvents.TIMEWAIT_EXIT);
+        assertThat(client.events).as("node-1's own ids are its programs' business").isEmpty();
+    }
+
+    @Test
     void bindingChecksThePortAndTheAddress() {
         Program server = new Program(two);
         listen(server, 7005);
