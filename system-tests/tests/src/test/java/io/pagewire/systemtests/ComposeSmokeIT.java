@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
  * healthy, an application on the host maps a node's rings through the shared ring directory and writes
- * between two nodes, rdma-core's ibv_rc_pingpong runs in two nodes' containers through the image's verbs
+ * between two nodes, rdma-core's ibv_rc_pingpong and rping run in two nodes' containers through the image's verbs
  * library, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
  */
@@ -82,6 +82,17 @@ class ComposeSmokeIT {
             }
             assertThat(client.code()).as("ibv_rc_pingpong in node-1's container against node-2's:\n" + client.output()).isZero();
             assertThat(client.output()).contains("100 iters in");
+            // ... and its connection manager: rping names its peer by host name, each node answering to its container's address.
+            String withCm = "LD_PRELOAD='/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so'";
+            Result rpingServer = run(10, "docker", "exec", "-d", node2, "sh", "-c", withCm + " rping -s -a 0.0.0.0 -p 7471 -C 10 -V");
+            assertThat(rpingServer.code()).as("the rping server:\n" + rpingServer.output()).isZero();
+            Result rping = null;
+            for (int attempt = 0; attempt < 20 && (rping == null || rping.code() != 0); attempt++) {
+                Thread.sleep(500); // the server opens its device and listens; until then the client is REJECTED
+                rping = run(60, "docker", "exec", node1, "sh", "-c", withCm + " rping -c -v -V -a node-2 -p 7471 -C 10");
+            }
+            assertThat(rping.code()).as("rping in node-1's container against node-2's:\n" + rping.output()).isZero();
+            assertThat(rping.output()).contains("ping data: rdma-ping-9");
 
             FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
             assertThat(first.message()).isEqualTo("hello, pagewire");
