@@ -382,7 +382,7 @@ static int pw_query_device_ex(struct ibv_context *context, const struct ibv_quer
 	/* ibv_modify_qp_rate_limit paces RC pairs (kbps). */
 	full.packet_pacing_caps.qp_rate_limit_min = 1;
 	full.packet_pacing_caps.qp_rate_limit_max = UINT32_MAX;
-	full.packet_pacing_caps.supported_qpts = 1 << IBV_QPT_RC;
+	full.packet_pacing_caps.supported_qpts = 1 << IBV_QPT_RC | 1 << IBV_QPT_UC;
 	full.phys_port_cnt_ex = 1;
 	/* ON_DEMAND: NIC page faults on every RC operation, and implicit (whole address space) registrations. */
 	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;

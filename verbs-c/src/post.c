@@ -207,6 +207,12 @@ int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 			e = EINVAL;
 			break;
 		}
+		if (ibqp->qp_type == IBV_QPT_UC
+		    && (opcode == PW_OP_READ || opcode == PW_OP_FETCH_ADD || opcode == PW_OP_COMPARE_SWAP || opcode == PW_OP_BIND_WINDOW)) {
+			pw_log(PW_DEBUG, "ibv_post_send: queue pair %u is UC, which carries WRITEs and SENDs", ibqp->qp_num);
+			e = EINVAL; /* as Soft-RoCE refuses them on UC */
+			break;
+		}
 		int atomic = opcode == PW_OP_FETCH_ADD || opcode == PW_OP_COMPARE_SWAP;
 		int window_op = opcode == PW_OP_BIND_WINDOW || opcode == PW_OP_LOCAL_INVALIDATE;
 		int flags = (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) ? 0 : PW_FLAG_UNSIGNALED)

@@ -219,13 +219,13 @@ static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
 	 | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV \
 	 | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
-/* Creates an RC queue pair: the node's, then the library's view of it with its inline staging area. */
+/* Creates an RC or UC queue pair: the node's, then the library's view of it with its inline staging area. */
 static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct pw_context *ctx = pw_ctx(context);
 	struct ibv_pd *pd = attr->pd;
-	if (attr->qp_type != IBV_QPT_RC) {
-		pw_log(PW_WARN, "ibv_create_qp: only RC queue pairs are supported (asked for type %d)", attr->qp_type);
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC) {
+		pw_log(PW_WARN, "ibv_create_qp: RC and UC queue pairs are supported (asked for type %d)", attr->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -240,6 +240,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 	req.endpoint = &ref;
 	if (attr->srq)
 		req.srq_id = ((struct pw_srq *)attr->srq)->srq_id;
+	if (attr->qp_type == IBV_QPT_UC)
+		req.transport = PAGEWIRE__VERBS__V1__QUEUE_PAIR_TRANSPORT__UNRELIABLE_CONNECTED;
 	Pagewire__Verbs__V1__CreateQueuePairResponse *reply = NULL;
 	int e = pw_call(&ctx->control, "CreateQueuePair", &req.base, &pagewire__verbs__v1__create_queue_pair_response__descriptor,
 			(ProtobufCMessage **)&reply);
@@ -264,7 +266,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 	qp->qp.qp_num = qpn;
 	qp->qp.handle = qpn;
 	qp->qp.state = IBV_QPS_RESET;
-	qp->qp.qp_type = IBV_QPT_RC;
+	qp->qp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->qp.mutex, NULL);
 	pthread_cond_init(&qp->qp.cond, NULL);
 	qp->cap = attr->cap;
@@ -435,15 +437,30 @@ static const struct transition transitions[] = {
 		 | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PORT},
 };
 
-static int transition_ok(enum ibv_qp_state from, enum ibv_qp_state to, int mask)
+/* A UC pair's, from the same table: no acknowledgement timer, retries, RNR timer or RDMA READ resources. */
+#define UC_PATH_OPTIONAL (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE)
+static const struct transition uc_transitions[] = {
+	{IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+	{IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+	{IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+	 IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+	{IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | UC_PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH_OPTIONAL},
+	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+	{IBV_QPS_SQD, IBV_QPS_SQD, 0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE | IBV_QP_PORT},
+};
+
+static int transition_ok(enum ibv_qp_type type, enum ibv_qp_state from, enum ibv_qp_state to, int mask)
 {
 	int attrs = mask & ~IBV_QP_STATE;
 	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
 		return (attrs & ~IBV_QP_CUR_STATE) == 0; /* from any state, taking nothing else */
-	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++)
-		if (transitions[i].from == from && transitions[i].to == to)
-			return (attrs & transitions[i].required) == transitions[i].required
-			       && (attrs & ~(transitions[i].required | transitions[i].optional)) == 0;
+	const struct transition *table = type == IBV_QPT_UC ? uc_transitions : transitions;
+	size_t n = type == IBV_QPT_UC ? sizeof(uc_transitions) / sizeof(uc_transitions[0]) : sizeof(transitions) / sizeof(transitions[0]);
+	for (size_t i = 0; i < n; i++)
+		if (table[i].from == from && table[i].to == to)
+			return (attrs & table[i].required) == table[i].required && (attrs & ~(table[i].required | table[i].optional)) == 0;
 	return 0;
 }
 
@@ -479,7 +496,7 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u is in state %d, not %d as cur_qp_state says", ibqp->qp_num, from,
 		       attr->cur_qp_state);
 		e = EINVAL;
-	} else if (!transition_ok(from, to, mask)) {
+	} else if (!transition_ok(ibqp->qp_type, from, to, mask)) {
 		pw_log(PW_WARN, "ibv_modify_qp: queue pair %u cannot go from state %d to %d with attribute mask 0x%x", ibqp->qp_num, from,
 		       to, mask);
 		e = EINVAL;
@@ -616,7 +633,7 @@ EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		init_attr->recv_cq = ibqp->recv_cq;
 		init_attr->srq = ibqp->srq;
 		init_attr->cap = qp->cap;
-		init_attr->qp_type = IBV_QPT_RC;
+		init_attr->qp_type = ibqp->qp_type;
 		init_attr->sq_sig_all = qp->sq_sig_all;
 	}
 	return 0;

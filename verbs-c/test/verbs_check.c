@@ -360,6 +360,41 @@ static int api(struct ibv_device **devs)
 		ibv_dealloc_pd(pd3);
 	if (second)
 		ibv_close_device(second);
+	/* UC: created, reported as UC, taken through its own transitions (no RC timers), and refusing READs at post as Soft-RoCE does. */
+	struct ibv_qp_init_attr uc_init = { .send_cq = a.cq, .recv_cq = a.cq, .qp_type = IBV_QPT_UC,
+					    .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *uc = ibv_create_qp(a.pd, &uc_init);
+	CHECK("uc-create", uc != NULL && uc->qp_type == IBV_QPT_UC, "%s", strerror(errno));
+	if (uc) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+		int ok = !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		struct ibv_port_attr port;
+		ibv_query_port(a.ctx, 1, &port);
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = IBV_QPS_RTR;
+		qa.path_mtu = IBV_MTU_1024;
+		qa.dest_qp_num = uc->qp_num;
+		qa.ah_attr.dlid = port.lid;
+		qa.ah_attr.port_num = 1;
+		CHECK("uc-rtr-takes-no-rc-attributes", ok && !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN
+									    | IBV_QP_RQ_PSN), "%s", strerror(errno));
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = IBV_QPS_RTS;
+		qa.timeout = 14;
+		CHECK("uc-rts-refuses-a-timeout", ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT) == EINVAL, "accepted");
+		CHECK("uc-rts", !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN), "%s", strerror(errno));
+		struct ibv_sge sge = { .addr = (uintptr_t)a.buf, .length = 8, .lkey = a.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED };
+		wr.wr.rdma.remote_addr = (uintptr_t)a.buf;
+		wr.wr.rdma.rkey = a.mr->rkey;
+		struct ibv_send_wr *bad = NULL;
+		CHECK("uc-refuses-read", ibv_post_send(uc, &wr, &bad) == EINVAL && bad == &wr, "a READ was posted on a UC queue pair");
+		struct ibv_qp_attr got;
+		struct ibv_qp_init_attr got_init;
+		CHECK("uc-query", !ibv_query_qp(uc, &got, IBV_QP_STATE, &got_init) && got_init.qp_type == IBV_QPT_UC && got.qp_state == IBV_QPS_RTS,
+		      "type %d state %d", got_init.qp_type, got.qp_state);
+		CHECK("uc-destroy", !ibv_destroy_qp(uc), "%s", strerror(errno));
+	}
 	ibv_dealloc_pd(pd2);
 	ibv_destroy_qp(a.qp);
 	ibv_dereg_mr(a.mr);

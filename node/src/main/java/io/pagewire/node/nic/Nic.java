@@ -186,6 +186,11 @@ public final class Nic implements AutoCloseable {
      * endpoint (null: its own receive queue).
      */
     public QueuePair createQueuePair(Endpoint endpoint, CompletionQueue cq, SharedReceiveQueue srq) {
+        return createQueuePair(endpoint, cq, srq, QueuePair.Transport.RC);
+    }
+
+    /** As {@link #createQueuePair(Endpoint, CompletionQueue, SharedReceiveQueue)}, of the transport given (RC or UC). */
+    public QueuePair createQueuePair(Endpoint endpoint, CompletionQueue cq, SharedReceiveQueue srq, QueuePair.Transport transport) {
         checkOpen();
         if (srq != null && (srq.endpoint() != endpoint || srq.isClosed())) {
             throw new NicException(srq + (srq.isClosed() ? " was destroyed" : " belongs to another endpoint than " + endpoint));
@@ -200,7 +205,7 @@ public final class Nic implements AutoCloseable {
         String owner = endpoint.owner();
         credits.reserve(owner, firstCredits);
         QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq,
-                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits);
+                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, transport);
         queuePairs.put(qp.qpn(), qp);
         endpoint.attach(qp);
         return qp;
@@ -223,7 +228,7 @@ public final class Nic implements AutoCloseable {
         String owner = endpoint.owner();
         credits.reserve(owner, firstCredits);
         QueuePair fresh = new QueuePair(this, endpoint, old.completionQueue(), old.qpn(), old.sharedReceiveQueue(),
-                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits);
+                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, old.transport());
         old.discard();
         queuePairs.put(fresh.qpn(), fresh);
         endpoint.attach(fresh);

@@ -53,6 +53,10 @@ public enum NicCounter implements CountedEvent {
     INVALID_REQUEST_NAKS_SENT(Family.REFUSALS, false, "reason", "invalid_request"),
     DUPLICATE_PACKETS(Meter.counter("pagewire.duplicate.packets", "Packets received that were already executed"), false),
     OUT_OF_ORDER_PACKETS(Meter.counter("pagewire.out.of.order.packets", "Packets received ahead of a gap and held"), false),
+    UNRELIABLE_DROPPED_INCOMPLETE(Family.UNRELIABLE_DROPS, false, "cause", "incomplete"),
+    UNRELIABLE_DROPPED_NO_RECEIVE(Family.UNRELIABLE_DROPS, false, "cause", "no_receive"),
+    UNRELIABLE_DROPPED_FAULT(Family.UNRELIABLE_DROPS, false, "cause", "fault"),
+    UNRELIABLE_DROPPED_REFUSED(Family.UNRELIABLE_DROPS, false, "cause", "refused"),
     DROPPED_PACKETS(Meter.counter("pagewire.dropped.packets", "Packets dropped: beyond the reorder window or for an unknown queue pair"),
             false),
     CREDIT_WAITS(Meter.counter("pagewire.credit.waits", "Times a queue pair waited for receive credits"), false),
@@ -103,6 +107,10 @@ public enum NicCounter implements CountedEvent {
                 "Packets sent again, by cause: ack_timeout (the acknowledgement timer expired), rnr_nak (after an RNR back-off),"
                         + " sequence_nak (the responder saw a gap), lane_replay (a lane broke with packets on it), read_refetch"
                         + " (READ responses dropped for a local page fault, asked for again)");
+        static final Meter UNRELIABLE_DROPS = Meter.counter("pagewire.unreliable.drops",
+                "Messages an unreliable (UC) responder dropped, by cause: incomplete (a gap in the message's sequence), no_receive (a"
+                        + " SEND with no receive posted), fault (its memory was not resident, or the system buffer full), refused (a bad key,"
+                        + " address, right or length)");
         static final Meter PACKETS = Meter.counter("pagewire.nic.packets", "Packets the NIC sent and received");
         static final Meter PAYLOAD = Meter.counter("pagewire.nic.payload", "bytes", "Payload bytes the NIC sent and received");
         static final Meter OPERATIONS = Meter.counter("pagewire.operations.completed",

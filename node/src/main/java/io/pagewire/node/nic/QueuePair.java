@@ -35,7 +35,17 @@ public final class QueuePair implements AutoCloseable {
         CLOSED
     }
 
+    /**
+     * InfiniBand's connected transports: RC acknowledges, retries and reports every request's outcome;
+     * UC sends WRITEs and SENDs once, completes them when they leave, and its responder drops (and
+     * counts) a message that arrives incomplete, finds no receive, or cannot be placed.
+     */
+    public enum Transport {
+        RC, UC
+    }
+
     private final Nic nic;
+    private final Transport transport;
     private final Endpoint endpoint;
     private final CompletionQueue cq;
     private final int qpn;
@@ -66,8 +76,10 @@ public final class QueuePair implements AutoCloseable {
     /** The grant the pair's address names. */
     private final int firstCredits;
 
-    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, Credits credits, int firstCredits) {
+    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, Credits credits, int firstCredits,
+            Transport transport) {
         this.nic = nic;
+        this.transport = transport;
         this.credits = credits;
         this.firstCredits = firstCredits;
         this.endpoint = endpoint;
@@ -91,6 +103,15 @@ public final class QueuePair implements AutoCloseable {
 
     public int qpn() {
         return qpn;
+    }
+
+    public Transport transport() {
+        return transport;
+    }
+
+    /** Whether nothing is acknowledged or sent again (UC). */
+    boolean unreliable() {
+        return transport == Transport.UC;
     }
 
     public Endpoint endpoint() {

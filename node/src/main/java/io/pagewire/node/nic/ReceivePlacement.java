@@ -99,7 +99,7 @@ final class ReceivePlacement {
             releaseImmediateReceive();
             ReceiveQueue.Posted taken = qp.receives().take();
             if (taken == null) {
-                counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+                counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_NO_RECEIVE : NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
                 return Result.NOT_READY;
             }
             immediateReceive = taken;
@@ -111,6 +111,9 @@ final class ReceivePlacement {
             direct = region == null ? 0
                     : place(region, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
+            if (qp.unreliable()) {
+                counters.increment(NicCounter.UNRELIABLE_DROPPED_FAULT);
+            }
             return Result.NOT_READY;
         } catch (RegionInvalidException | BadAddressException e) {
             releaseImmediateReceive();
@@ -120,6 +123,9 @@ final class ReceivePlacement {
             return fail(Result.OPERATIONAL_ERROR, e.getMessage());
         }
         if (direct < 0) {
+            if (qp.unreliable()) {
+                counters.increment(NicCounter.UNRELIABLE_DROPPED_FAULT);
+            }
             return Result.NOT_READY;
         }
         if (region != null) {
@@ -200,7 +206,7 @@ final class ReceivePlacement {
             }
             ReceiveQueue.Posted next = qp.receives().take();
             if (next == null) {
-                counters.increment(NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
+                counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_NO_RECEIVE : NicCounter.NO_RECEIVE_RNR_NAKS_SENT);
                 return Result.NOT_READY;
             }
             receiving = next;
@@ -232,7 +238,7 @@ final class ReceivePlacement {
                     ByteString piece = take == payload.size() ? payload : payload.substring(from, from + take);
                     int placed = place(regions[i], va, e.address() + e.length(), piece, psn, Side.RECEIVE_BUFFER, packet.getRetransmitted(), out);
                     if (placed < 0) {
-                        counters.increment(NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
+                        counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_FAULT : NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
                         return Result.NOT_READY;
                     }
                     direct += placed;
@@ -242,6 +248,9 @@ final class ReceivePlacement {
                 start = end;
             }
         } catch (SystemBufferFullException e) {
+            if (qp.unreliable()) {
+                counters.increment(NicCounter.UNRELIABLE_DROPPED_FAULT);
+            }
             return Result.NOT_READY;
         } catch (RegionInvalidException | BadAddressException e) {
             return fail(Result.PROTECTION_ERROR, e.getMessage());
@@ -311,6 +320,18 @@ final class ReceivePlacement {
             immediateReceivePsn = -1;
             qp.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
         }
+    }
+
+    /**
+     * UC dropped the message in progress: the receive it was landing in (a SEND's, a WRITE_WITH_IMM's)
+     * goes back to the head of its queue for the next message, as an unreliable responder reuses it.
+     */
+    void dropMessage() {
+        if (receiving != null) {
+            qp.receives().restore(receiving);
+            receiving = null;
+        }
+        releaseImmediateReceive();
     }
 
     /** The pair was reset: the receives a message was landing in are dropped without completions, as RESET drops them. */

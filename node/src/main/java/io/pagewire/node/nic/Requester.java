@@ -118,6 +118,9 @@ final class Requester {
             return;
         }
         int packets = 1;
+        if (qp.unreliable() && (wr.isAtomic() || wr.opcode() == Completion.Opcode.READ)) {
+            throw new NicException("work request " + wr.wrId() + ": " + wr.opcode() + " needs a reliable queue pair; UC carries WRITEs and SENDs");
+        }
         if (wr.isAtomic()) {
             if (wr.rkey() != 0 && (wr.remoteAddress() & 7) != 0) {
                 throw new NicException(String.format("work request %d: %s needs an 8-byte aligned remote address, was 0x%x", wr.wrId(),
@@ -334,7 +337,8 @@ final class Requester {
         // names its mode; a window's does not, so a write through one always spends, and the responder
         // grants back what did not park); a SEND always does, for as many pages as its segment can touch:
         // which buffer it lands in is the responder's choice.
-        int parts = send ? Credits.perPacket(length, remotePageShift)
+        // UC spends none: nothing acknowledges it to grant them back, and its responder drops what it cannot place.
+        int parts = qp.unreliable() ? 0 : send ? Credits.perPacket(length, remotePageShift)
                 : Nic.isWindowRkey(wqe.wr.rkey()) || nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits()
                         ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && !credits.canSpend(parts)) {
@@ -373,6 +377,9 @@ final class Requester {
         pacing.spend(length);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
+        if (qp.unreliable()) {
+            acknowledged(sendPsn - 1); // UC: a request is done once its packets are out
+        }
         return true;
     }
 

@@ -74,6 +74,10 @@ final class Responder {
     }
 
     void onRequest(Packet packet, Outbox out) {
+        if (qp.unreliable()) {
+            onUnreliableRequest(packet, out);
+            return;
+        }
         long psn = packet.getPsn();
         if (psn < 0) {
             // 2^63 and above: no requester numbers that far; a corrupt or forged packet.
@@ -99,6 +103,71 @@ final class Responder {
             return;
         }
         run(packet, out);
+    }
+
+    // ---- UC -----------------------------------------------------------------------------------------
+
+    /** UC: the rest of a message is being dropped (a packet of it was lost, or it could not be taken). */
+    private boolean dropping;
+    /** UC: a message has begun and not ended. */
+    private boolean inMessage;
+
+    /**
+     * A packet of an unreliable connected pair: executed in arrival order with no acknowledgement; a
+     * gap in the sequence drops the message it falls in (its receive stays posted for the next one),
+     * and so does a packet that cannot be executed (no receive, a page not resident, a refusal), each
+     * counted by cause. Nothing is held, NAKed or answered.
+     */
+    private void onUnreliableRequest(Packet packet, Outbox out) {
+        long psn = packet.getPsn();
+        if (psn < 0 || psn < expectedPsn) {
+            counters.increment(NicCounter.DUPLICATE_PACKETS);
+            return;
+        }
+        Opcode opcode = packet.getOpcode();
+        boolean starts = startsMessage(opcode);
+        boolean ends = endsMessage(opcode);
+        if (psn > expectedPsn && (inMessage || !starts)) {
+            dropMessage(NicCounter.UNRELIABLE_DROPPED_INCOMPLETE);
+        }
+        expectedPsn = psn + 1;
+        if (starts) {
+            if (inMessage) {
+                dropMessage(NicCounter.UNRELIABLE_DROPPED_INCOMPLETE); // a new message where the last one's end was lost
+            }
+            dropping = false;
+        } else if (dropping) {
+            if (ends) {
+                dropping = false;
+            }
+            return;
+        }
+        inMessage = !ends;
+        execute(packet, out);
+        if (ends) {
+            dropping = false;
+            inMessage = false;
+        }
+    }
+
+    /** UC: the message in progress is dropped; a receive it had taken goes back to the head of its queue. */
+    private void dropMessage(NicCounter cause) {
+        counters.increment(cause);
+        placement.dropMessage();
+        dropping = true;
+        inMessage = false;
+    }
+
+    private static boolean startsMessage(Opcode opcode) {
+        return switch (opcode) {
+            case WRITE_MIDDLE, WRITE_LAST, WRITE_LAST_WITH_NOTIFY, WRITE_LAST_WITH_IMMEDIATE, SEND_MIDDLE, SEND_LAST,
+                    SEND_LAST_WITH_IMMEDIATE -> false;
+            default -> true;
+        };
+    }
+
+    private static boolean endsMessage(Opcode opcode) {
+        return opcode != Opcode.WRITE_FIRST && opcode != Opcode.WRITE_MIDDLE && opcode != Opcode.SEND_FIRST && opcode != Opcode.SEND_MIDDLE;
     }
 
     /** Executes a packet at the expected PSN, then every held packet that follows it. */
@@ -382,6 +451,10 @@ final class Responder {
 
     /** Answers a request the responder will not execute; the requester completes it with an error. */
     private long refuse(Packet packet, Syndrome syndrome, String error, Outbox out) {
+        if (qp.unreliable()) {
+            dropMessage(NicCounter.UNRELIABLE_DROPPED_REFUSED); // UC answers nothing: the message is dropped
+            return 1;
+        }
         counters.increment(syndrome == Syndrome.NAK_INVALID_REQUEST ? NicCounter.INVALID_REQUEST_NAKS_SENT : NicCounter.REMOTE_ACCESS_NAKS_SENT);
         out.add(acknowledgement(syndrome, packet.getPsn()).setError(error));
         stalled = true;
@@ -389,6 +462,13 @@ final class Responder {
     }
 
     private long receiverNotReady(long psn, Outbox out) {
+        if (qp.unreliable()) {
+            // UC has no RNR: the message is dropped (the placement counted why), as the papers' NICs drop what they cannot place.
+            placement.dropMessage();
+            dropping = true;
+            inMessage = false;
+            return 1;
+        }
         rnrNakedFor = psn;
         stalled = true;
         counters.increment(NicCounter.RNR_NAKS_SENT);
@@ -438,6 +518,10 @@ final class Responder {
 
     /** Acknowledges, once, what is executed and in place, with the credits granted so far. */
     void flushAcknowledgement(Outbox out) {
+        if (qp.unreliable()) {
+            ackDue = false; // UC acknowledges nothing
+            return;
+        }
         long ackable = Math.min(expectedPsn, placement.lowestParkedPsn()) - 1;
         if (!ackDue && ackable == ackSentPsn && credits.grantedToPeer() == ackSentCredit) {
             return;

@@ -15,6 +15,7 @@ import io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse;
 import io.pagewire.proto.verbs.ConnectQueuePairRequest;
 import io.pagewire.proto.verbs.ConnectQueuePairResponse;
 import io.pagewire.proto.verbs.CreateQueuePairRequest;
+import io.pagewire.proto.verbs.QueuePairTransport;
 import io.pagewire.proto.verbs.CreateQueuePairResponse;
 import io.pagewire.proto.verbs.CreateSharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.CreateSharedReceiveQueueResponse;
@@ -52,7 +53,8 @@ final class QueuePairCalls {
         control.paced(response, () -> {
             Session session = sessions.get(request.getEndpoint());
             QueuePair qp = nic.createQueuePair(session.endpoint, session.completions,
-                    request.getSrqId() == 0 ? null : session.sharedReceiveQueue(request.getSrqId()));
+                    request.getSrqId() == 0 ? null : session.sharedReceiveQueue(request.getSrqId()),
+                    request.getTransport() == QueuePairTransport.UNRELIABLE_CONNECTED ? QueuePair.Transport.UC : QueuePair.Transport.RC);
             return CreateQueuePairResponse.newBuilder().setAddress(WireCodes.address(qp.address())).build();
         });
     }

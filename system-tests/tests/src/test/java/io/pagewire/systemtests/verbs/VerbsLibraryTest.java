@@ -109,6 +109,30 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
     }
 
     @Test
+    void ucPingpongCompletesBetweenTheNodes() throws Exception {
+        pair("ibv_uc_pingpong", List.of("-n", "200"));
+    }
+
+    /** UC through the same NIC: the programs complete, and the receiving node acknowledges nothing (a UC responder sends no packet). */
+    @ParameterizedTest(name = "{0} -c UC")
+    @ValueSource(strings = {"ib_write_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"})
+    void perftestOverUnreliableConnectedPairs(String program) throws Exception {
+        long sentByServer = server.nic().counters().get(NicCounter.PACKETS_SENT);
+        long receivedByServer = server.nic().counters().get(NicCounter.PACKETS_RECEIVED);
+        List<String> options = new ArrayList<>(List.of("-c", "UC", "-n", "300"));
+        if (program.endsWith("_bw")) {
+            options.addAll(List.of("-s", "8192"));
+        }
+        Run[] runs = pair(program, options);
+        assertThat(runs[1].output()).contains("#bytes");
+        assertThat(server.nic().counters().get(NicCounter.PACKETS_RECEIVED) - receivedByServer).isPositive();
+        if (program.endsWith("_bw")) {
+            assertThat(server.nic().counters().get(NicCounter.PACKETS_SENT) - sentByServer)
+                    .as("packets the receiving node sent; counters:%n%s", server.nic().counters()).isZero();
+        }
+    }
+
+    @Test
     void srqPingpongCompletesBetweenTheNodes() throws Exception {
         pair("ibv_srq_pingpong", List.of("-n", "100", "-q", "4"));
     }
