@@ -8,57 +8,7 @@
  * The library serves the first node PAGEWIRE_NODE names (the first verbs device): its ids bind to and
  * resolve from that node's address, and their verbs context is that device's.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/select.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <rdma/rdma_cma.h>
-
-#include "pw.h"
-
-#define CM_CALL "CmCall"
-#define MAX_PRIVATE_DATA 196  /* the REQ's private data (the largest the IB CM carries) */
-#define DEFAULT_ACK_TIMEOUT 14 /* 4.096 us x 2^14, librdmacm's default for RC */
-
-struct cm_channel {
-	struct rdma_event_channel channel; /* first: what programs hold */
-	struct pw_conn conn;                /* the CmChannel stream; its fd is channel.fd */
-	uint64_t id, key;
-	pthread_mutex_t read_lock;          /* one reader of the stream at a time */
-	int readers;                        /* threads inside rdma_get_cm_event, under cm_lock */
-	int destroyed;                      /* rdma_destroy_event_channel was called while one was, under cm_lock */
-};
-
-struct cm_id {
-	struct rdma_cm_id id;               /* first: what programs hold */
-	uint32_t number;                    /* the node's */
-	int sync;                           /* created without a channel: a private one, operations wait for their event */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int events_reported, events_completed;
-	/* the connection: the peer's side, as the events gave it */
-	uint32_t peer_lid, peer_qpn, peer_psn, peer_qkey;
-	uint32_t psn;                       /* this side's first PSN */
-	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry_count;
-	uint8_t ack_timeout;
-	int cqs_made;                       /* rdma_create_qp made the CQs (and their channels) */
-	struct ibv_qp_init_attr *listen_attr; /* rdma_create_ep on a passive id: the QP each request's id gets */
-	int destroyed;
-};
-
-struct cm_event {
-	struct rdma_cm_event event;         /* first: what programs hold */
-	struct cm_id *counted;              /* the id the event is reported against (the listen for CONNECT_REQUEST) */
-	uint8_t private_data[256];
-};
+#include "cm_objects.h"
 
 /* ---- the node: one control connection, the first device, and the ids by number ---- */
 
@@ -135,12 +85,6 @@ static void ids_remove(struct cm_id *id)
 			break;
 		}
 	pthread_mutex_unlock(&cm_lock);
-}
-
-static int fail(int e)
-{
-	errno = e;
-	return -1;
 }
 
 /* ---- addresses ---- */
@@ -321,7 +265,7 @@ EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 {
 	int e = node_open();
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	int sync = !channel;
 	if (sync && !(channel = rdma_create_event_channel()))
 		return -1;
@@ -329,7 +273,7 @@ EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 	if (!id) {
 		if (sync)
 			rdma_destroy_event_channel(channel);
-		return fail(ENOMEM);
+		return cm_fail(ENOMEM);
 	}
 	id->sync = sync;
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
@@ -349,7 +293,7 @@ EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 		if (sync)
 			rdma_destroy_event_channel(channel);
 		id_free(id);
-		return fail(e);
+		return cm_fail(e);
 	}
 	*out = &id->id;
 	return 0;
@@ -364,23 +308,6 @@ static void wait_for_acks(struct cm_id *id)
 	pthread_mutex_unlock(&id->lock);
 }
 
-static void destroy_cqs(struct cm_id *id)
-{
-	if (!id->cqs_made)
-		return;
-	if (id->id.recv_cq && id->id.recv_cq != id->id.send_cq)
-		ibv_destroy_cq(id->id.recv_cq);
-	if (id->id.send_cq)
-		ibv_destroy_cq(id->id.send_cq);
-	if (id->id.recv_cq_channel && id->id.recv_cq_channel != id->id.send_cq_channel)
-		ibv_destroy_comp_channel(id->id.recv_cq_channel);
-	if (id->id.send_cq_channel)
-		ibv_destroy_comp_channel(id->id.send_cq_channel);
-	id->id.send_cq = id->id.recv_cq = NULL;
-	id->id.send_cq_channel = id->id.recv_cq_channel = NULL;
-	id->cqs_made = 0;
-}
-
 EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
@@ -389,7 +316,7 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 	req.destroy = 1;
 	int e = cm_call(id, &req, NULL);
 	if (e && e != ENOENT)
-		return fail(e);
+		return cm_fail(e);
 	pthread_mutex_lock(&cm_lock);
 	id->destroyed = 1;
 	pthread_mutex_unlock(&cm_lock);
@@ -399,7 +326,7 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 	}
 	wait_for_acks(id);
 	ids_remove(id);
-	destroy_cqs(id);
+	cm_destroy_cqs(id);
 	if (id->sync)
 		rdma_destroy_event_channel(id->id.channel);
 	id_free(id);
@@ -422,7 +349,7 @@ static int complete(struct cm_id *id)
 		return -1;
 	int status = id->id.event->status;
 	if (status)
-		return fail(id->id.event->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : status < 0 ? -status : status);
+		return cm_fail(id->id.event->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : status < 0 ? -status : status);
 	return 0;
 }
 
@@ -430,9 +357,9 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 && addr->sa_family != AF_IB))
-		return fail(EINVAL);
+		return cm_fail(EINVAL);
 	if (addr->sa_family == AF_IB)
-		return fail(EAFNOSUPPORT);
+		return cm_fail(EAFNOSUPPORT);
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	Pagewire__Verbs__V1__CmAddress a = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
 	address_of(addr, &a.ip, &a.port);
@@ -441,7 +368,7 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
 	int e = cm_call(id, &req, &reply);
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	set_route(id, reply->src, NULL);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
@@ -451,7 +378,7 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src, str
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
-		return fail(dst && dst->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
+		return cm_fail(dst && dst->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	Pagewire__Verbs__V1__CmResolveAddress r = PAGEWIRE__VERBS__V1__CM_RESOLVE_ADDRESS__INIT;
 	Pagewire__Verbs__V1__CmAddress s = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT, d = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
@@ -465,7 +392,7 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src, str
 	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
 	int e = cm_call(id, &req, &reply);
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	set_route(id, reply->src, reply->dst);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return id->sync ? complete(id) : 0;
@@ -479,7 +406,7 @@ EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
 	req.resolve_route_timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 2000;
 	int e = cm_call(id, &req, NULL);
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	return id->sync ? complete(id) : 0;
 }
 
@@ -492,195 +419,10 @@ EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
 	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
 	int e = cm_call(id, &req, &reply);
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	set_route(id, reply->src, NULL);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
-}
-
-/* ---- queue pairs ---- */
-
-static int random_psn(void)
-{
-	return (int)(lrand48() & 0xFFFFFF);
-}
-
-/* INIT, as librdmacm leaves a queue pair it creates: port 1, pkey 0, remote access for RC. */
-static int qp_to_init(struct cm_id *id, struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0 };
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (qp->qp_type == IBV_QPT_UD) {
-		attr.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
-		mask |= IBV_QP_QKEY;
-	} else {
-		attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	return ibv_modify_qp(qp, &attr, mask);
-}
-
-static int qp_to_rtr(struct cm_id *id)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
-	int mask = IBV_QP_STATE;
-	if (id->id.qp->qp_type != IBV_QPT_UD) {
-		attr.path_mtu = IBV_MTU_4096;
-		attr.dest_qp_num = id->peer_qpn;
-		attr.rq_psn = id->peer_psn;
-		attr.max_dest_rd_atomic = id->responder_resources ? id->responder_resources : 1;
-		attr.min_rnr_timer = 12;
-		attr.ah_attr.dlid = (uint16_t)id->peer_lid;
-		attr.ah_attr.port_num = 1;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (id->id.qp->qp_type == IBV_QPT_RC)
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	}
-	return ibv_modify_qp(id->id.qp, &attr, mask);
-}
-
-static int qp_to_rts(struct cm_id *id)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS, .sq_psn = id->psn };
-	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (id->id.qp->qp_type == IBV_QPT_RC) {
-		attr.timeout = id->ack_timeout;
-		attr.retry_cnt = id->retry_count;
-		attr.rnr_retry = id->rnr_retry_count;
-		attr.max_rd_atomic = id->initiator_depth ? id->initiator_depth : 1;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	return ibv_modify_qp(id->id.qp, &attr, mask);
-}
-
-static void qp_to_error(struct cm_id *id)
-{
-	if (id->id.qp) {
-		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-		ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
-	}
-}
-
-/* CQs (with completion channels) for an id whose program named none, as librdmacm makes them. */
-static int make_cqs(struct cm_id *id, struct ibv_qp_init_attr *attr)
-{
-	if (attr->send_cq && attr->recv_cq)
-		return 0;
-	id->cqs_made = 1;
-	if (!attr->recv_cq) {
-		id->id.recv_cq_channel = ibv_create_comp_channel(id->id.verbs);
-		if (!id->id.recv_cq_channel)
-			return -1;
-		id->id.recv_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1), id, id->id.recv_cq_channel, 0);
-		if (!id->id.recv_cq)
-			return -1;
-		attr->recv_cq = id->id.recv_cq;
-	}
-	if (!attr->send_cq) {
-		id->id.send_cq_channel = ibv_create_comp_channel(id->id.verbs);
-		if (!id->id.send_cq_channel)
-			return -1;
-		id->id.send_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1), id, id->id.send_cq_channel, 0);
-		if (!id->id.send_cq)
-			return -1;
-		attr->send_cq = id->id.send_cq;
-	}
-	return 0;
-}
-
-EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_ex *attr)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (!attr)
-		return fail(EINVAL);
-	if (id->id.verbs && attr->pd && attr->pd->context != id->id.verbs)
-		return fail(EINVAL);
-	struct ibv_qp_init_attr plain = {
-		.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
-		.cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
-	};
-	if (make_cqs(id, &plain)) {
-		int e = errno;
-		destroy_cqs(id);
-		return fail(e ? e : ENOMEM);
-	}
-	struct ibv_pd *pd = attr->pd ? attr->pd : id->id.pd;
-	struct ibv_qp *qp = ibv_create_qp(pd, &plain);
-	if (!qp) {
-		int e = errno;
-		destroy_cqs(id);
-		return fail(e ? e : ENOMEM);
-	}
-	attr->cap = plain.cap;
-	if (qp_to_init(id, qp)) {
-		int e = errno;
-		ibv_destroy_qp(qp);
-		destroy_cqs(id);
-		return fail(e ? e : EINVAL);
-	}
-	id->id.qp = qp;
-	id->id.pd = pd;
-	id->id.srq = attr->srq;
-	id->id.send_cq = plain.send_cq;
-	id->id.recv_cq = plain.recv_cq;
-	return 0;
-}
-
-EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (!qp_init_attr)
-		return fail(EINVAL);
-	struct ibv_qp_init_attr_ex ex = {
-		.qp_context = qp_init_attr->qp_context, .send_cq = qp_init_attr->send_cq, .recv_cq = qp_init_attr->recv_cq,
-		.srq = qp_init_attr->srq, .cap = qp_init_attr->cap, .qp_type = qp_init_attr->qp_type,
-		.sq_sig_all = qp_init_attr->sq_sig_all, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd ? pd : id->id.pd,
-	};
-	if (!ex.pd)
-		return fail(EINVAL);
-	if (rdma_create_qp_ex(cm_id, &ex))
-		return -1;
-	qp_init_attr->cap = ex.cap;
-	qp_init_attr->send_cq = id->id.send_cq;
-	qp_init_attr->recv_cq = id->id.recv_cq;
-	return 0;
-}
-
-EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (id->id.qp)
-		ibv_destroy_qp(id->id.qp);
-	id->id.qp = NULL;
-	destroy_cqs(id);
-}
-
-EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id, struct ibv_srq_init_attr_ex *attr)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->id.pd;
-	if (!pd)
-		return fail(EINVAL);
-	struct ibv_srq_init_attr plain = { .srq_context = attr->srq_context, .attr = attr->attr };
-	struct ibv_srq *srq = ibv_create_srq(pd, &plain);
-	if (!srq)
-		return -1;
-	id->id.srq = srq;
-	id->id.pd = pd;
-	return 0;
-}
-
-EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	struct ibv_srq_init_attr_ex ex = { .srq_context = attr->srq_context, .attr = attr->attr, .comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = pd };
-	return rdma_create_srq_ex(cm_id, &ex);
-}
-
-EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
-{
-	if (cm_id->srq)
-		ibv_destroy_srq(cm_id->srq);
-	cm_id->srq = NULL;
 }
 
 /* ---- connecting ---- */
@@ -709,8 +451,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_p
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return fail(EINVAL);
-	id->psn = (uint32_t)random_psn();
+		return cm_fail(EINVAL);
+	id->psn = cm_random_psn();
 	if (conn_param) {
 		id->responder_resources = conn_param->responder_resources;
 		id->initiator_depth = conn_param->initiator_depth;
@@ -727,7 +469,7 @@ EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_p
 	req.connect = &p;
 	int e = cm_call(id, &req, NULL);
 	if (e)
-		return fail(e);
+		return cm_fail(e);
 	return id->sync ? complete(id) : 0;
 }
 
@@ -735,8 +477,8 @@ EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_pa
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return fail(EINVAL);
-	id->psn = (uint32_t)random_psn();
+		return cm_fail(EINVAL);
+	id->psn = cm_random_psn();
 	if (conn_param) {
 		/* what this side's RTR and RTS take: its resources as accepted, the retries the requester asked for */
 		id->responder_resources = conn_param->responder_resources;
@@ -744,11 +486,11 @@ EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_pa
 		id->rnr_retry_count = conn_param->rnr_retry_count;
 	}
 	if (id->id.qp && id->id.qp_type != IBV_QPT_UD) {
-		if (qp_to_rtr(id) || qp_to_rts(id)) {
+		if (cm_qp_to_rtr(id) || cm_qp_to_rts(id)) {
 			int e = errno ? errno : EINVAL;
-			qp_to_error(id);
+			cm_qp_to_error(id);
 			rdma_reject(cm_id, NULL, 0);
-			return fail(e);
+			return cm_fail(e);
 		}
 	}
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
@@ -760,8 +502,8 @@ EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_pa
 	req.accept = &p;
 	int e = cm_call(id, &req, NULL);
 	if (e) {
-		qp_to_error(id);
-		return fail(e);
+		cm_qp_to_error(id);
+		return cm_fail(e);
 	}
 	if (id->sync && id->id.qp_type != IBV_QPT_UD)
 		return complete(id);
@@ -780,7 +522,7 @@ EXPORT int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8
 	req.reject.data = (uint8_t *)private_data;
 	req.reject.len = private_data ? private_data_len : 0;
 	int e = cm_call(id, &req, NULL);
-	return e ? fail(e) : 0;
+	return e ? cm_fail(e) : 0;
 }
 
 EXPORT int rdma_reject_ece(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
@@ -795,7 +537,7 @@ EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
 	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ESTABLISH;
 	req.establish = 1;
 	int e = cm_call(id, &req, NULL);
-	return e ? fail(e) : 0;
+	return e ? cm_fail(e) : 0;
 }
 
 EXPORT int rdma_notify(struct rdma_cm_id *cm_id, enum ibv_event_type event)
@@ -808,12 +550,12 @@ EXPORT int rdma_notify(struct rdma_cm_id *cm_id, enum ibv_event_type event)
 EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
-	qp_to_error(id);
+	cm_qp_to_error(id);
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_DISCONNECT;
 	req.disconnect = 1;
 	int e = cm_call(id, &req, NULL);
-	return e ? fail(e) : 0;
+	return e ? cm_fail(e) : 0;
 }
 
 EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *channel)
@@ -834,7 +576,7 @@ EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *
 	if (e) {
 		if (sync)
 			rdma_destroy_event_channel(channel);
-		return fail(e);
+		return cm_fail(e);
 	}
 	if (id->sync) {
 		if (id->id.event) {
@@ -951,10 +693,10 @@ static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		take_peer(id, e);
 		if (id->id.qp) {
-			if (qp_to_rtr(id) || qp_to_rts(id) || rdma_establish(&id->id)) {
+			if (cm_qp_to_rtr(id) || cm_qp_to_rts(id) || rdma_establish(&id->id)) {
 				event->status = -(errno ? errno : EINVAL);
 				event->event = RDMA_CM_EVENT_CONNECT_ERROR;
-				qp_to_error(id);
+				cm_qp_to_error(id);
 			} else {
 				event->event = RDMA_CM_EVENT_ESTABLISHED;
 			}
@@ -970,7 +712,7 @@ static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		qp_to_error(id);
+		cm_qp_to_error(id);
 		break;
 	default:
 		break;
@@ -1001,7 +743,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 {
 	struct cm_channel *chan = (struct cm_channel *)channel;
 	if (!chan || !out)
-		return fail(EINVAL);
+		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_lock);
 	chan->readers++;
 	pthread_mutex_unlock(&cm_lock);
@@ -1013,7 +755,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 			if (poll(&pfd, 1, 0) == 0) {
 				pthread_mutex_unlock(&chan->read_lock);
 				reader_leaves(chan);
-				return fail(EAGAIN);
+				return cm_fail(EAGAIN);
 			}
 		}
 		Pagewire__Verbs__V1__CmEvent *msg = NULL;
@@ -1023,7 +765,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 			if (!channel_destroyed(chan))
 				pw_log(PW_WARN, "rdma_get_cm_event: the node's event stream ended (%s)", strerror(e));
 			reader_leaves(chan);
-			return fail(e == ECONNRESET ? ENODEV : e);
+			return cm_fail(e == ECONNRESET ? ENODEV : e);
 		}
 		struct cm_event *evt = NULL;
 		if (msg->body_case == PAGEWIRE__VERBS__V1__CM_EVENT__BODY_EVENT)
@@ -1044,7 +786,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
 	if (!event)
-		return fail(EINVAL);
+		return cm_fail(EINVAL);
 	struct cm_event *evt = (struct cm_event *)event;
 	struct cm_id *counted = evt->counted;
 	pthread_mutex_lock(&counted->lock);
@@ -1082,25 +824,25 @@ EXPORT int rdma_set_option(struct rdma_cm_id *cm_id, int level, int optname, voi
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (!optval)
-		return fail(EINVAL);
+		return cm_fail(EINVAL);
 	if (level == RDMA_OPTION_ID) {
 		switch (optname) {
 		case RDMA_OPTION_ID_TOS:
 		case RDMA_OPTION_ID_REUSEADDR:
 		case RDMA_OPTION_ID_AFONLY:
-			return optlen >= sizeof(uint8_t) ? 0 : fail(EINVAL);
+			return optlen >= sizeof(uint8_t) ? 0 : cm_fail(EINVAL);
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))
-				return fail(EINVAL);
+				return cm_fail(EINVAL);
 			id->ack_timeout = *(uint8_t *)optval;
 			return 0;
 		default:
-			return fail(ENOSYS);
+			return cm_fail(ENOSYS);
 		}
 	}
 	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
 		return 0; /* the path is the fabric's link; the record changes nothing */
-	return fail(ENOSYS);
+	return cm_fail(ENOSYS);
 }
 
 static __be16 port_of(const struct sockaddr *sa)
@@ -1122,56 +864,18 @@ EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 	return port_of(&id->route.addr.dst_addr);
 }
 
-EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	enum ibv_qp_state state = qp_attr->qp_state;
-	memset(qp_attr, 0, sizeof(*qp_attr));
-	qp_attr->qp_state = state;
-	switch (state) {
-	case IBV_QPS_INIT:
-		qp_attr->port_num = 1;
-		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-		return 0;
-	case IBV_QPS_RTR:
-		qp_attr->path_mtu = IBV_MTU_4096;
-		qp_attr->dest_qp_num = id->peer_qpn;
-		qp_attr->rq_psn = id->peer_psn;
-		qp_attr->max_dest_rd_atomic = id->responder_resources ? id->responder_resources : 1;
-		qp_attr->min_rnr_timer = 12;
-		qp_attr->ah_attr.dlid = (uint16_t)id->peer_lid;
-		qp_attr->ah_attr.port_num = 1;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC
-				| IBV_QP_MIN_RNR_TIMER;
-		return 0;
-	case IBV_QPS_RTS:
-		if (!id->psn)
-			id->psn = (uint32_t)random_psn();
-		qp_attr->sq_psn = id->psn;
-		qp_attr->timeout = id->ack_timeout;
-		qp_attr->retry_cnt = id->retry_count;
-		qp_attr->rnr_retry = id->rnr_retry_count;
-		qp_attr->max_rd_atomic = id->initiator_depth ? id->initiator_depth : 1;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		return 0;
-	default:
-		return fail(EINVAL);
-	}
-}
-
 /* ECE (enhanced connection establishment) options: the emulated NIC has none to negotiate. */
 EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id;
-	return ece ? 0 : fail(EINVAL);
+	return ece ? 0 : cm_fail(EINVAL);
 }
 
 EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id;
 	if (!ece)
-		return fail(EINVAL);
+		return cm_fail(EINVAL);
 	memset(ece, 0, sizeof(*ece));
 	return 0;
 }
@@ -1182,7 +886,7 @@ EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, voi
 	(void)id;
 	(void)addr;
 	(void)context;
-	return fail(ENOSYS);
+	return cm_fail(ENOSYS);
 }
 
 EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
@@ -1190,186 +894,12 @@ EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_
 	(void)id;
 	(void)mc_join_attr;
 	(void)context;
-	return fail(ENOSYS);
+	return cm_fail(ENOSYS);
 }
 
 EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	(void)id;
 	(void)addr;
-	return fail(EADDRNOTAVAIL);
-}
-
-/* ---- endpoints (rdma_getaddrinfo, rdma_create_ep, rdma_get_request) ---- */
-
-EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
-{
-	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM };
-	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
-	if (hints) {
-		if (hints->ai_flags & RAI_NUMERICHOST)
-			ai_hints.ai_flags |= AI_NUMERICHOST;
-		if (passive)
-			ai_hints.ai_flags |= AI_PASSIVE;
-		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
-			ai_hints.ai_family = hints->ai_family;
-		else if (hints->ai_family == AF_IB)
-			return fail(EAFNOSUPPORT);
-	}
-	if (!ai_hints.ai_family)
-		ai_hints.ai_family = AF_INET;
-	struct addrinfo *ai = NULL;
-	int r = getaddrinfo(node, service, &ai_hints, &ai);
-	if (r)
-		return fail(r == EAI_SYSTEM ? errno : ENOENT);
-	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
-	struct sockaddr *addr = rai ? malloc(ai->ai_addrlen) : NULL;
-	if (!rai || !addr) {
-		free(rai);
-		freeaddrinfo(ai);
-		return fail(ENOMEM);
-	}
-	memcpy(addr, ai->ai_addr, ai->ai_addrlen);
-	rai->ai_flags = hints ? hints->ai_flags : 0;
-	rai->ai_family = ai->ai_family;
-	rai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-	rai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-			   : rai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
-	if (passive) {
-		rai->ai_src_addr = addr;
-		rai->ai_src_len = ai->ai_addrlen;
-	} else {
-		rai->ai_dst_addr = addr;
-		rai->ai_dst_len = ai->ai_addrlen;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			rai->ai_src_addr = malloc(hints->ai_src_len);
-			if (rai->ai_src_addr) {
-				memcpy(rai->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
-				rai->ai_src_len = hints->ai_src_len;
-			}
-		}
-	}
-	freeaddrinfo(ai);
-	*res = rai;
-	return 0;
-}
-
-EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
-{
-	while (res) {
-		struct rdma_addrinfo *next = res->ai_next;
-		free(res->ai_src_addr);
-		free(res->ai_dst_addr);
-		free(res->ai_src_canonname);
-		free(res->ai_dst_canonname);
-		free(res->ai_route);
-		free(res->ai_connect);
-		free(res);
-		res = next;
-	}
-}
-
-EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
-{
-	if (!out || !res)
-		return fail(EINVAL);
-	struct rdma_cm_id *cm_id;
-	if (rdma_create_id(NULL, &cm_id, NULL, (enum rdma_port_space)res->ai_port_space))
-		return -1;
-	struct cm_id *id = (struct cm_id *)cm_id;
-	id->id.qp_type = (enum ibv_qp_type)res->ai_qp_type;
-	int failed;
-	if (res->ai_flags & RAI_PASSIVE)
-		failed = rdma_bind_addr(cm_id, res->ai_src_addr);
-	else
-		failed = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000) || rdma_resolve_route(cm_id, 2000);
-	if (failed)
-		goto err;
-	id->id.pd = pd;
-	if (qp_init_attr) {
-		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
-		if (res->ai_flags & RAI_PASSIVE) {
-			id->listen_attr = malloc(sizeof(*qp_init_attr));
-			if (!id->listen_attr) {
-				errno = ENOMEM;
-				goto err;
-			}
-			*id->listen_attr = *qp_init_attr;
-		} else {
-			if (!pd)
-				id->id.pd = ibv_alloc_pd(id->id.verbs);
-			if (!id->id.pd || rdma_create_qp(cm_id, id->id.pd, qp_init_attr))
-				goto err;
-		}
-	}
-	*out = cm_id;
-	return 0;
-err: {
-	int e = errno;
-	rdma_destroy_ep(cm_id);
-	return fail(e ? e : EINVAL);
-}
-}
-
-EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
-{
-	if (id->qp)
-		rdma_destroy_qp(id);
-	if (id->srq)
-		rdma_destroy_srq(id);
-	rdma_destroy_id(id);
-}
-
-EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
-{
-	struct cm_id *l = (struct cm_id *)listen;
-	if (!l->sync)
-		return fail(EINVAL);
-	struct rdma_cm_event *event;
-	for (;;) {
-		if (rdma_get_cm_event(listen->channel, &event))
-			return -1;
-		if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			break;
-		rdma_ack_cm_event(event); /* nothing else concerns a listen */
-	}
-	if (event->status) {
-		int status = event->status;
-		rdma_ack_cm_event(event);
-		return fail(-status);
-	}
-	struct cm_id *id = (struct cm_id *)event->id;
-	id->id.event = event;
-	/* the request's id goes to a channel of its own, as a synchronous id's does */
-	if (rdma_migrate_id(&id->id, NULL))
-		goto err;
-	if (l->listen_attr) {
-		struct ibv_qp_init_attr attr = *l->listen_attr;
-		if (!id->id.pd)
-			id->id.pd = l->id.pd ? l->id.pd : ibv_alloc_pd(id->id.verbs);
-		if (!id->id.pd || rdma_create_qp(&id->id, id->id.pd, &attr))
-			goto err;
-	}
-	*out = &id->id;
-	return 0;
-err: {
-	int e = errno;
-	rdma_reject(&id->id, NULL, 0);
-	return fail(e ? e : EINVAL);
-}
-}
-
-/*
- * rsockets' poll and select, which rdma-core's examples (rping, ucmatose, udaddy) bind to for their
- * rsocket mode. This library makes no rsockets (rsocket() is not provided yet), so every descriptor a
- * program hands them is an ordinary one, which rsockets pass to poll(2) and select(2) as they are.
- */
-EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
-{
-	return poll(fds, nfds, timeout);
-}
-
-EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
-{
-	return select(nfds, readfds, writefds, exceptfds, timeout);
+	return cm_fail(EADDRNOTAVAIL);
 }

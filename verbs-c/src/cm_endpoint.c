@@ -1,0 +1,180 @@
+/*
+ * The connection manager's endpoint API: rdma_getaddrinfo, rdma_create_ep and rdma_get_request (ids
+ * that wait for their own events), and rsockets' poll and select, which rdma-core's examples bind to.
+ */
+#include "cm_objects.h"
+
+/* ---- endpoints (rdma_getaddrinfo, rdma_create_ep, rdma_get_request) ---- */
+
+EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM };
+	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	if (hints) {
+		if (hints->ai_flags & RAI_NUMERICHOST)
+			ai_hints.ai_flags |= AI_NUMERICHOST;
+		if (passive)
+			ai_hints.ai_flags |= AI_PASSIVE;
+		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+			ai_hints.ai_family = hints->ai_family;
+		else if (hints->ai_family == AF_IB)
+			return cm_fail(EAFNOSUPPORT);
+	}
+	if (!ai_hints.ai_family)
+		ai_hints.ai_family = AF_INET;
+	struct addrinfo *ai = NULL;
+	int r = getaddrinfo(node, service, &ai_hints, &ai);
+	if (r)
+		return cm_fail(r == EAI_SYSTEM ? errno : ENOENT);
+	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
+	struct sockaddr *addr = rai ? malloc(ai->ai_addrlen) : NULL;
+	if (!rai || !addr) {
+		free(rai);
+		freeaddrinfo(ai);
+		return cm_fail(ENOMEM);
+	}
+	memcpy(addr, ai->ai_addr, ai->ai_addrlen);
+	rai->ai_flags = hints ? hints->ai_flags : 0;
+	rai->ai_family = ai->ai_family;
+	rai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	rai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
+			   : rai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (passive) {
+		rai->ai_src_addr = addr;
+		rai->ai_src_len = ai->ai_addrlen;
+	} else {
+		rai->ai_dst_addr = addr;
+		rai->ai_dst_len = ai->ai_addrlen;
+		if (hints && hints->ai_src_addr && hints->ai_src_len) {
+			rai->ai_src_addr = malloc(hints->ai_src_len);
+			if (rai->ai_src_addr) {
+				memcpy(rai->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+				rai->ai_src_len = hints->ai_src_len;
+			}
+		}
+	}
+	freeaddrinfo(ai);
+	*res = rai;
+	return 0;
+}
+
+EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	while (res) {
+		struct rdma_addrinfo *next = res->ai_next;
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+		res = next;
+	}
+}
+
+EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	if (!out || !res)
+		return cm_fail(EINVAL);
+	struct rdma_cm_id *cm_id;
+	if (rdma_create_id(NULL, &cm_id, NULL, (enum rdma_port_space)res->ai_port_space))
+		return -1;
+	struct cm_id *id = (struct cm_id *)cm_id;
+	id->id.qp_type = (enum ibv_qp_type)res->ai_qp_type;
+	int failed;
+	if (res->ai_flags & RAI_PASSIVE)
+		failed = rdma_bind_addr(cm_id, res->ai_src_addr);
+	else
+		failed = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000) || rdma_resolve_route(cm_id, 2000);
+	if (failed)
+		goto err;
+	id->id.pd = pd;
+	if (qp_init_attr) {
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+		if (res->ai_flags & RAI_PASSIVE) {
+			id->listen_attr = malloc(sizeof(*qp_init_attr));
+			if (!id->listen_attr) {
+				errno = ENOMEM;
+				goto err;
+			}
+			*id->listen_attr = *qp_init_attr;
+		} else {
+			if (!pd)
+				id->id.pd = ibv_alloc_pd(id->id.verbs);
+			if (!id->id.pd || rdma_create_qp(cm_id, id->id.pd, qp_init_attr))
+				goto err;
+		}
+	}
+	*out = cm_id;
+	return 0;
+err: {
+	int e = errno;
+	rdma_destroy_ep(cm_id);
+	return cm_fail(e ? e : EINVAL);
+}
+}
+
+EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
+	rdma_destroy_id(id);
+}
+
+EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
+{
+	struct cm_id *l = (struct cm_id *)listen;
+	if (!l->sync)
+		return cm_fail(EINVAL);
+	struct rdma_cm_event *event;
+	for (;;) {
+		if (rdma_get_cm_event(listen->channel, &event))
+			return -1;
+		if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			break;
+		rdma_ack_cm_event(event); /* nothing else concerns a listen */
+	}
+	if (event->status) {
+		int status = event->status;
+		rdma_ack_cm_event(event);
+		return cm_fail(-status);
+	}
+	struct cm_id *id = (struct cm_id *)event->id;
+	id->id.event = event;
+	/* the request's id goes to a channel of its own, as a synchronous id's does */
+	if (rdma_migrate_id(&id->id, NULL))
+		goto err;
+	if (l->listen_attr) {
+		struct ibv_qp_init_attr attr = *l->listen_attr;
+		if (!id->id.pd)
+			id->id.pd = l->id.pd ? l->id.pd : ibv_alloc_pd(id->id.verbs);
+		if (!id->id.pd || rdma_create_qp(&id->id, id->id.pd, &attr))
+			goto err;
+	}
+	*out = &id->id;
+	return 0;
+err: {
+	int e = errno;
+	rdma_reject(&id->id, NULL, 0);
+	return cm_fail(e ? e : EINVAL);
+}
+}
+
+/*
+ * rsockets' poll and select, which rdma-core's examples (rping, ucmatose, udaddy) bind to for their
+ * rsocket mode. This library makes no rsockets (rsocket() is not provided yet), so every descriptor a
+ * program hands them is an ordinary one, which rsockets pass to poll(2) and select(2) as they are.
+ */
+EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	return poll(fds, nfds, timeout);
+}
+
+EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
+{
+	return select(nfds, readfds, writefds, exceptfds, timeout);
+}
+

@@ -1,0 +1,76 @@
+/*
+ * What the connection manager's files (cm.c: the node, channels, ids, connecting and events; cm_qp.c:
+ * the queue pairs of ids; cm_endpoint.c: rdma_getaddrinfo and the synchronous endpoint API) share:
+ * the library's views of librdmacm's objects.
+ */
+#ifndef PAGEWIRE_VERBS_CM_OBJECTS_H
+#define PAGEWIRE_VERBS_CM_OBJECTS_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "pw.h"
+
+#define CM_CALL "CmCall"
+#define MAX_PRIVATE_DATA 196  /* the REQ's private data (the largest the IB CM carries) */
+#define DEFAULT_ACK_TIMEOUT 14 /* 4.096 us x 2^14, librdmacm's default for RC */
+
+struct cm_channel {
+	struct rdma_event_channel channel; /* first: what programs hold */
+	struct pw_conn conn;                /* the CmChannel stream; its fd is channel.fd */
+	uint64_t id, key;
+	pthread_mutex_t read_lock;          /* one reader of the stream at a time */
+	int readers;                        /* threads inside rdma_get_cm_event, under cm_lock */
+	int destroyed;                      /* rdma_destroy_event_channel was called while one was, under cm_lock */
+};
+
+struct cm_id {
+	struct rdma_cm_id id;               /* first: what programs hold */
+	uint32_t number;                    /* the node's */
+	int sync;                           /* created without a channel: a private one, operations wait for their event */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int events_reported, events_completed;
+	/* the connection: the peer's side, as the events gave it */
+	uint32_t peer_lid, peer_qpn, peer_psn, peer_qkey;
+	uint32_t psn;                       /* this side's first PSN */
+	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry_count;
+	uint8_t ack_timeout;
+	int cqs_made;                       /* rdma_create_qp made the CQs (and their channels) */
+	struct ibv_qp_init_attr *listen_attr; /* rdma_create_ep on a passive id: the QP each request's id gets */
+	int destroyed;
+};
+
+struct cm_event {
+	struct rdma_cm_event event;         /* first: what programs hold */
+	struct cm_id *counted;              /* the id the event is reported against (the listen for CONNECT_REQUEST) */
+	uint8_t private_data[256];
+};
+
+
+static inline int cm_fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* cm_qp.c: an id's queue pair through librdmacm's states, and the CQs rdma_create_qp made for it. */
+uint32_t cm_random_psn(void);
+int cm_qp_to_rtr(struct cm_id *id);
+int cm_qp_to_rts(struct cm_id *id);
+void cm_qp_to_error(struct cm_id *id);
+void cm_destroy_cqs(struct cm_id *id);
+
+#endif
