@@ -37,7 +37,6 @@ final class CmId {
     int srcPort;
     /** Whether the id holds its port (a passive id shares its listen's). */
     boolean ownsPort;
-    boolean bound;
     byte[] dst = new byte[0];
     int dstPort;
     /** The address an unanswered query asked about for this id, or null. */

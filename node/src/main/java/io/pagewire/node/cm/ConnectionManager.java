@@ -222,7 +222,6 @@ public final class ConnectionManager implements AutoCloseable {
         }
         take(id, port);
         id.src = address.clone();
-        id.bound = true;
         id.state = CmId.State.BOUND;
         return view(id);
     }
@@ -274,15 +273,14 @@ public final class ConnectionManager implements AutoCloseable {
         if (isAny(dst)) {
             throw new CmException(CmException.Code.INVALID, "rdma_resolve_addr: the destination is the any address");
         }
-        if (!id.bound) {
+        if (id.srcPort == 0) {
             if (src.length != 0 && !isAny(src) && !Arrays.equals(src, address) && !isLocalHost(src)) {
                 throw new CmException(CmException.Code.ADDRESS_NOT_AVAILABLE, "rdma_resolve_addr: source " + show(src)
                         + " is not this node's address " + show(address));
             }
             take(id, 0);
             id.src = address.clone();
-            id.bound = true;
-        }
+            }
         id.dst = dst.clone();
         id.dstPort = dstPort;
         id.state = CmId.State.ADDRESS_QUERY;
@@ -314,7 +312,7 @@ public final class ConnectionManager implements AutoCloseable {
             resolving.remove(asked);
         }
         id.resolvingAddress = null;
-        id.state = id.bound ? CmId.State.BOUND : CmId.State.IDLE;
+        id.state = CmId.State.BOUND; // the resolve took a port
         counters.addressErrors++;
         emit(id, CmEvents.ADDR_ERROR, -CmEvents.ETIMEDOUT);
     }
@@ -356,8 +354,7 @@ public final class ConnectionManager implements AutoCloseable {
         if (id.state == CmId.State.IDLE) {
             take(id, 0);
             id.src = address.clone();
-            id.bound = true;
-        } else if (id.state != CmId.State.BOUND) {
+            } else if (id.state != CmId.State.BOUND) {
             throw new CmException(CmException.Code.INVALID, "rdma_listen: id " + id.id + " is " + id.state + "; bind it, unconnected");
         }
         id.state = CmId.State.LISTEN;
@@ -387,7 +384,7 @@ public final class ConnectionManager implements AutoCloseable {
         }
         counters.requestsSent++;
         sendUntilAnswered(id, req.build(), () -> {
-            id.state = id.bound ? CmId.State.ROUTE_RESOLVED : CmId.State.IDLE;
+            id.state = CmId.State.ROUTE_RESOLVED;
             counters.unreachable++;
             emit(id, CmEvents.UNREACHABLE, -CmEvents.ETIMEDOUT);
         });

@@ -134,6 +134,18 @@ class ConnectionManagerTest {
         return id;
     }
 
+    /** A connection from the client's id to the server's port, established on both sides; the server's CONNECT_REQUEST. */
+    private CmEvents.Event established(Program server, Program client, int port) throws InterruptedException {
+        listen(server, port);
+        int active = connect(client, port, "");
+        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
+        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
+        client.next(CmEvents.CONNECT_RESPONSE);
+        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
+        server.next(CmEvents.ESTABLISHED);
+        return request;
+    }
+
     @Test
     void aConnectionIsMadeWithBothSidesParametersAndTornDownOnBoth() throws Exception {
         Program server = new Program(two);
@@ -250,13 +262,7 @@ class ConnectionManagerTest {
     void aProgramThatGoesAwayDisconnectsItsPeersAndLeavesNothing() throws Exception {
         Program server = new Program(two);
         Program client = new Program(one);
-        listen(server, 7004);
-        int active = connect(client, 7004, "");
-        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
-        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
-        client.next(CmEvents.CONNECT_RESPONSE);
-        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
-        server.next(CmEvents.ESTABLISHED);
+        CmEvents.Event request = established(server, client, 7004);
 
         one.closeChannel(client.channel.id());
         server.next(CmEvents.DISCONNECTED);
@@ -268,13 +274,7 @@ class ConnectionManagerTest {
     void aPeerNodeThatRestartedDisconnectsItsConnections() throws Exception {
         Program server = new Program(two);
         Program client = new Program(one);
-        listen(server, 7007);
-        int active = connect(client, 7007, "");
-        CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
-        two.accept(server.channel.id(), server.channel.key(), CALLER, request.id(), params(22, 1, ""));
-        client.next(CmEvents.CONNECT_RESPONSE);
-        one.establish(client.channel.id(), client.channel.key(), CALLER, active);
-        server.next(CmEvents.ESTABLISHED);
+        CmEvents.Event request = established(server, client, 7007);
 
         two.peerRestarted("node-1");
         assertThat(server.next(CmEvents.DISCONNECTED).id()).isEqualTo(request.id());
