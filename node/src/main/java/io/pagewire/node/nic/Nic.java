@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -58,6 +59,8 @@ public final class Nic implements AutoCloseable {
     private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
     private volatile WaitObserver waitObserver = (cause, nanos) -> { };
     private volatile boolean closed;
+    /** Whether the timeout sweep is scheduled: only while some pair has work queued, so an idle NIC never wakes. */
+    private final AtomicBoolean sweepArmed = new AtomicBoolean();
 
     /**
      * @param transport how packets leave; may be set later through {@link PacketRouter#attach} when the transport needs the NIC first
@@ -87,7 +90,6 @@ public final class Nic implements AutoCloseable {
         this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
         this.sweepIntervalNs = Math.max(1_000_000, Math.min(context.ackTimeoutNs(), context.minAckTimeoutNs()) / 4);
         this.router = new PacketRouter(this, transport);
-        this.timers.schedule(sweepIntervalNs, this::sweep);
     }
 
     /** Receives the service time of every page fault the NIC has served from now on (the metrics layer). */
@@ -507,20 +509,43 @@ public final class Nic implements AutoCloseable {
         router.forget(qp);
     }
 
-    /** The acknowledgement-timeout sweep over every queue pair; reschedules itself. */
+    /** A pair has work queued: the timeout sweep runs from now until every pair is idle again. */
+    void armSweep() {
+        if (!closed && sweepArmed.compareAndSet(false, true)) {
+            timers.schedule(sweepIntervalNs, this::sweep);
+        }
+    }
+
+    /**
+     * The acknowledgement-timeout sweep over every queue pair; reschedules itself while any pair has
+     * work. Disarming looks again after clearing the flag: a pair that queued work in between either
+     * is seen here or sees the flag clear and arms the sweep itself.
+     */
     private void sweep() {
         if (closed) {
             return;
         }
         long now = clock.nanoTime();
+        boolean wanted = false;
         for (QueuePair qp : queuePairs.values()) {
             try {
                 qp.checkTimeout(now);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "timeout check of " + qp + " failed", e);
             }
+            wanted |= qp.sweepWanted();
         }
-        timers.schedule(sweepIntervalNs, this::sweep);
+        if (wanted) {
+            timers.schedule(sweepIntervalNs, this::sweep);
+            return;
+        }
+        sweepArmed.set(false);
+        for (QueuePair qp : queuePairs.values()) {
+            if (qp.sweepWanted()) {
+                armSweep();
+                return;
+            }
+        }
     }
 
     private void checkOpen() {

@@ -645,6 +645,11 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /** Whether the timeout sweep has work here (read without the lock). */
+    boolean sweepWanted() {
+        return requester.sweepWanted();
+    }
+
     void checkTimeout(long now) {
         if (!requester.sweepWanted()) {
             return; // nothing queued since the sweep last found this pair idle: its lock stays with the data path

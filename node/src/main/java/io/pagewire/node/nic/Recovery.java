@@ -70,6 +70,7 @@ final class Recovery {
     void workQueued() {
         if (!sweepWanted) {
             sweepWanted = true;
+            nic.armSweep();
         }
     }
 

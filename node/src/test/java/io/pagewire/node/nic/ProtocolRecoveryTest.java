@@ -10,6 +10,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -23,6 +24,8 @@ import org.junit.jupiter.api.Timeout;
 class ProtocolRecoveryTest {
     private static final int MTU = 1024;
     private final DirectLink link = new DirectLink();
+    /** Timer tasks both NICs scheduled: an idle NIC schedules none, so an idle node never wakes for it. */
+    private final AtomicInteger timerTasks = new AtomicInteger();
     private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(8 << 20).swapBytes(0));
     private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(8 << 20).swapBytes(0));
     private final Nic a = nic("a", kernelA);
@@ -52,7 +55,20 @@ class ProtocolRecoveryTest {
 
     private Nic nic(String name, KernelAgent kernel) {
         NicContext context = new NicContext().mtuBytes(MTU).ackTimeoutNs(20_000_000).readRequestPackets(8).sendWindowPackets(64);
-        return new Nic(name, kernel, context, NicTimers.threaded(name), link.transportFor(name));
+        NicTimers threaded = NicTimers.threaded(name);
+        NicTimers counted = new NicTimers() {
+            @Override
+            public void schedule(long delayNs, Runnable task) {
+                timerTasks.incrementAndGet();
+                threaded.schedule(delayNs, task);
+            }
+
+            @Override
+            public void close() {
+                threaded.close();
+            }
+        };
+        return new Nic(name, kernel, context, counted, link.transportFor(name));
     }
 
     @AfterEach
@@ -101,6 +117,21 @@ class ProtocolRecoveryTest {
         dropOnce(p -> p.getOpcode() == Opcode.WRITE_LAST);
         writeAndReadBackIntact();
         assertThat(a.counters().get(NicCounter.ACK_TIMEOUTS)).isPositive();
+    }
+
+    @Test
+    void anIdleNicSchedulesNoTimerWorkAndTheSweepStopsOnceThePairsAreIdle() throws Exception {
+        Thread.sleep(50);
+        assertThat(timerTasks.get()).as("timer tasks of two NICs with connected, unused pairs").isZero();
+        writeAndReadBackIntact();
+        assertThat(timerTasks.get()).as("the write armed the timeout sweep").isPositive();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        int before;
+        do {
+            before = timerTasks.get();
+            Thread.sleep(60); // twelve sweep intervals of 5 ms
+        } while (timerTasks.get() != before && System.nanoTime() < deadline);
+        assertThat(timerTasks.get()).as("timer tasks keep being scheduled after the pairs went idle" + "\n" + qa.describe() + "\n" + qb.describe()).isEqualTo(before);
     }
 
     @Test
