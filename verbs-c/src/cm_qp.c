@@ -127,6 +127,14 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_e
 		return cm_fail(e ? e : EINVAL);
 	}
 	id->id.qp = qp;
+	/* A UD pair needs no peer: librdmacm takes it to RTS at once (ucma_init_ud_qp), ready for any address handle. */
+	if (qp->qp_type == IBV_QPT_UD && (cm_qp_to_rtr(id) || cm_qp_to_rts(id))) {
+		int e = errno;
+		id->id.qp = NULL;
+		ibv_destroy_qp(qp);
+		cm_destroy_cqs(id);
+		return cm_fail(e ? e : EINVAL);
+	}
 	id->id.pd = pd;
 	id->id.srq = attr->srq;
 	id->id.send_cq = plain.send_cq;

@@ -224,14 +224,18 @@ EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_a
 	return -1;
 }
 
-/* ---- multicast: only UD queue pairs join groups ---------------------------------------------------- */
+/* ---- multicast: only UD queue pairs join groups, and the NIC has no groups yet ------------------------ */
 
 EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)gid;
 	(void)lid;
-	pw_log(PW_INFO, "ibv_attach_mcast: queue pair %u is not UD; only UD queue pairs join multicast groups", qp->qp_num);
-	return EINVAL;
+	if (qp->qp_type != IBV_QPT_UD) {
+		pw_log(PW_INFO, "ibv_attach_mcast: queue pair %u is not UD; only UD queue pairs join multicast groups", qp->qp_num);
+		return EINVAL;
+	}
+	pw_log(PW_INFO, "ibv_attach_mcast: queue pair %u: the NIC has no multicast groups yet", qp->qp_num);
+	return EOPNOTSUPP;
 }
 
 EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

@@ -349,6 +349,7 @@ static void device_attr(struct pw_context *ctx, struct ibv_device_attr *a)
 	a->max_mr = 1 << 20;
 	a->max_mw = 1 << 20;
 	a->max_pd = 1 << 16;
+	a->max_ah = 1 << 16;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
 	a->max_res_rd_atom = 1 << 16;
@@ -555,18 +556,52 @@ EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 
 
 
+/*
+ * An address handle lives in the library, as mlx5's address vectors do: each UD SEND carries its LID
+ * to the node, which sends the datagram to the node answering to it (none: dropped and counted, as a
+ * fabric loses a packet to an unassigned LID). A global handle with no LID takes it from the GID,
+ * whose GUID ends in the LID (see gid_of).
+ */
 EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	(void)pd;
-	(void)attr;
-	errno = EOPNOTSUPP; /* address handles serve UD queue pairs, which Pagewire does not have */
-	return NULL;
+	if (!pd || !attr || (attr->port_num != 1 && attr->port_num != 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	uint16_t dlid = attr->dlid;
+	if (!dlid && attr->is_global) {
+		uint64_t be, guid;
+		memcpy(&be, attr->grh.dgid.raw + 8, 8);
+		guid = be64toh(be);
+		if ((guid & ~0xffffull) == 0x0250570000000000ull)
+			dlid = (uint16_t)(guid & 0xffff);
+	}
+	if (dlid == 0 || dlid >= 0xc000) {
+		pw_log(PW_WARN, "ibv_create_ah: LID %u is no unicast LID (a global handle's GID %s a Pagewire port's)", dlid,
+		       attr->is_global ? "is not" : "was not given for");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct pw_ah *ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ah->ah.context = pd->context;
+	ah->ah.pd = pd;
+	ah->dlid = dlid;
+	ah->global = attr->is_global;
+	pw_pd_use(pd, 1);
+	return &ah->ah;
 }
 
-EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
-	(void)ah;
-	return EOPNOTSUPP;
+	if (!ibah)
+		return EINVAL;
+	pw_pd_use(ibah->pd, -1);
+	free((struct pw_ah *)ibah);
+	return 0;
 }
 
 

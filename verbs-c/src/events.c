@@ -68,9 +68,13 @@ static enum ibv_wc_opcode wc_opcode(int32_t opcode)
 	}
 }
 
-/* A completion into its CQ; `flags` are the record's PW_COMPLETION_* bits, `imm` the immediate or the invalidated rkey. */
+/*
+ * A completion into its CQ; `flags` are the record's PW_COMPLETION_* bits, `imm` the immediate or the invalidated rkey,
+ * `value` a UD receive's source (PW_COMPLETION_DATAGRAM).
+ */
 static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status,
-		    uint32_t bytes, uint32_t flags, uint32_t imm, uint64_t time_ns, const char *error, int error_length, uint32_t vendor_err)
+		    uint32_t bytes, uint32_t flags, uint64_t value, uint32_t imm, uint64_t time_ns, const char *error, int error_length,
+		    uint32_t vendor_err)
 {
 	struct pw_qp *qp = pw_qp_of(ctx, qpn);
 	if (!qp) {
@@ -92,6 +96,12 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	wc.src_qp = qp->attr.dest_qp_num;
 	wc.slid = (uint16_t)qp->attr.ah_attr.dlid;
 	wc.vendor_err = vendor_err;
+	if (flags & PW_COMPLETION_DATAGRAM) {
+		wc.src_qp = (uint32_t)value & 0xffffff;
+		wc.slid = (uint16_t)(value >> 32);
+		if (flags & PW_COMPLETION_GLOBAL_ROUTE)
+			wc.wc_flags |= IBV_WC_GRH;
+	}
 	if (flags & PW_COMPLETION_WITH_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = imm;
@@ -99,8 +109,9 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 		wc.wc_flags |= IBV_WC_WITH_INV;
 		wc.invalidated_rkey = imm;
 	}
-	if (status != IBV_WC_SUCCESS)
-		qp->qp.state = IBV_QPS_ERR; /* an error completion moves the pair to the error state, as an HCA's does */
+	/* An error completion moves the pair to the error state, as an HCA's does; a UD receive's does not (a datagram too long for it). */
+	if (status != IBV_WC_SUCCESS && !(receive && qp->qp.qp_type == IBV_QPT_UD && status != IBV_WC_WR_FLUSH_ERR))
+		qp->qp.state = IBV_QPS_ERR;
 	struct ibv_cq *cq = receive ? qp->qp.recv_cq : qp->qp.send_cq;
 	if (cq)
 		pw_cq_push(ctx, (struct pw_cq *)cq, &wc, (flags & PW_COMPLETION_SOLICITED) != 0, time_ns);
@@ -118,7 +129,7 @@ static void refused(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, uint32
 	       why == ENOMEM ? "ENOMEM" : "EINVAL", error_length, error);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	deliver(ctx, wr_id, qpn, PW_OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+	deliver(ctx, wr_id, qpn, PW_OP_SEND, IBV_WC_LOC_QP_OP_ERR, 0, 0, 0, 0, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
 		NULL, 0, (uint32_t)why);
 }
 
@@ -126,7 +137,7 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 {
 	struct pw_context *ctx = arg;
 	if (type == PW_EV_COMPLETION && length >= PW_COMPLETION) {
-		uint64_t wr_id, bytes, time_ns;
+		uint64_t wr_id, bytes, value, time_ns;
 		uint32_t qpn, flags, imm;
 		int32_t opcode, status, error_length;
 		memcpy(&wr_id, b + PW_COMPLETION_ID, 8);
@@ -135,12 +146,13 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 		memcpy(&status, b + PW_COMPLETION_STATUS, 4);
 		memcpy(&error_length, b + PW_COMPLETION_ERROR_LENGTH, 4);
 		memcpy(&bytes, b + PW_COMPLETION_BYTES, 8);
+		memcpy(&value, b + PW_COMPLETION_VALUE, 8);
 		memcpy(&flags, b + PW_COMPLETION_FLAGS, 4);
 		memcpy(&imm, b + PW_COMPLETION_IMM, 4);
 		memcpy(&time_ns, b + PW_COMPLETION_TIME, 8);
 		if (error_length < 0 || error_length > length - PW_COMPLETION)
 			error_length = 0;
-		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags, imm, time_ns, (const char *)b + PW_COMPLETION,
+		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags, value, imm, time_ns, (const char *)b + PW_COMPLETION,
 			error_length, 0);
 	} else if (type == PW_EV_CPU_UNMAP && length >= PW_CPU_UNMAP) {
 		uint64_t address, bytes;
@@ -207,7 +219,14 @@ void pw_drain(struct pw_context *ctx)
 static uint32_t completion_flags(const Pagewire__Verbs__V1__CompletionEvent *c)
 {
 	return (c->has_immediate ? PW_COMPLETION_WITH_IMM : 0) | (c->solicited ? PW_COMPLETION_SOLICITED : 0)
-	       | (c->invalidated ? PW_COMPLETION_INVALIDATED : 0);
+	       | (c->invalidated ? PW_COMPLETION_INVALIDATED : 0) | (c->source_lid ? PW_COMPLETION_DATAGRAM : 0)
+	       | (c->global_route ? PW_COMPLETION_GLOBAL_ROUTE : 0);
+}
+
+/* A stream completion's source, as a COMPLETION record's value carries a UD receive's. */
+static uint64_t completion_source(const Pagewire__Verbs__V1__CompletionEvent *c)
+{
+	return (uint64_t)c->source_qpn | (uint64_t)c->source_lid << 32;
 }
 
 /* Events the rings could not take come on the session stream (a full event ring, an SRQ's limit). */
@@ -218,14 +237,14 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		pw_drain(ctx); /* what the ring holds came first */
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			Pagewire__Verbs__V1__CompletionEvent *c = ev->completions->completions[i];
-			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), c->immediate,
+			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), completion_source(c), c->immediate,
 				c->time_ns, c->error, (int)strlen(c->error), 0);
 		}
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_COMPLETION: {
 		Pagewire__Verbs__V1__CompletionEvent *c = ev->completion;
 		pw_drain(ctx);
-		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), c->immediate,
+		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), completion_source(c), c->immediate,
 			c->time_ns, c->error, (int)strlen(c->error), 0);
 		break;
 	}

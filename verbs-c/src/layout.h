@@ -43,6 +43,12 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 #define PW_FLAG_FENCE (1 << 17)
 #define PW_FLAG_SOLICITED (1 << 18)
 /*
+ * A UD SEND: REMOTE holds the address handle's LID (low 16 bits) and, in bit 16, whether it is global;
+ * RKEY the remote QPN (low 32 bits) and Q_Key (high 32; its high bit asks for the pair's own).
+ */
+#define PW_FLAG_DATAGRAM (1 << 19)
+#define PW_DATAGRAM_GLOBAL (1u << 16)
+/*
  * BIND_WINDOW's fields: rkey the window's new rkey, remote address and add the window's start and
  * length, counter id the region's lkey, swap the rights (PW_RIGHT_*); LOCAL_INVALIDATE's: rkey;
  * SEND_WITH_INVALIDATE's: the immediate holds the rkey to invalidate.
@@ -80,13 +86,15 @@ enum pw_event_type { PW_EV_COMPLETION = 1, PW_EV_REFUSED = 2, PW_EV_COUNTER = 3,
 #define PW_COMPLETION_STATUS 16     /* int32: a wire status */
 #define PW_COMPLETION_ERROR_LENGTH 20 /* int32 */
 #define PW_COMPLETION_BYTES 24      /* uint64 */
-#define PW_COMPLETION_VALUE 32      /* uint64 */
+#define PW_COMPLETION_VALUE 32      /* uint64; a UD receive's source: QPN in the low 32 bits, LID in the next 16 */
 #define PW_COMPLETION_FLAGS 40      /* uint32: PW_COMPLETION_WITH_* */
 #define PW_COMPLETION_IMM 44        /* uint32 */
 #define PW_COMPLETION_TIME 48       /* uint64: CLOCK_MONOTONIC ns when the node put it on the ring */
 #define PW_COMPLETION_WITH_IMM 1
 #define PW_COMPLETION_SOLICITED 2
 #define PW_COMPLETION_INVALIDATED 4
+#define PW_COMPLETION_DATAGRAM 8     /* a UD receive: VALUE holds its source */
+#define PW_COMPLETION_GLOBAL_ROUTE 16 /* the UD receive's first 40 bytes hold a GRH (IBV_WC_GRH) */
 
 /* ---- REFUSED: a post the node refused ----------------------------------------------------------- */
 

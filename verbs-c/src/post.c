@@ -207,6 +207,12 @@ int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 			e = EINVAL;
 			break;
 		}
+		if (ibqp->qp_type == IBV_QPT_UD
+		    && ((opcode != PW_OP_SEND && opcode != PW_OP_SEND_WITH_IMM) || !wr->wr.ud.ah || wr->wr.ud.ah->pd != ibqp->pd)) {
+			pw_log(PW_DEBUG, "ibv_post_send: queue pair %u is UD: it posts SENDs, each with an address handle of its PD", ibqp->qp_num);
+			e = EINVAL;
+			break;
+		}
 		if (ibqp->qp_type == IBV_QPT_UC
 		    && (opcode == PW_OP_READ || opcode == PW_OP_FETCH_ADD || opcode == PW_OP_COMPARE_SWAP || opcode == PW_OP_BIND_WINDOW)) {
 			pw_log(PW_DEBUG, "ibv_post_send: queue pair %u is UC, which carries WRITEs and SENDs", ibqp->qp_num);
@@ -271,6 +277,11 @@ int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 			rkey = wr->wr.atomic.rkey;
 			add = wr->wr.atomic.compare_add;
 			swap = wr->wr.atomic.swap;
+		} else if (ibqp->qp_type == IBV_QPT_UD) {
+			const struct pw_ah *ah = (const struct pw_ah *)wr->wr.ud.ah;
+			flags |= PW_FLAG_DATAGRAM;
+			remote = ah->dlid | (ah->global ? PW_DATAGRAM_GLOBAL : 0);
+			rkey = wr->wr.ud.remote_qpn | (uint64_t)wr->wr.ud.remote_qkey << 32;
 		} else if (opcode != PW_OP_SEND && opcode != PW_OP_SEND_WITH_IMM && opcode != PW_OP_SEND_WITH_INVALIDATE) {
 			remote = wr->wr.rdma.remote_addr;
 			rkey = wr->wr.rdma.rkey;
@@ -546,14 +557,22 @@ static void wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
 	wr_set_inline_data_list(x, 1, &one);
 }
 
-/* What an RC pair has no use for (UD addresses, XRC, TSO, atomic write): the batch fails, as a provider refuses it. */
+/* A UD pair's destination for the request under construction; on a connected pair the batch fails, as a provider refuses it. */
 static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey)
 {
-	(void)ah;
-	(void)remote_qpn;
-	(void)remote_qkey;
-	batch_fail(qp_of_ex(x), EINVAL);
+	struct ibv_send_wr *wr = current_wr(x);
+	if (!wr)
+		return;
+	if (qp_of_ex(x)->qp.qp_type != IBV_QPT_UD) {
+		batch_fail(qp_of_ex(x), EINVAL);
+		return;
+	}
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
 }
+
+/* What no pair here has a use for (XRC, TSO, atomic write): the batch fails, as a provider refuses it. */
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
 {

@@ -242,6 +242,13 @@ static inline void pw_cq_use(struct ibv_cq *cq, int delta)
 		__atomic_add_fetch(&((struct pw_cq *)cq)->users, delta, __ATOMIC_ACQ_REL);
 }
 
+/* An address handle: where a UD SEND goes, by LID (and, when global, the GID its GRH names). */
+struct pw_ah {
+	struct ibv_ah ah;
+	uint16_t dlid;
+	int global;
+};
+
 struct pw_srq {
 	struct ibv_srq srq;
 	uint32_t srq_id;

@@ -219,13 +219,13 @@ static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
 	 | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV \
 	 | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
-/* Creates an RC or UC queue pair: the node's, then the library's view of it with its inline staging area. */
+/* Creates an RC, UC or UD queue pair: the node's, then the library's view of it with its inline staging area. */
 static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct pw_context *ctx = pw_ctx(context);
 	struct ibv_pd *pd = attr->pd;
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC) {
-		pw_log(PW_WARN, "ibv_create_qp: RC and UC queue pairs are supported (asked for type %d)", attr->qp_type);
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
+		pw_log(PW_WARN, "ibv_create_qp: RC, UC and UD queue pairs are supported (asked for type %d)", attr->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -242,6 +242,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		req.srq_id = ((struct pw_srq *)attr->srq)->srq_id;
 	if (attr->qp_type == IBV_QPT_UC)
 		req.transport = PAGEWIRE__VERBS__V1__QUEUE_PAIR_TRANSPORT__UNRELIABLE_CONNECTED;
+	else if (attr->qp_type == IBV_QPT_UD)
+		req.transport = PAGEWIRE__VERBS__V1__QUEUE_PAIR_TRANSPORT__UNRELIABLE_DATAGRAM;
 	Pagewire__Verbs__V1__CreateQueuePairResponse *reply = NULL;
 	int e = pw_call(&ctx->control, "CreateQueuePair", &req.base, &pagewire__verbs__v1__create_queue_pair_response__descriptor,
 			(ProtobufCMessage **)&reply);
@@ -451,13 +453,27 @@ static const struct transition uc_transitions[] = {
 	{IBV_QPS_SQD, IBV_QPS_SQD, 0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE | IBV_QP_PORT},
 };
 
+/* A UD pair's: no peer, no path; a Q_Key from INIT on, changeable in every state but RESET. */
+static const struct transition ud_transitions[] = {
+	{IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
+	{IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY},
+	{IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+	{IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RATE_LIMIT},
+	{IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+	{IBV_QPS_SQD, IBV_QPS_SQD, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+};
+
 static int transition_ok(enum ibv_qp_type type, enum ibv_qp_state from, enum ibv_qp_state to, int mask)
 {
 	int attrs = mask & ~IBV_QP_STATE;
 	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
 		return (attrs & ~IBV_QP_CUR_STATE) == 0; /* from any state, taking nothing else */
-	const struct transition *table = type == IBV_QPT_UC ? uc_transitions : transitions;
-	size_t n = type == IBV_QPT_UC ? sizeof(uc_transitions) / sizeof(uc_transitions[0]) : sizeof(transitions) / sizeof(transitions[0]);
+	const struct transition *table = type == IBV_QPT_UC ? uc_transitions : type == IBV_QPT_UD ? ud_transitions : transitions;
+	size_t n = type == IBV_QPT_UC   ? sizeof(uc_transitions) / sizeof(uc_transitions[0])
+		   : type == IBV_QPT_UD ? sizeof(ud_transitions) / sizeof(ud_transitions[0])
+					: sizeof(transitions) / sizeof(transitions[0]);
 	for (size_t i = 0; i < n; i++)
 		if (table[i].from == from && table[i].to == to)
 			return (attrs & table[i].required) == table[i].required && (attrs & ~(table[i].required | table[i].optional)) == 0;
@@ -523,6 +539,12 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 	} else if (!e && to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
 		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__ERROR;
 		e = modify_on_node(ctx, ibqp->qp_num, &req);
+	} else if (!e && to == IBV_QPS_RTR && ibqp->qp_type == IBV_QPT_UD) {
+		/* No peer: the pair takes datagrams carrying its Q_Key (set in INIT, or now). */
+		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_RECEIVE;
+		req.attributes = ATTRIBUTE(QKEY);
+		req.qkey = mask & IBV_QP_QKEY ? attr->qkey : qp->attr.qkey;
+		e = modify_on_node(ctx, ibqp->qp_num, &req);
 	} else if (!e && to == IBV_QPS_RTR) {
 		const char *peer = peer_of_lid(ctx, attr->ah_attr.dlid);
 		if (!peer) {
@@ -544,6 +566,10 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		}
 	} else if (!e && to == IBV_QPS_RTS) {
 		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_SEND;
+		if (mask & IBV_QP_QKEY) {
+			req.attributes |= ATTRIBUTE(QKEY);
+			req.qkey = attr->qkey;
+		}
 		if (mask & IBV_QP_SQ_PSN) {
 			req.attributes |= ATTRIBUTE(SEND_PSN);
 			req.send_psn = attr->sq_psn & 0xffffff;
@@ -612,6 +638,8 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
 	if (mask & IBV_QP_RATE_LIMIT)
 		qp->attr.rate_limit = attr->rate_limit;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
 	ibqp->state = to;
 	qp->attr.qp_state = to;
 	pthread_mutex_unlock(&qp->modify_lock);

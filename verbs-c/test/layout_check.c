@@ -34,7 +34,7 @@ static int failures;
 #define WR0_ID 0x1111222233334444ull
 #define WR0_OPCODE (PW_OP_WRITE | PW_FLAG_UNSIGNALED | PW_FLAG_FENCE)
 #define WR1_ID 0x5555666677778888ull
-#define WR1_OPCODE (PW_OP_COMPARE_SWAP | PW_FLAG_SOLICITED)
+#define WR1_OPCODE (PW_OP_COMPARE_SWAP | PW_FLAG_SOLICITED | PW_FLAG_DATAGRAM)
 
 static void work_request(uint8_t *w, uint64_t id, int32_t opcode, uint32_t salt)
 {
@@ -139,7 +139,7 @@ static void completion(uint8_t *b, int write)
 		PUT(b, PW_COMPLETION_ERROR_LENGTH, int32_t, 7);
 		PUT(b, PW_COMPLETION_BYTES, uint64_t, 12345);
 		PUT(b, PW_COMPLETION_VALUE, uint64_t, 99);
-		PUT(b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED);
+		PUT(b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED | PW_COMPLETION_DATAGRAM | PW_COMPLETION_GLOBAL_ROUTE);
 		PUT(b, PW_COMPLETION_IMM, uint32_t, 0x77);
 		PUT(b, PW_COMPLETION_TIME, uint64_t, 0x0123456789abcdefull);
 		memcpy(b + PW_COMPLETION, "flushed", 7);
@@ -151,7 +151,7 @@ static void completion(uint8_t *b, int write)
 		EXPECT("completion", "error length", b, PW_COMPLETION_ERROR_LENGTH, int32_t, 7);
 		EXPECT("completion", "bytes", b, PW_COMPLETION_BYTES, uint64_t, 12345);
 		EXPECT("completion", "value", b, PW_COMPLETION_VALUE, uint64_t, 99);
-		EXPECT("completion", "flags", b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED);
+		EXPECT("completion", "flags", b, PW_COMPLETION_FLAGS, uint32_t, PW_COMPLETION_WITH_IMM | PW_COMPLETION_SOLICITED | PW_COMPLETION_DATAGRAM | PW_COMPLETION_GLOBAL_ROUTE);
 		EXPECT("completion", "immediate", b, PW_COMPLETION_IMM, uint32_t, 0x77);
 		EXPECT("completion", "time", b, PW_COMPLETION_TIME, uint64_t, 0x0123456789abcdefull);
 		if (memcmp(b + PW_COMPLETION, "flushed", 7)) {

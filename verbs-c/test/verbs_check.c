@@ -395,6 +395,82 @@ static int api(struct ibv_device **devs)
 		      "type %d state %d", got_init.qp_type, got.qp_state);
 		CHECK("uc-destroy", !ibv_destroy_qp(uc), "%s", strerror(errno));
 	}
+	/*
+	 * UD: two pairs of one node, a global address handle; the datagram lands after the 40-byte GRH,
+	 * which names this port's GID as its source, and the completion names the sender (src_qp, slid, IBV_WC_GRH).
+	 */
+	struct ibv_cq *ud_cq = ibv_create_cq(a.ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ud_init = { .send_cq = ud_cq, .recv_cq = ud_cq, .qp_type = IBV_QPT_UD,
+					    .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *ud1 = ibv_create_qp(a.pd, &ud_init);
+	struct ibv_qp *ud2 = ibv_create_qp(a.pd, &ud_init);
+	CHECK("ud-create", ud1 && ud2 && ud1->qp_type == IBV_QPT_UD, "%s", strerror(errno));
+	if (ud1 && ud2) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+		CHECK("ud-init-needs-a-qkey", ibv_modify_qp(ud1, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT) == EINVAL, "accepted");
+		int ok = 1;
+		for (int i = 0; i < 2; i++) {
+			struct ibv_qp *q = i ? ud2 : ud1;
+			memset(&qa, 0, sizeof(qa));
+			qa.qp_state = IBV_QPS_INIT;
+			qa.port_num = 1;
+			qa.qkey = 0x11111111;
+			ok &= !ibv_modify_qp(q, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+			qa.qp_state = IBV_QPS_RTR;
+			ok &= !ibv_modify_qp(q, &qa, IBV_QP_STATE);
+			qa.qp_state = IBV_QPS_RTS;
+			qa.sq_psn = 7;
+			ok &= !ibv_modify_qp(q, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		}
+		CHECK("ud-to-rts", ok, "%s", strerror(errno));
+		struct ibv_port_attr port;
+		ibv_query_port(a.ctx, 1, &port);
+		union ibv_gid gid;
+		ibv_query_gid(a.ctx, 1, 0, &gid);
+		struct ibv_ah_attr aa = { .dlid = port.lid, .port_num = 1, .is_global = 1 };
+		aa.grh.dgid = gid;
+		struct ibv_ah *ah = ibv_create_ah(a.pd, &aa);
+		CHECK("ud-create-ah", ah != NULL, "%s", strerror(errno));
+		struct ibv_ah_attr none = { .dlid = 0, .port_num = 1 };
+		CHECK("ud-create-ah-refuses-lid-0", ibv_create_ah(a.pd, &none) == NULL && errno == EINVAL, "accepted");
+		uint8_t *in = a.buf + 8192, *out = a.buf + 12288;
+		memset(in, 0, 40 + 64);
+		for (int i = 0; i < 64; i++)
+			out[i] = (uint8_t)(i * 7 + 1);
+		struct ibv_sge rsge = { .addr = (uintptr_t)in, .length = 40 + 64, .lkey = a.mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 21, .sg_list = &rsge, .num_sge = 1 }, *rbad = NULL;
+		struct ibv_sge ssge = { .addr = (uintptr_t)out, .length = 64, .lkey = a.mr->lkey };
+		struct ibv_send_wr swr = { .wr_id = 22, .sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		swr.wr.ud.ah = ah;
+		swr.wr.ud.remote_qpn = ud2->qp_num;
+		swr.wr.ud.remote_qkey = 0x11111111;
+		struct ibv_send_wr *sbad = NULL;
+		struct ibv_send_wr write = swr;
+		write.opcode = IBV_WR_RDMA_WRITE;
+		CHECK("ud-refuses-write", ibv_post_send(ud1, &write, &sbad) == EINVAL, "a WRITE was posted on a UD queue pair");
+		CHECK("ud-post", ah && !ibv_post_recv(ud2, &rwr, &rbad) && !ibv_post_send(ud1, &swr, &sbad), "%s", strerror(errno));
+		struct ibv_wc wc, recv = { .status = IBV_WC_GENERAL_ERR };
+		for (int i = 0; i < 2 && !wait_wc(ud_cq, &wc); i++)
+			if (wc.wr_id == 21)
+				recv = wc;
+		CHECK("ud-receive", recv.status == IBV_WC_SUCCESS && recv.byte_len == 40 + 64 && recv.src_qp == ud1->qp_num && recv.slid == port.lid
+			  && (recv.wc_flags & IBV_WC_GRH) && !memcmp(in + 40, out, 64),
+		      "status %s, %u bytes from QPN %u LID %u, flags 0x%x", ibv_wc_status_str(recv.status), recv.byte_len, recv.src_qp, recv.slid,
+		      recv.wc_flags);
+		CHECK("ud-grh", (in[0] >> 4) == 6 && in[6] == 0x1b && !memcmp(in + 8, gid.raw, 16) && !memcmp(in + 24, gid.raw, 16),
+		      "version %d, next header 0x%02x", in[0] >> 4, in[6]);
+		struct ibv_ah *back = ibv_create_ah_from_wc(a.pd, &recv, (struct ibv_grh *)in, 1);
+		CHECK("ud-ah-from-wc", back != NULL, "%s", strerror(errno));
+		if (back)
+			ibv_destroy_ah(back);
+		if (ah)
+			ibv_destroy_ah(ah);
+	}
+	if (ud1)
+		ibv_destroy_qp(ud1);
+	if (ud2)
+		ibv_destroy_qp(ud2);
+	ibv_destroy_cq(ud_cq);
 	ibv_dealloc_pd(pd2);
 	ibv_destroy_qp(a.qp);
 	ibv_dereg_mr(a.mr);

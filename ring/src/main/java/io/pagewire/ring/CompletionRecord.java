@@ -18,7 +18,7 @@ import org.agrona.MutableDirectBuffer;
  *   | status            | error length      | bytes                                 |
  *   +-------------------+-------------------+---------------------------------------+
  *  32                                      40                  44                  48
- *   | value (FETCH_ADD, COMPARE_SWAP)       | flags             | immediate         |
+ *   | value (FETCH_ADD, COMPARE_SWAP; source)| flags            | immediate         |
  *   +---------------------------------------+-------------------+-------------------+
  *  48                                      56
  *   | time (ns, CLOCK_MONOTONIC)            |
@@ -29,7 +29,10 @@ import org.agrona.MutableDirectBuffer;
  *
  *   flags: bit 0 ({@link #HAS_IMMEDIATE_FLAG}) set when the completion carries immediate data, bit 1
  *   ({@link #SOLICITED_FLAG}) when its sender asked for a solicited event, bit 2 ({@link #INVALIDATED_FLAG})
- *   when its SEND_WITH_INVALIDATE invalidated the window whose rkey the immediate holds. time: when the node put the
+ *   when its SEND_WITH_INVALIDATE invalidated the window whose rkey the immediate holds, bit 3
+ *   ({@link #DATAGRAM_FLAG}) when it is a UD receive, whose value is then its source (the sender's QPN
+ *   in the low 32 bits, its LID in the next 16), bit 4 ({@link #GLOBAL_ROUTE_FLAG}) when that receive's
+ *   first 40 bytes hold a GRH. time: when the node put the
  *   completion on the ring, in the host's monotonic clock (an extended CQ's completion timestamp).
  * </pre>
  */
@@ -43,6 +46,10 @@ public final class CompletionRecord {
     public static final int SOLICITED_FLAG = 2;
     /** In a completion's flags: its SEND_WITH_INVALIDATE invalidated the window whose rkey the immediate holds. */
     public static final int INVALIDATED_FLAG = 4;
+    /** In a completion's flags: a UD receive, whose value holds its source (QPN, and LID << 32). */
+    public static final int DATAGRAM_FLAG = 8;
+    /** In a completion's flags: the UD receive's first 40 bytes hold a GRH (IBV_WC_GRH). */
+    public static final int GLOBAL_ROUTE_FLAG = 16;
 
     private static final int WR_ID = 0;
     private static final int QPN = 8;
@@ -78,7 +85,7 @@ public final class CompletionRecord {
         b.putInt(record + ERROR_LENGTH, error.length);
         b.putLong(record + BYTES, bytes);
         b.putLong(record + VALUE, value);
-        b.putInt(record + FLAGS, flags & (HAS_IMMEDIATE_FLAG | SOLICITED_FLAG | INVALIDATED_FLAG));
+        b.putInt(record + FLAGS, flags & (HAS_IMMEDIATE_FLAG | SOLICITED_FLAG | INVALIDATED_FLAG | DATAGRAM_FLAG | GLOBAL_ROUTE_FLAG));
         b.putInt(record + IMMEDIATE, immediate);
         b.putLong(record + TIME, timeNs);
         b.putBytes(record + FIXED_BYTES, error);
@@ -114,6 +121,16 @@ public final class CompletionRecord {
 
     public static boolean solicited(DirectBuffer b, int record) {
         return (b.getInt(record + FLAGS) & SOLICITED_FLAG) != 0;
+    }
+
+    /** Whether the completion is a UD receive, whose value holds its source. */
+    public static boolean datagram(DirectBuffer b, int record) {
+        return (b.getInt(record + FLAGS) & DATAGRAM_FLAG) != 0;
+    }
+
+    /** Whether the UD receive's first 40 bytes hold a GRH. */
+    public static boolean globalRoute(DirectBuffer b, int record) {
+        return (b.getInt(record + FLAGS) & GLOBAL_ROUTE_FLAG) != 0;
     }
 
     public static long timeNs(DirectBuffer b, int record) {

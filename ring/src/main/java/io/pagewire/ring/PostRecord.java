@@ -36,7 +36,10 @@ import org.agrona.MutableDirectBuffer;
  *
  *   opcode | flags: the opcode in the low 16 bits; bit 16 ({@link #UNSIGNALED_FLAG}) set when the
  *   request completes silently on success, bit 17 ({@link #FENCE_FLAG}) when it waits for the READs and
- *   atomics before it, bit 18 ({@link #SOLICITED_FLAG}) when its receive completion is a solicited event.
+ *   atomics before it, bit 18 ({@link #SOLICITED_FLAG}) when its receive completion is a solicited event,
+ *   bit 19 ({@link #DATAGRAM_FLAG}) when it is a UD SEND: its remote address then holds the address
+ *   handle's LID (low 16 bits) and, in bit 16, whether the handle is global; its rkey the remote QPN
+ *   (low 32 bits) and Q_Key (high 32).
  *   A request with lkey 0 and length 0 has no local memory (no scatter/gather element); one with
  *   several elements goes alone in a {@link ScatterGatherRecord}.
  * </pre>
@@ -52,6 +55,8 @@ public final class PostRecord {
     public static final int FENCE_FLAG = 1 << 17;
     /** In a work request's opcode word: its receive completion is a solicited event (IBV_SEND_SOLICITED). */
     public static final int SOLICITED_FLAG = 1 << 18;
+    /** In a work request's opcode word: a UD SEND, addressed by its remote address and rkey fields. */
+    public static final int DATAGRAM_FLAG = 1 << 19;
 
     private static final int QPN = 0;
     private static final int COUNT = 4;
@@ -96,7 +101,7 @@ public final class PostRecord {
     public static void putWorkRequestAt(MutableDirectBuffer b, int at, long wrId, int opcode, int flags, int lkey,
             long localAddress, int length, int counterId, long remoteAddress, long rkey, long add, int immediate, long swap) {
         b.putLong(at + WR_ID, wrId);
-        b.putInt(at + OPCODE_AND_FLAGS, (opcode & 0xFFFF) | (flags & (UNSIGNALED_FLAG | FENCE_FLAG | SOLICITED_FLAG)));
+        b.putInt(at + OPCODE_AND_FLAGS, (opcode & 0xFFFF) | (flags & (UNSIGNALED_FLAG | FENCE_FLAG | SOLICITED_FLAG | DATAGRAM_FLAG)));
         b.putInt(at + LKEY, lkey);
         b.putLong(at + LOCAL_ADDRESS, localAddress);
         b.putInt(at + LENGTH, length);
@@ -145,6 +150,10 @@ public final class PostRecord {
 
     public static boolean fence(DirectBuffer b, int wr) {
         return (b.getInt(wr + OPCODE_AND_FLAGS) & FENCE_FLAG) != 0;
+    }
+
+    public static boolean datagram(DirectBuffer b, int wr) {
+        return (b.getInt(wr + OPCODE_AND_FLAGS) & DATAGRAM_FLAG) != 0;
     }
 
     public static boolean solicited(DirectBuffer b, int wr) {

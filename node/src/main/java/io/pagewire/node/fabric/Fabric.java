@@ -223,6 +223,12 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         return lane != null && lane.isReady();
     }
 
+    @Override
+    public boolean reaches(String peer) {
+        PeerLink link = peers.get(peer);
+        return link != null && !faults.isCut(peer) && link.pick(0) != null;
+    }
+
     private void sendHeld(String peer, int laneHint) {
         List<Packet> held = faults.releaseHeld(peer);
         PeerLink link = peers.get(peer);

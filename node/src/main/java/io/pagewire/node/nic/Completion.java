@@ -6,9 +6,10 @@ package io.pagewire.node.nic;
  * {@code immediate} is the sender's 32 bits when {@code hasImmediate} (RECV of a SEND_WITH_IMM,
  * RECV_RDMA_WITH_IMM); {@code solicited} says the sender asked for a solicited event (IBV_SEND_SOLICITED);
  * {@code invalidated} says the sender's SEND_WITH_INVALIDATE invalidated the window whose rkey is {@code immediate}.
+ * {@code source} is who sent a UD receive's datagram (null for every other completion).
  */
 public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
-        boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
+        boolean hasImmediate, int immediate, boolean solicited, boolean invalidated, Datagram source) {
     /** The work request kinds, as completions report them (after {@code ibv_wc_opcode}). */
     public enum Opcode {
         WRITE,
@@ -36,6 +37,11 @@ public record Completion(long wrId, int qpn, Opcode opcode, CompletionStatus sta
     }
 
     /** A completion without immediate data. */
+    public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error,
+            boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
+        this(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate, solicited, invalidated, null);
+    }
+
     public Completion(long wrId, int qpn, Opcode opcode, CompletionStatus status, long bytes, long value, String error) {
         this(wrId, qpn, opcode, status, bytes, value, error, false, 0, false, false);
     }

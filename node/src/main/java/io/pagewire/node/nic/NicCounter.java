@@ -57,6 +57,9 @@ public enum NicCounter implements CountedEvent {
     UNRELIABLE_DROPPED_NO_RECEIVE(Family.UNRELIABLE_DROPS, false, "cause", "no_receive"),
     UNRELIABLE_DROPPED_FAULT(Family.UNRELIABLE_DROPS, false, "cause", "fault"),
     UNRELIABLE_DROPPED_REFUSED(Family.UNRELIABLE_DROPS, false, "cause", "refused"),
+    UNRELIABLE_DROPPED_QKEY(Family.UNRELIABLE_DROPS, false, "cause", "qkey"),
+    UNRELIABLE_DROPPED_TOO_LONG(Family.UNRELIABLE_DROPS, false, "cause", "too_long"),
+    UNRELIABLE_DROPPED_UNREACHABLE(Family.UNRELIABLE_DROPS, false, "cause", "unreachable"),
     DROPPED_PACKETS(Meter.counter("pagewire.dropped.packets", "Packets dropped: beyond the reorder window or for an unknown queue pair"),
             false),
     CREDIT_WAITS(Meter.counter("pagewire.credit.waits", "Times a queue pair waited for receive credits"), false),
@@ -108,9 +111,10 @@ public enum NicCounter implements CountedEvent {
                         + " sequence_nak (the responder saw a gap), lane_replay (a lane broke with packets on it), read_refetch"
                         + " (READ responses dropped for a local page fault, asked for again)");
         static final Meter UNRELIABLE_DROPS = Meter.counter("pagewire.unreliable.drops",
-                "Messages an unreliable (UC) responder dropped, by cause: incomplete (a gap in the message's sequence), no_receive (a"
+                "Messages an unreliable (UC, UD) pair dropped, by cause: incomplete (a gap in the message's sequence), no_receive (a"
                         + " SEND with no receive posted), fault (its memory was not resident, or the system buffer full), refused (a bad key,"
-                        + " address, right or length)");
+                        + " address, right or length), qkey (a datagram whose Q_Key is not the pair's), too_long (a datagram longer than"
+                        + " the MTU, completed unsent), unreachable (a datagram to an address no reachable node has)");
         static final Meter PACKETS = Meter.counter("pagewire.nic.packets", "Packets the NIC sent and received");
         static final Meter PAYLOAD = Meter.counter("pagewire.nic.payload", "bytes", "Payload bytes the NIC sent and received");
         static final Meter OPERATIONS = Meter.counter("pagewire.operations.completed",

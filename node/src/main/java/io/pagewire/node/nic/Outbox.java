@@ -40,6 +40,16 @@ final class Outbox {
         laneHint = hint;
     }
 
+    /** A UD pair's next packet goes to {@code node}: what was built for another node goes out first. */
+    void to(String node) {
+        if (!node.equals(peer)) {
+            if (batch.getPacketsCount() > 0) {
+                flush();
+            }
+            peer = node;
+        }
+    }
+
     void add(Packet packet) {
         batch.addPackets(packet);
     }

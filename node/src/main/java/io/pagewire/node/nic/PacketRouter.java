@@ -118,6 +118,10 @@ public final class PacketRouter implements AutoCloseable {
                 continue;
             }
             QueuePair qp = nic.queuePair(packet.getDstQpn());
+            if (qp != null && qp.datagram()) {
+                receiveDatagram(qp, peer, packet, touched);
+                continue;
+            }
             QpAddress connected = qp == null ? null : qp.peer();
             if (connected == null || !connected.node().equals(peer) || connected.qpn() != packet.getSrcQpn()) {
                 counters.increment(NicCounter.DROPPED_PACKETS);
@@ -133,6 +137,19 @@ public final class PacketRouter implements AutoCloseable {
             if (!touched.contains(qp)) {
                 touched.add(qp);
             }
+        }
+    }
+
+    /** A UD pair takes a datagram from any sender. */
+    private void receiveDatagram(QueuePair qp, String peer, Packet packet, List<QueuePair> touched) {
+        try {
+            qp.receiveDatagram(peer, packet);
+        } catch (RuntimeException e) {
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            LOG.log(System.Logger.Level.WARNING, "datagram for " + qp + " from " + peer + " failed", e);
+        }
+        if (!touched.contains(qp)) {
+            touched.add(qp);
         }
     }
 
@@ -263,6 +280,15 @@ public final class PacketRouter implements AutoCloseable {
         }
         PacketTransport t = transport;
         return t != null && t.isWritable(peer, laneHint);
+    }
+
+    /** Whether a datagram to {@code peer} has a way there: this node, or a peer whose link is up. */
+    boolean reaches(String peer) {
+        if (peer.equals(nic.nodeId())) {
+            return true;
+        }
+        PacketTransport t = transport;
+        return t != null && t.reaches(peer);
     }
 
     void waitForWritable(String peer, QueuePair qp) {

@@ -19,4 +19,9 @@ public interface PacketTransport {
      * {@link Nic#onPeerWritable}.
      */
     boolean isWritable(String peer, int laneHint);
+
+    /** Whether {@code peer} can be reached at all (a link to it is up), as opposed to busy for now; UD drops what cannot. */
+    default boolean reaches(String peer) {
+        return true;
+    }
 }

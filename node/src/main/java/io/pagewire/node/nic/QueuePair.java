@@ -38,10 +38,12 @@ public final class QueuePair implements AutoCloseable {
     /**
      * InfiniBand's connected transports: RC acknowledges, retries and reports every request's outcome;
      * UC sends WRITEs and SENDs once, completes them when they leave, and its responder drops (and
-     * counts) a message that arrives incomplete, finds no receive, or cannot be placed.
+     * counts) a message that arrives incomplete, finds no receive, or cannot be placed. UD is UC's
+     * connectionless sibling: one-packet SENDs, each addressed by its work request to any pair whose
+     * Q_Key matches, taken by the receiving pair from any sender.
      */
     public enum Transport {
-        RC, UC
+        RC, UC, UD
     }
 
     private final Nic nic;
@@ -58,6 +60,7 @@ public final class QueuePair implements AutoCloseable {
     private final SharedReceiveQueue srq;
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
+    private volatile int qkey;
     /** The connection's sequence numbers and timers, as its owner last set them. */
     private ConnectionAttributes attributes;
     /** Whether the pair reached RTS since it was created: its first PSN is fixed from then on. */
@@ -109,9 +112,24 @@ public final class QueuePair implements AutoCloseable {
         return transport;
     }
 
-    /** Whether nothing is acknowledged or sent again (UC). */
+    /** Whether nothing is acknowledged or sent again (UC, UD). */
     boolean unreliable() {
-        return transport == Transport.UC;
+        return transport != Transport.RC;
+    }
+
+    /** Whether each request names its own destination and any sender's datagrams are taken (UD). */
+    boolean datagram() {
+        return transport == Transport.UD;
+    }
+
+    /** A UD pair's Q_Key: datagrams that carry another are dropped. */
+    public int qkey() {
+        return qkey;
+    }
+
+    /** Sets a UD pair's Q_Key (ibv_modify_qp's IBV_QP_QKEY), in any state. */
+    public void qkey(int value) {
+        qkey = value;
     }
 
     public Endpoint endpoint() {
@@ -239,6 +257,18 @@ public final class QueuePair implements AutoCloseable {
     private void toReadyToReceive(QpAddress remote, ConnectionAttributes attributes) {
         if (state != State.INIT) {
             throw new NicException("queue pair " + qpn + " cannot connect: it is " + state + (state == State.ERROR ? "; reset it first" : ""));
+        }
+        if (datagram()) {
+            // UD has no peer: each request names its destination, and any sender's datagrams are taken.
+            outbox.peer(null, qpn);
+            requester.connect(address());
+            responder.configure(attributes, true);
+            this.attributes = attributes;
+            state = State.READY_TO_RECEIVE;
+            return;
+        }
+        if (remote == null) {
+            throw new NicException("queue pair " + qpn + " is " + transport + ": it connects to a peer's address");
         }
         int needed = Credits.perPacket(nic.context().mtuBytes(), Integer.numberOfTrailingZeros(remote.pageSize()));
         if (remote.initialCredits() < needed || remote.initialCredits() > Credits.MAX_INITIAL) {
@@ -501,6 +531,20 @@ public final class QueuePair implements AutoCloseable {
 
     // ---- entry points from the NIC (each takes the lock) -------------------------------------------
 
+    /** One datagram for this UD pair from {@code sender}; the caller calls {@link #afterBatch} when its batch is done. */
+    void receiveDatagram(String sender, Packet packet) {
+        lock.lock();
+        try {
+            if (!receiving()) {
+                nic.counters().increment(NicCounter.DROPPED_PACKETS);
+                return;
+            }
+            responder.onDatagram(sender, packet, outbox);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** One packet for this queue pair; the caller calls {@link #afterBatch} when its batch is done. */
     void receive(Packet packet) {
         lock.lock();
@@ -671,7 +715,8 @@ public final class QueuePair implements AutoCloseable {
     }
 
     Packet.Builder packet(Opcode opcode, long psn) {
-        return Packet.newBuilder().setDstQpn(peer.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
+        QpAddress p = peer;
+        return Packet.newBuilder().setDstQpn(p == null ? 0 : p.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
     }
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {
@@ -777,13 +822,19 @@ public final class QueuePair implements AutoCloseable {
     /** As above, for a receive whose SEND invalidated the window {@code immediate} names when {@code invalidated}. */
     void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
             boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
+        completeReceive(request, opcode, status, bytes, error, hasImmediate, immediate, solicited, invalidated, null);
+    }
+
+    /** As above, for a UD receive from {@code source}. */
+    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
+            boolean hasImmediate, int immediate, boolean solicited, boolean invalidated, Datagram source) {
         NicCounters counters = nic.counters();
         counters.countCompletion(status);
         if (status == CompletionStatus.SUCCESS) {
             counters.increment(NicCounter.RECEIVES_COMPLETED);
         }
         Completion completion = new Completion(request.wrId(), qpn, opcode, status, status == CompletionStatus.SUCCESS ? bytes : 0, 0,
-                error, hasImmediate, immediate, solicited, invalidated);
+                error, hasImmediate, immediate, solicited, invalidated, source);
         if (!cq.push(completion) && receiving()) {
             fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
         }

@@ -222,30 +222,12 @@ final class ReceivePlacement {
         }
         List<Segment> segments = buffer.segments();
         MemoryRegion[] regions = receiving.regions();
-        int direct = 0;
-        int spanned = 0;
+        int direct;
         try {
-            // The segment's bytes go to the scatter elements they fall in, in order (most receives have one).
-            long start = 0;
-            int from = 0;
-            for (int i = 0; i < segments.size() && from < payload.size(); i++) {
-                Segment e = segments.get(i);
-                long end = start + e.length();
-                long at = offset + from;
-                if (at < end) {
-                    int take = (int) Math.min(end - at, payload.size() - from);
-                    long va = e.address() + (at - start);
-                    ByteString piece = take == payload.size() ? payload : payload.substring(from, from + take);
-                    int placed = place(regions[i], va, e.address() + e.length(), piece, psn, Side.RECEIVE_BUFFER, packet.getRetransmitted(), out);
-                    if (placed < 0) {
-                        counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_FAULT : NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
-                        return Result.NOT_READY;
-                    }
-                    direct += placed;
-                    spanned += DmaEngine.pagesSpanned(va, take, dma.pageShift());
-                    from += take;
-                }
-                start = end;
+            direct = scatter(receiving, offset, payload, psn, packet.getRetransmitted(), out);
+            if (direct < 0) {
+                counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_FAULT : NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
+                return Result.NOT_READY;
             }
         } catch (SystemBufferFullException e) {
             if (qp.unreliable()) {
@@ -261,7 +243,7 @@ final class ReceivePlacement {
         // The requester spent a packet's credits for this segment; what it did not park comes back now, the
         // rest when placed. (A scatter list of many small elements may park more parts than a packet is
         // charged; the pair's own limit on parked parts still holds, so nothing is granted below zero.)
-        int parked = spanned - direct;
+        int parked = scatteredPages - direct;
         credits.grant(Math.max(0, Credits.perPacket(payload.size(), dma.pageShift()) - parked));
         credits.borrow();
         if (last) {
@@ -286,6 +268,114 @@ final class ReceivePlacement {
         }
         return Result.PLACED;
     }
+
+    /** Pages the last {@link #scatter} touched, parked or not. */
+    private int scatteredPages;
+
+    /**
+     * Writes {@code payload} at {@code offset} of a posted receive, into the scatter elements it falls
+     * in, in order (most receives have one), each under its region's policy.
+     *
+     * @return parts written directly (the rest parked), or -1 when a policy says the receiver is not ready
+     */
+    private int scatter(ReceiveQueue.Posted posted, long offset, ByteString payload, long psn, boolean again, Outbox out) {
+        List<Segment> segments = posted.request().segments();
+        MemoryRegion[] regions = posted.regions();
+        int direct = 0;
+        scatteredPages = 0;
+        long start = 0;
+        int from = 0;
+        for (int i = 0; i < segments.size() && from < payload.size(); i++) {
+            Segment e = segments.get(i);
+            long end = start + e.length();
+            long at = offset + from;
+            if (at < end) {
+                int take = (int) Math.min(end - at, payload.size() - from);
+                long va = e.address() + (at - start);
+                ByteString piece = take == payload.size() ? payload : payload.substring(from, from + take);
+                int placed = place(regions[i], va, e.address() + e.length(), piece, psn, Side.RECEIVE_BUFFER, again, out);
+                if (placed < 0) {
+                    return -1;
+                }
+                direct += placed;
+                scatteredPages += DmaEngine.pagesSpanned(va, take, dma.pageShift());
+                from += take;
+            }
+            start = end;
+        }
+        return direct;
+    }
+
+    // ---- UD -----------------------------------------------------------------------------------------------
+
+    /** The order UD datagrams arrived in: they come from many senders, so their own PSNs cannot order what they park. */
+    private long datagramSequence;
+
+    /**
+     * Places a UD datagram (one packet, at most an MTU) in the oldest posted receive: its first 40
+     * bytes get the GRH, the payload follows. No receive, a page that is not resident (ON_DEMAND) or a
+     * full share of the system buffer (SHADOW) drops it, counted, and the receive stays posted; a receive
+     * too small for GRH and payload completes with a length error, as rxe's responder does.
+     */
+    void datagram(Datagram source, Packet packet, Outbox out) {
+        ReceiveQueue.Posted posted = qp.receives().take();
+        if (posted == null) {
+            counters.increment(NicCounter.UNRELIABLE_DROPPED_NO_RECEIVE);
+            return;
+        }
+        ReceiveRequest buffer = posted.request();
+        ByteString payload = packet.getPayload();
+        long bytes = (long) Datagram.GRH_BYTES + payload.size();
+        if (bytes > buffer.length()) {
+            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_LENGTH_ERROR, 0, "length error: a datagram of "
+                    + payload.size() + " bytes and its 40-byte GRH do not fit the " + buffer.length() + "-byte receive buffer", false, 0, false);
+            return;
+        }
+        long sequence = datagramSequence++;
+        int direct;
+        try {
+            direct = scatter(posted, 0, grh(source, packet).concat(payload), sequence, false, out);
+        } catch (SystemBufferFullException e) {
+            direct = -1;
+        } catch (RegionInvalidException | BadAddressException e) {
+            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, e.getMessage(), false, 0, false);
+            return;
+        } catch (KernelException e) {
+            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_MEMORY_ERROR, 0, e.getMessage(), false, 0, false);
+            return;
+        }
+        if (direct < 0) {
+            qp.receives().restore(posted);
+            counters.increment(NicCounter.UNRELIABLE_DROPPED_FAULT);
+            return;
+        }
+        countReceived(buffer.segments(), posted.regions(), 0, (int) bytes);
+        credits.borrow();
+        boolean immediate = packet.getOpcode() == Opcode.SEND_ONLY_WITH_IMMEDIATE;
+        deliverWhenVisible(new Delivery(sequence, null, buffer, Completion.Opcode.RECV, bytes, immediate ? Integer.valueOf(packet.getImmediate())
+                : null, packet.getSolicited(), false, source));
+    }
+
+    /**
+     * The Global Route Header InfiniBand puts in a UD receive's first 40 bytes, network order: IP
+     * version 6, the payload length, next header 0x1B (IBA transport), hop limit, then the source's
+     * and this node's port GIDs.
+     */
+    private ByteString grh(Datagram source, Packet packet) {
+        byte[] grh = new byte[Datagram.GRH_BYTES];
+        grh[0] = 0x60;
+        int payloadLength = packet.getPayload().size() + GRH_TRANSPORT_HEADERS;
+        grh[4] = (byte) (payloadLength >>> 8);
+        grh[5] = (byte) payloadLength;
+        grh[6] = 0x1B;
+        grh[7] = (byte) 0xFF;
+        Lids.gid(source.node(), grh, 8);
+        Lids.gid(nic.nodeId(), grh, 24);
+        return ByteString.copyFrom(grh);
+    }
+
+    /** What a UD packet carries after the GRH besides its payload: BTH (12), DETH (8), and the ICRC (4). */
+    private static final int GRH_TRANSPORT_HEADERS = 24;
 
     /** Counts [offset, offset + length) of a receive's message as received into the regions it lies in. */
     private static void countReceived(List<Segment> segments, MemoryRegion[] regions, long offset, int length) {
@@ -475,7 +565,8 @@ final class ReceivePlacement {
         } else {
             Integer immediate = delivery.immediate();
             qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
-                    immediate != null && !delivery.invalidated(), immediate == null ? 0 : immediate, delivery.solicited(), delivery.invalidated());
+                    immediate != null && !delivery.invalidated(), immediate == null ? 0 : immediate, delivery.solicited(), delivery.invalidated(),
+                    delivery.source());
         }
     }
 
@@ -492,6 +583,10 @@ final class ReceivePlacement {
      * the rkey a SEND_WITH_INVALIDATE invalidated) and the solicited-event bit).
      */
     private record Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes,
-            Integer immediate, boolean solicited, boolean invalidated) {
+            Integer immediate, boolean solicited, boolean invalidated, Datagram source) {
+        Delivery(long psn, EventCounter counter, ReceiveRequest receive, Completion.Opcode opcode, long bytes, Integer immediate,
+                boolean solicited, boolean invalidated) {
+            this(psn, counter, receive, opcode, bytes, immediate, solicited, invalidated, null);
+        }
     }
 }

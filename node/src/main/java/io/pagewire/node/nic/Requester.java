@@ -118,6 +118,10 @@ final class Requester {
             return;
         }
         int packets = 1;
+        if (qp.datagram() && (wr.datagram() == null || (wr.opcode() != Completion.Opcode.SEND && wr.opcode() != Completion.Opcode.SEND_WITH_IMM))) {
+            throw new NicException("work request " + wr.wrId() + ": " + (wr.datagram() == null ? "a UD SEND names its destination (an address"
+                    + " handle, remote QPN and Q_Key)" : wr.opcode() + " needs a connected queue pair; UD carries SENDs"));
+        }
         if (qp.unreliable() && (wr.isAtomic() || wr.opcode() == Completion.Opcode.READ)) {
             throw new NicException("work request " + wr.wrId() + ": " + wr.opcode() + " needs a reliable queue pair; UC carries WRITEs and SENDs");
         }
@@ -137,7 +141,7 @@ final class Requester {
             if (wr.length() < 0 || wr.length() > ctx.maxMessageBytes()) {
                 throw new NicException("work request " + wr.wrId() + ": length must be 0 to " + ctx.maxMessageBytes() + ", was " + wr.length());
             }
-            packets = Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
+            packets = qp.datagram() ? 1 : Math.max(1, (int) ((wr.length() + (long) mtu - 1) / mtu));
         }
         boolean landsHere = wr.opcode() == Completion.Opcode.READ || wr.isAtomic();
         MemoryRegion[] regions = localRegions(wr, landsHere);
@@ -273,11 +277,29 @@ final class Requester {
             if (sendPsn - unacked >= sendWindow) {
                 break;
             }
+            String to;
+            if (qp.datagram()) {
+                SendWqe next = wqes.get(wqes.indexOf(sendPsn));
+                to = next.wr.datagram().node();
+                NicCounter dropped = to == null || !nic.router().reaches(to) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE
+                        : next.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG : null;
+                if (dropped != null) {
+                    // Lost on the way (no node has the address, or its link is down), or, longer than the MTU,
+                    // never sent (InfiniBand's C10-93.1.1): either way the sender sees it complete, as UD's does.
+                    counters.increment(dropped);
+                    sendPsn++;
+                    acknowledged(sendPsn - 1);
+                    continue;
+                }
+                out.to(to);
+            } else {
+                to = qp.peer().node();
+            }
             // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
             // and a batch goes out as one stream message.
-            if (out.size() == 0 && !nic.router().isWritable(qp.peer().node(), qp.laneHint())) {
+            if (out.size() == 0 && !nic.router().isWritable(to, qp.laneHint())) {
                 recovery.linkWaiting(true, highestSent >= unacked);
-                nic.router().waitForWritable(qp.peer().node(), qp);
+                nic.router().waitForWritable(to, qp);
                 break;
             }
             recovery.linkWaiting(false, true);
@@ -356,6 +378,12 @@ final class Requester {
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
         Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload).setRetransmitted(resending());
+        Datagram datagram = wqe.wr.datagram();
+        if (datagram != null) {
+            // InfiniBand's DETH: the destination pair and the Q_Key (the high bit asks for this pair's own).
+            packet.setDstQpn(datagram.qpn()).setQkey((datagram.qkey() & Datagram.OWN_QKEY) != 0 ? qp.qkey() : datagram.qkey())
+                    .setGlobalRoute(datagram.globalRoute());
+        }
         if (!send) {
             packet.setRemoteAddress(remote).setRkey(wqe.wr.rkey());
             if (index == 0) {

@@ -105,6 +105,29 @@ final class Responder {
         run(packet, out);
     }
 
+    // ---- UD -----------------------------------------------------------------------------------------
+
+    /**
+     * A datagram for a UD pair from {@code sender}: a one-packet SEND whose Q_Key matches the pair's is
+     * placed in the next receive; anything else is dropped and counted. Nothing is answered.
+     */
+    void onDatagram(String sender, Packet packet, Outbox out) {
+        Opcode opcode = packet.getOpcode();
+        if (opcode != Opcode.SEND_ONLY && opcode != Opcode.SEND_ONLY_WITH_IMMEDIATE) {
+            counters.increment(NicCounter.DROPPED_PACKETS);
+            return;
+        }
+        if (packet.getQkey() != qp.qkey()) {
+            counters.increment(NicCounter.UNRELIABLE_DROPPED_QKEY);
+            return;
+        }
+        if (packet.getPayload().size() > mtu) {
+            counters.increment(NicCounter.UNRELIABLE_DROPPED_REFUSED);
+            return;
+        }
+        placement.datagram(new Datagram(sender, Lids.of(sender), packet.getSrcQpn(), packet.getQkey(), packet.getGlobalRoute()), packet, out);
+    }
+
     // ---- UC -----------------------------------------------------------------------------------------
 
     /** UC: the rest of a message is being dropped (a packet of it was lost, or it could not be taken). */
@@ -277,7 +300,7 @@ final class Responder {
             return;
         }
         ackDue = true;
-        if (failure != null) {
+        if (failure != null && !qp.unreliable()) {
             counters.increment(NicCounter.REMOTE_ACCESS_NAKS_SENT);
             out.add(acknowledgement(Syndrome.NAK_REMOTE_ACCESS_ERROR, psn)
                     .setError("the write's destination memory was freed before its parked data could be placed: " + failure.getMessage()));

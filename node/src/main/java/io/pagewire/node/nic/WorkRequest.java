@@ -13,7 +13,7 @@ import java.util.List;
  * COMPARE_SWAP compares the word with; {@code swap} is what COMPARE_SWAP stores when they are equal.
  */
 public record WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> segments, int length, long remoteAddress, long rkey,
-        int counterId, long add, boolean signaled, int immediate, long swap, boolean fence, boolean solicited) {
+        int counterId, long add, boolean signaled, int immediate, long swap, boolean fence, boolean solicited, Datagram datagram) {
 
     /**
      * The canonical form: {@code segments} is the gather list (SEND, WRITE) or scatter list (READ, an
@@ -36,6 +36,12 @@ public record WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> seg
         }
         // An atomic with no buffer of its own for the word it fetched reports the word in its completion only.
         signaled |= (opcode == Completion.Opcode.FETCH_ADD || opcode == Completion.Opcode.COMPARE_SWAP) && segments.isEmpty();
+    }
+
+    /** A request of a connected pair (no datagram destination). */
+    public WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> segments, int length, long remoteAddress, long rkey,
+            int counterId, long add, boolean signaled, int immediate, long swap, boolean fence, boolean solicited) {
+        this(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence, solicited, null);
     }
 
     /** One local range (none when {@code length} is 0 and {@code lkey} is 0), as before scatter/gather lists. */
@@ -78,23 +84,29 @@ public record WorkRequest(long wrId, Completion.Opcode opcode, List<Segment> seg
 
     /** The same request, completing silently when it succeeds. */
     public WorkRequest unsignaled() {
-        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, false, immediate, swap, fence, solicited);
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, false, immediate, swap, fence, solicited, datagram);
     }
 
     /** The same request, held back until every READ and atomic before it finished (IBV_SEND_FENCE). */
     public WorkRequest fenced() {
-        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, true, solicited);
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, true, solicited, datagram);
     }
 
     /** The same request, whose receive completion wakes a CQ armed for solicited events (IBV_SEND_SOLICITED). */
     public WorkRequest solicitedEvent() {
-        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence, true);
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence, true, datagram);
     }
 
     /** The same request gathering from (or scattering into) {@code elements} instead. */
     public WorkRequest withSegments(List<Segment> elements) {
         return new WorkRequest(wrId, opcode, elements, lengthOf(wrId, elements), remoteAddress, rkey, counterId, add, signaled, immediate,
-                swap, fence, solicited);
+                swap, fence, solicited, datagram);
+    }
+
+    /** The same request, a UD SEND to {@code destination}. */
+    public WorkRequest to(Datagram destination) {
+        return new WorkRequest(wrId, opcode, segments, length, remoteAddress, rkey, counterId, add, signaled, immediate, swap, fence, solicited,
+                destination);
     }
 
     /** SEND of [localAddress, +length) into the peer's next posted receive. */

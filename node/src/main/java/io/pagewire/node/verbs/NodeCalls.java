@@ -4,6 +4,7 @@ import io.grpc.stub.StreamObserver;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.metrics.ProcessCpu;
 import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.Lids;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.RegionCounters;

@@ -54,7 +54,13 @@ final class QueuePairCalls {
             Session session = sessions.get(request.getEndpoint());
             QueuePair qp = nic.createQueuePair(session.endpoint, session.completions,
                     request.getSrqId() == 0 ? null : session.sharedReceiveQueue(request.getSrqId()),
-                    request.getTransport() == QueuePairTransport.UNRELIABLE_CONNECTED ? QueuePair.Transport.UC : QueuePair.Transport.RC);
+                    switch (request.getTransport()) {
+                        case UNRELIABLE_CONNECTED -> QueuePair.Transport.UC;
+                        case UNRELIABLE_DATAGRAM -> QueuePair.Transport.UD;
+                        case RELIABLE_CONNECTED -> QueuePair.Transport.RC;
+                        default -> throw new IllegalArgumentException("queue pair transport " + request.getTransportValue()
+                                + " is none of RC, UC and UD");
+                    });
             return CreateQueuePairResponse.newBuilder().setAddress(WireCodes.address(qp.address())).build();
         });
     }
@@ -71,9 +77,13 @@ final class QueuePairCalls {
         control.paced(response, () -> {
             Session session = sessions.get(request.getEndpoint());
             QueuePair qp = session.queuePair(request.getQpn());
+            if ((request.getAttributes() & ModifyQueuePairRequest.Attribute.QKEY_VALUE) != 0) {
+                qp.qkey(request.getQkey());
+            }
             switch (request.getState()) {
                 case RESET -> nic.reset(qp);
-                case READY_TO_RECEIVE -> qp.readyToReceive(peerAddress(request.getPeer()), attributes(qp.attributes(), request));
+                case READY_TO_RECEIVE -> qp.readyToReceive(qp.transport() == QueuePair.Transport.UD ? null : peerAddress(request.getPeer()),
+                        attributes(qp.attributes(), request));
                 case READY_TO_SEND -> qp.readyToSend(attributes(qp.attributes(), request));
                 case SEND_QUEUE_DRAINED -> qp.drainSendQueue();
                 case ERROR -> qp.moveToError();

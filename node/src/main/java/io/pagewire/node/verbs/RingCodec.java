@@ -1,6 +1,7 @@
 package io.pagewire.node.verbs;
 
 import io.pagewire.node.nic.Completion;
+import io.pagewire.node.nic.Datagram;
 import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.Segment;
 import io.pagewire.node.nic.WorkRequest;
@@ -60,10 +61,14 @@ final class RingCodec {
     }
 
     private static WorkRequest workRequest(DirectBuffer b, int wr, List<Segment> local, int length) {
+        long remote = PostRecord.remoteAddress(b, wr);
+        long rkey = PostRecord.rkey(b, wr);
+        Datagram datagram = PostRecord.datagram(b, wr)
+                ? new Datagram(null, (int) (remote & 0xFFFF), (int) rkey, (int) (rkey >>> 32), (remote & 0x1_0000) != 0) : null;
         return new WorkRequest(PostRecord.wrId(b, wr), WireCodes.opcode(PostRecord.opcode(b, wr)), local, length,
-                PostRecord.remoteAddress(b, wr), PostRecord.rkey(b, wr), PostRecord.counterId(b, wr), PostRecord.add(b, wr),
+                datagram == null ? remote : 0, datagram == null ? rkey : 0, PostRecord.counterId(b, wr), PostRecord.add(b, wr),
                 PostRecord.signaled(b, wr), PostRecord.immediate(b, wr), PostRecord.swap(b, wr), PostRecord.fence(b, wr),
-                PostRecord.solicited(b, wr));
+                PostRecord.solicited(b, wr), datagram);
     }
 
     /** The elements of a scatter/gather record. */
@@ -112,8 +117,10 @@ final class RingCodec {
             return false;
         }
         CompletionRecord.put(ring.buffer(), index, c.wrId(), c.qpn(), WireCodes.wireOpcode(c.opcode()), WireCodes.wireStatus(c.status()),
-                c.bytes(), c.value(), (c.hasImmediate() ? CompletionRecord.HAS_IMMEDIATE_FLAG : 0) | (c.solicited() ? CompletionRecord.SOLICITED_FLAG : 0)
-                        | (c.invalidated() ? CompletionRecord.INVALIDATED_FLAG : 0),
+                c.bytes(), c.source() == null ? c.value() : Integer.toUnsignedLong(c.source().qpn()) | (long) c.source().lid() << 32,
+                (c.hasImmediate() ? CompletionRecord.HAS_IMMEDIATE_FLAG : 0) | (c.solicited() ? CompletionRecord.SOLICITED_FLAG : 0)
+                        | (c.invalidated() ? CompletionRecord.INVALIDATED_FLAG : 0) | (c.source() == null ? 0 : CompletionRecord.DATAGRAM_FLAG)
+                        | (c.source() != null && c.source().globalRoute() ? CompletionRecord.GLOBAL_ROUTE_FLAG : 0),
                 c.immediate(), System.nanoTime(), error); // the host's CLOCK_MONOTONIC, the clock the library reads
         ring.commit(index);
         return true;

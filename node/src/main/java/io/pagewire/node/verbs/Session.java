@@ -111,6 +111,9 @@ final class Session {
                 .setImmediate(c.immediate())
                 .setSolicited(c.solicited())
                 .setInvalidated(c.invalidated())
+                .setSourceQpn(c.source() == null ? 0 : c.source().qpn())
+                .setSourceLid(c.source() == null ? 0 : c.source().lid())
+                .setGlobalRoute(c.source() != null && c.source().globalRoute())
                 .setTimeNs(System.nanoTime()));
     }
 

@@ -5,6 +5,7 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.node.loop.NodeEventLoops;
+import io.pagewire.node.nic.Datagram;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.EventCounter;
 import io.pagewire.node.nic.Nic;
@@ -45,11 +46,13 @@ final class SessionStream implements AutoCloseable {
     private final ControlCalls control;
     private final RingPort rings;
     private final Executor work;
+    private final LidDirectory lids;
 
     /** @param busyPollNs the node's latency mode (0: off): how long its loops, ring readers included, poll before they block */
     SessionStream(String nodeId, VerbsContext context, Nic nic, Sessions sessions, ControlCalls control, NodeEventLoops loops,
-            long busyPollNs, Executor work, Path sharedFiles) {
+            long busyPollNs, Executor work, Path sharedFiles, LidDirectory lids) {
         this.nodeId = nodeId;
+        this.lids = lids;
         this.nic = nic;
         this.sessions = sessions;
         this.control = control;
@@ -275,7 +278,9 @@ final class SessionStream implements AutoCloseable {
                         : wr.getLkey() == 0 && wr.getLength() == 0 ? List.of() : List.of(new Segment(wr.getLkey(), wr.getLocalAddress(), wr.getLength()));
                 requests.add(new io.pagewire.node.nic.WorkRequest(wr.getWrId(), WireCodes.opcode(wr.getOpcodeValue()), local,
                         io.pagewire.node.nic.WorkRequest.lengthOf(wr.getWrId(), local), wr.getRemoteAddress(), wr.getRkey(), wr.getCounterId(),
-                        wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate(), wr.getSwap(), wr.getFence(), wr.getSolicited()));
+                        wr.getAdd(), !wr.getUnsignaled(), wr.getImmediate(), wr.getSwap(), wr.getFence(), wr.getSolicited(),
+                        wr.hasDatagram() ? new Datagram(null, wr.getDatagram().getLid(), wr.getDatagram().getQpn(), wr.getDatagram().getQkey(),
+                                wr.getDatagram().getGlobalRoute()) : null));
             } catch (NicException e) {
                 session.refused(post.getQpn(), wr.getWrId(), e);
             }
@@ -343,7 +348,20 @@ final class SessionStream implements AutoCloseable {
                 }
             }
         }
+        if (qp.transport() == QueuePair.Transport.UD) {
+            valid = addressed(valid);
+        }
         qp.postEach(valid, (wr, error) -> session.refused(qpn, wr.wrId(), error));
+    }
+
+    /** UD SENDs with the node each one's LID names (none: the NIC drops it, counted). */
+    private List<io.pagewire.node.nic.WorkRequest> addressed(List<io.pagewire.node.nic.WorkRequest> requests) {
+        List<io.pagewire.node.nic.WorkRequest> out = new ArrayList<>(requests.size());
+        for (io.pagewire.node.nic.WorkRequest wr : requests) {
+            Datagram d = wr.datagram();
+            out.add(d == null || d.node() != null ? wr : wr.to(d.at(lids.nodeOf(d.lid()))));
+        }
+        return out;
     }
 
     /** Stops reading every session's rings and deletes their files. */

@@ -102,7 +102,8 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
             Supplier<List<Stat>> stats, ScheduledExecutorService scheduler, Executor work, Path sharedFiles, ConnectionManager connections) {
         this.sessions = new Sessions(nodeId, context, nic.kernel().context().callerShare());
         this.control = new ControlCalls(context, scheduler, work);
-        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work, sharedFiles);
+        this.stream = new SessionStream(nodeId, context, nic, sessions, control, loops, busyPollNs, work, sharedFiles,
+                new LidDirectory(nodeId, fabric));
         this.memory = new MemoryCalls(context, sessions, control);
         this.queuePairs = new QueuePairCalls(nodeId, nic, fabric, sessions, control);
         this.counters = new CounterCalls(sessions, control, scheduler);

@@ -78,6 +78,22 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         before.assertUsedBy(server);
     }
 
+    /** udaddy: UD ids resolved through SIDR, datagrams both ways through address handles the events carry. */
+    @ParameterizedTest(name = "udaddy under {0}")
+    @MethodSource("everyMode")
+    void udaddyResolvesThroughSidrAndExchangesDatagrams(String mode) throws Exception {
+        // udaddy has no port option: it always uses 7174 (a node's connection manager port, not a host's).
+        ModeMeters before = ModeMeters.of(server, mode);
+        long received = server.nic().counters().get(NicCounter.RECEIVES_COMPLETED);
+        Run[] runs = pair(List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), List.of("udaddy", "-b", SERVER_ADDRESS, "-c", "2", "-C", "10"),
+                List.of("udaddy", "-s", SERVER_ADDRESS, "-b", CLIENT_ADDRESS, "-c", "2", "-C", "10"));
+        assertThat(runs[1].output()).contains("data transfers complete", "test complete");
+        assertThat(runs[0].output()).contains("data transfers complete", "test complete");
+        assertThat(server.nic().counters().get(NicCounter.RECEIVES_COMPLETED) - received).as("datagrams the server received; counters:%n%s",
+                server.nic().counters()).isGreaterThanOrEqualTo(20);
+        before.assertUsedBy(server);
+    }
+
     @ParameterizedTest(name = "rdma_server and rdma_client under {0}")
     @MethodSource("everyMode")
     void theSynchronousEndpointApiConnects(String mode) throws Exception {

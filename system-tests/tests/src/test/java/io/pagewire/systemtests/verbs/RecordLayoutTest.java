@@ -27,7 +27,7 @@ class RecordLayoutTest {
     private static final long WR0_ID = 0x1111222233334444L;
     private static final int WR0_OPCODE = 1 | PostRecord.UNSIGNALED_FLAG | PostRecord.FENCE_FLAG; // WRITE
     private static final long WR1_ID = 0x5555666677778888L;
-    private static final int WR1_OPCODE = 10 | PostRecord.SOLICITED_FLAG; // COMPARE_SWAP
+    private static final int WR1_OPCODE = 10 | PostRecord.SOLICITED_FLAG | PostRecord.DATAGRAM_FLAG; // COMPARE_SWAP
     private static final int SEND = 5;
     private static final int RECV = 8;
     private static final int FLUSHED = 9;
@@ -94,6 +94,8 @@ class RecordLayoutTest {
         assertThat(CompletionRecord.value(completion, 0)).isEqualTo(99);
         assertThat(CompletionRecord.hasImmediate(completion, 0)).isTrue();
         assertThat(CompletionRecord.solicited(completion, 0)).isTrue();
+        assertThat(CompletionRecord.datagram(completion, 0)).isTrue();
+        assertThat(CompletionRecord.globalRoute(completion, 0)).isTrue();
         assertThat(CompletionRecord.immediate(completion, 0)).isEqualTo(0x77);
         assertThat(CompletionRecord.timeNs(completion, 0)).isEqualTo(0x0123456789abcdefL);
         assertThat(CompletionRecord.error(completion, 0, completion.capacity())).isEqualTo("flushed");
@@ -140,7 +142,8 @@ class RecordLayoutTest {
         byte[] flushed = CompletionRecord.utf8("flushed");
         UnsafeBuffer completion = new UnsafeBuffer(new byte[CompletionRecord.length(flushed.length)]);
         CompletionRecord.put(completion, 0, 0xfeedL, 11, RECV, FLUSHED, 12345, 99,
-                CompletionRecord.HAS_IMMEDIATE_FLAG | CompletionRecord.SOLICITED_FLAG, 0x77, 0x0123456789abcdefL, flushed);
+                CompletionRecord.HAS_IMMEDIATE_FLAG | CompletionRecord.SOLICITED_FLAG | CompletionRecord.DATAGRAM_FLAG
+                        | CompletionRecord.GLOBAL_ROUTE_FLAG, 0x77, 0x0123456789abcdefL, flushed);
         write("completion", completion);
 
         byte[] quota = CompletionRecord.utf8("quota");
@@ -178,6 +181,7 @@ class RecordLayoutTest {
         assertThat(PostRecord.signaled(b, at)).isEqualTo((opcodeAndFlags & PostRecord.UNSIGNALED_FLAG) == 0);
         assertThat(PostRecord.fence(b, at)).isEqualTo((opcodeAndFlags & PostRecord.FENCE_FLAG) != 0);
         assertThat(PostRecord.solicited(b, at)).isEqualTo((opcodeAndFlags & PostRecord.SOLICITED_FLAG) != 0);
+        assertThat(PostRecord.datagram(b, at)).isEqualTo((opcodeAndFlags & PostRecord.DATAGRAM_FLAG) != 0);
         assertThat(PostRecord.lkey(b, at)).isEqualTo(0x55 + salt);
         assertThat(PostRecord.localAddress(b, at)).isEqualTo(0x7f0011223344L + salt);
         assertThat(PostRecord.length(b, at)).isEqualTo(4096 + salt);
