@@ -1,0 +1,86 @@
+package io.pagewire.systemtests.verbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pagewire.node.PagewireNode;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
+import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Debian's UCX on Pagewire, unmodified, through the verbs library and its connection manager: UCX
+ * finds the device (its file under /dev/infiniband, which deploy/uverbs-device-files.sh makes, then
+ * libibverbs' device list), lists its memory domain with rc_verbs and ud_verbs and rdmacm as a
+ * connection manager, and ucx_perftest runs between two nodes over each transport. The nodes allow
+ * the memory UCX registers up front (its receive pools are tens of MiB, more than the default
+ * memlock limit, as on a host with a small {@code ulimit -l}).
+ */
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class UcxOnPagewireTest extends SdkFixture {
+    private PagewireNode client;
+    private PagewireNode server;
+
+    @BeforeEach
+    void twoNodes() {
+        VerbsPrograms.requireLibrary();
+        assertThat(Path.of("/dev/infiniband/uverbs0")).as("the device file the build makes (deploy/uverbs-device-files.sh)").exists();
+        assertThat(Path.of("/usr/bin/ucx_perftest")).as("ucx_perftest (Debian's ucx-utils, which the build installs)").exists();
+        start(2, context -> context.kernel().physicalMemoryBytes(1L << 30).swapBytes(256L << 20).memlockLimitBytes(2L << 30));
+        client = cluster.node(1);
+        server = cluster.node(2);
+    }
+
+    @Test
+    void ucxInfoListsTheDeviceWithRcAndUdVerbsAndTheConnectionManager() throws Exception {
+        Run run = VerbsPrograms.start(client.target(), List.of(), "ucx_info", "-d").await(60).succeeded();
+        assertThat(run.output()).contains("Memory domain: pagewire0", "Component: ib", "Transport: rc_verbs", "Transport: ud_verbs",
+                "Device: pagewire0:1", "Connection manager: rdmacm");
+    }
+
+    static Stream<Arguments> perftests() {
+        List<Arguments> all = new ArrayList<>();
+        for (String transports : List.of("rc_v", "ud_v")) {
+            all.add(Arguments.of(transports, "tag_lat", List.of("-n", "300")));
+            all.add(Arguments.of(transports, "tag_bw", List.of("-n", "2000")));
+        }
+        // UCT's own tests name the transport and the device.
+        all.add(Arguments.of("rc_verbs", "put_bw", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "2000")));
+        all.add(Arguments.of("rc_verbs", "am_lat", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "300")));
+        all.add(Arguments.of("ud_verbs", "am_lat", List.of("-x", "ud_verbs", "-d", "pagewire0:1", "-n", "300")));
+        return all.stream();
+    }
+
+    @ParameterizedTest(name = "ucx_perftest -t {1} with UCX_TLS={0}")
+    @MethodSource("perftests")
+    void ucxPerftestRunsBetweenTheNodes(String transports, String test, List<String> options) throws Exception {
+        long received = server.nic().counters().get(NicCounter.PACKETS_RECEIVED);
+        long registrations = server.nic().counters().get(NicCounter.REGISTRATIONS);
+        String port = String.valueOf(TwoNodeProgramsFixture.freePort());
+        List<String> env = List.of("UCX_TLS=" + transports, "UCX_NET_DEVICES=pagewire0:1");
+        Program s = VerbsPrograms.start(server.target(), env, "ucx_perftest", "-p", port);
+        Thread.sleep(500);
+        List<String> args = new ArrayList<>(List.of("ucx_perftest", "-p", port, "127.0.0.1", "-t", test));
+        args.addAll(options);
+        Program c = VerbsPrograms.start(client.target(), env, args.toArray(String[]::new));
+        Run clientRun = c.await(180);
+        Run serverRun = s.await(30);
+        clientRun.succeeded();
+        serverRun.succeeded();
+        assertThat(clientRun.output()).as(clientRun.output()).contains("Final:");
+        assertThat(server.nic().counters().get(NicCounter.PACKETS_RECEIVED) - received)
+                .as("packets the server's node received; counters:%n%s", server.nic().counters()).isPositive();
+        assertThat(server.nic().counters().get(NicCounter.REGISTRATIONS) - registrations)
+                .as("regions UCX registered on the server's node").isPositive();
+    }
+}
