@@ -50,12 +50,20 @@ class UcxOnPagewireTest extends SdkFixture {
 
     static Stream<Arguments> perftests() {
         List<Arguments> all = new ArrayList<>();
+        // UCP's tests, over RC (with UD for UCX's wire-up) and over UD alone.
         for (String transports : List.of("rc_v", "ud_v")) {
             all.add(Arguments.of(transports, "tag_lat", List.of("-n", "300")));
             all.add(Arguments.of(transports, "tag_bw", List.of("-n", "2000")));
+            all.add(Arguments.of(transports, "ucp_put_bw", List.of("-n", "2000")));
+            all.add(Arguments.of(transports, "ucp_am_lat", List.of("-n", "300")));
         }
-        // UCT's own tests name the transport and the device.
+        all.add(Arguments.of("rc_v", "ucp_put_lat", List.of("-n", "300")));
+        all.add(Arguments.of("rc_v", "ucp_get", List.of("-n", "300")));
+        // UCT's own tests name the transport and the device (rc_verbs has no short get: its gets are bcopy).
+        all.add(Arguments.of("rc_verbs", "put_lat", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "300")));
         all.add(Arguments.of("rc_verbs", "put_bw", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "2000")));
+        all.add(Arguments.of("rc_verbs", "get", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-D", "bcopy", "-n", "300")));
+        all.add(Arguments.of("rc_verbs", "fadd", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "300")));
         all.add(Arguments.of("rc_verbs", "am_lat", List.of("-x", "rc_verbs", "-d", "pagewire0:1", "-n", "300")));
         all.add(Arguments.of("ud_verbs", "am_lat", List.of("-x", "ud_verbs", "-d", "pagewire0:1", "-n", "300")));
         return all.stream();
