@@ -15,6 +15,8 @@
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pw_conn control = { .fd = -1 };
 static struct ibv_context *device_context;
+/* The device's protection domain every id starts with (rdma_cm_id.pd), as librdmacm allocates one per device. */
+static struct ibv_pd *device_pd;
 static char socket_path[512];
 static struct cm_id **ids;
 static int id_count, id_slots;
@@ -33,7 +35,9 @@ static int node_open(void)
 			snprintf(socket_path, sizeof(socket_path), "%s", list[0]->dev_path);
 			if (!device_context)
 				device_context = ibv_open_device(list[0]);
-			if (!device_context)
+			if (device_context && !device_pd)
+				device_pd = ibv_alloc_pd(device_context);
+			if (!device_context || !device_pd)
 				e = errno ? errno : ENODEV;
 			else
 				e = pw_conn_open(&control, socket_path);
@@ -237,6 +241,7 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context, e
 	if (!id)
 		return NULL;
 	id->id.verbs = device_context;
+	id->id.pd = device_pd;
 	id->id.channel = channel;
 	id->id.context = context;
 	id->id.ps = ps;

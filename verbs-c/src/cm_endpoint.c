@@ -89,7 +89,8 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, st
 		failed = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000) || rdma_resolve_route(cm_id, 2000);
 	if (failed)
 		goto err;
-	id->id.pd = pd;
+	if (pd)
+		id->id.pd = pd; /* else the device's, which the id has from its creation */
 	if (qp_init_attr) {
 		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 		if (res->ai_flags & RAI_PASSIVE) {
@@ -100,8 +101,6 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, st
 			}
 			*id->listen_attr = *qp_init_attr;
 		} else {
-			if (!pd)
-				id->id.pd = ibv_alloc_pd(id->id.verbs);
 			if (!id->id.pd || rdma_create_qp(cm_id, id->id.pd, qp_init_attr))
 				goto err;
 		}
@@ -149,8 +148,8 @@ EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 		goto err;
 	if (l->listen_attr) {
 		struct ibv_qp_init_attr attr = *l->listen_attr;
-		if (!id->id.pd)
-			id->id.pd = l->id.pd ? l->id.pd : ibv_alloc_pd(id->id.verbs);
+		if (l->id.pd)
+			id->id.pd = l->id.pd;
 		if (!id->id.pd || rdma_create_qp(&id->id, id->id.pd, &attr))
 			goto err;
 	}

@@ -14,6 +14,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -46,6 +47,39 @@ class UcxOnPagewireTest extends SdkFixture {
         Run run = VerbsPrograms.start(client.target(), List.of(), "ucx_info", "-d").await(60).succeeded();
         assertThat(run.output()).contains("Memory domain: pagewire0", "Component: ib", "Transport: rc_verbs", "Transport: ud_verbs",
                 "Device: pagewire0:1", "Connection manager: rdmacm");
+    }
+
+    /**
+     * UCX's own client/server example (libucx-dev's ucp_client_server.c, built unmodified): the client
+     * connects to the server's listener by IP address, through UCX's rdmacm connection manager on
+     * Pagewire's, and each tag message arrives and is checked. (The example's server serves clients
+     * until it is stopped; it is stopped once the client is done.)
+     */
+    @Test
+    void ucpClientServerConnectsThroughTheConnectionManager(@TempDir Path build) throws Exception {
+        Path source = Path.of("/usr/share/doc/libucx-dev/examples/ucp_client_server.c");
+        assertThat(source).as("UCX's example sources (Debian's libucx-dev, which the build installs)").exists();
+        Path program = build.resolve("ucp_client_server");
+        Process gcc = new ProcessBuilder("gcc", "-O2", "-o", program.toString(), source.toString(), "-I", source.getParent().toString(),
+                "-lucp", "-lucs").redirectErrorStream(true).start();
+        String compiled = new String(gcc.getInputStream().readAllBytes());
+        assertThat(gcc.waitFor()).as("gcc: %s", compiled).isZero();
+        long established = server.connectionManager().counters().established();
+        String port = String.valueOf(TwoNodeProgramsFixture.freePort());
+        List<String> env = List.of("UCX_TLS=rc_v", "UCX_NET_DEVICES=pagewire0:1");
+        Program s = VerbsPrograms.start(server.target(), env, "stdbuf", "-oL", program.toString(), "-l", "127.0.1.2", "-p", port, "-c", "tag",
+                "-i", "3");
+        Thread.sleep(1500); // the server listens before the client connects
+        Run clientRun = VerbsPrograms.start(client.target(), env, program.toString(), "-a", "127.0.1.2", "-p", port, "-c", "tag", "-i", "3")
+                .await(90).succeeded();
+        s.kill();
+        String served = s.output();
+        assertThat(served).as(served).contains("server is listening on IP 127.0.1.2");
+        // The client sends in each iteration and the server receives and checks it; the example prints the first and the last.
+        assertThat(served).as(served).contains("Server: iteration #1", "Server: iteration #3", "UCP TEST SUCCESS").doesNotContain("unable to");
+        assertThat(clientRun.output()).contains("Client: iteration #3");
+        assertThat(server.connectionManager().counters().established() - established).as("connections the server's node established")
+                .isPositive();
     }
 
     static Stream<Arguments> perftests() {
