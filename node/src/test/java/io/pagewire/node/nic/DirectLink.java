@@ -20,6 +20,8 @@ final class DirectLink implements AutoCloseable {
     private final Map<String, ExecutorService[]> inbound = new ConcurrentHashMap<>();
     private final int lanes;
     volatile Predicate<Packet> drop = p -> false;
+    /** Nodes whose link is down: nothing reaches them, and their peers can tell. */
+    private final java.util.Set<String> down = ConcurrentHashMap.newKeySet();
 
     /** One delivery thread per node. */
     DirectLink() {
@@ -36,7 +38,7 @@ final class DirectLink implements AutoCloseable {
             @Override
             public void send(String peer, int laneHint, PacketBatch batch) {
                 ExecutorService[] executors = inbound.get(peer);
-                if (executors == null) {
+                if (executors == null || down.contains(peer)) {
                     return;
                 }
                 PacketBatch.Builder[] byLane = new PacketBatch.Builder[lanes];
@@ -59,9 +61,23 @@ final class DirectLink implements AutoCloseable {
 
             @Override
             public boolean isWritable(String peer, int laneHint) {
-                return true;
+                return !down.contains(peer);
+            }
+
+            @Override
+            public boolean reaches(String peer) {
+                return !down.contains(peer);
             }
         };
+    }
+
+    /** Takes {@code node}'s link down (as a node that is gone): nothing reaches it until {@link #up}. */
+    void down(String node) {
+        down.add(node);
+    }
+
+    void up(String node) {
+        down.remove(node);
     }
 
     void add(String node, Nic nic) {

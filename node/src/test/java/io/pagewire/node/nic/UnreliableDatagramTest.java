@@ -127,6 +127,24 @@ class UnreliableDatagramTest {
     }
 
     @Test
+    void aDatagramToANodeThatIsGoneIsDroppedAndCountedAndTheNextAfterItsReturnLands() throws Exception {
+        byte[] data = bytes(64, 8);
+        MemoryRegion src = source(nics.ea, data);
+        MemoryRegion target = receiveBuffer(MTU + Datagram.GRH_BYTES, RegistrationMode.PINNED);
+        ub.postReceive(new ReceiveRequest(1, target.lkey(), target.address(), MTU + Datagram.GRH_BYTES));
+        nics.link.down("b");
+        for (int i = 1; i <= 3; i++) {
+            ua.post(datagram(i, src, data.length, ub, QKEY));
+            nics.takeSuccess(sent, "datagram " + i + " to a node that is gone (completes: UD does not know)");
+        }
+        assertThat(nics.a.counters().get(NicCounter.UNRELIABLE_DROPPED_UNREACHABLE)).isEqualTo(3);
+        assertThat(received.take(200, TimeUnit.MILLISECONDS)).as("a receive on the node that was gone").isNull();
+        nics.link.up("b");
+        ua.post(datagram(4, src, data.length, ub, QKEY));
+        assertThat(nics.takeSuccess(received, "the datagram after the node's return").wrId()).isEqualTo(1);
+    }
+
+    @Test
     void aReceiveTooSmallForGrhAndPayloadFailsAloneAndThePairGoesOn() throws Exception {
         byte[] data = bytes(100, 5);
         MemoryRegion src = source(nics.ea, data);
