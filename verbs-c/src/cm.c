@@ -258,8 +258,11 @@ static void id_free(struct cm_id *id)
 	pthread_mutex_destroy(&id->lock);
 	pthread_cond_destroy(&id->cond);
 	free(id->listen_attr);
+	cm_free_groups(id);
 	free(id);
 }
+
+static struct cm_group *group_of(struct cm_id *id, const uint8_t *ip, size_t len);
 
 static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
 {
@@ -719,6 +722,30 @@ static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 	case RDMA_CM_EVENT_DISCONNECTED:
 		cm_qp_to_error(id);
 		break;
+	case RDMA_CM_EVENT_MULTICAST_JOIN: {
+		pthread_mutex_lock(&id->lock);
+		struct cm_group *g = e->dst ? group_of(id, e->dst->ip.data, e->dst->ip.len) : NULL;
+		if (g) {
+			event->param.ud.private_data = g->context;
+			event->param.ud.ah_attr.dlid = g->lid;
+			event->param.ud.ah_attr.is_global = 1;
+			event->param.ud.ah_attr.grh.dgid = g->mgid;
+			event->param.ud.ah_attr.grh.hop_limit = 0xff;
+			event->param.ud.ah_attr.port_num = 1;
+			event->param.ud.qp_num = 0xffffff;
+			event->param.ud.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
+			if (id->id.qp && !g->attached) {
+				if (ibv_attach_mcast(id->id.qp, &g->mgid, g->lid)) {
+					event->event = RDMA_CM_EVENT_MULTICAST_ERROR;
+					event->status = -EINVAL;
+				} else {
+					g->attached = 1;
+				}
+			}
+		}
+		pthread_mutex_unlock(&id->lock);
+		break;
+	}
 	default:
 		break;
 	}
@@ -885,26 +912,132 @@ EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	return 0;
 }
 
-/* Multicast needs UD multicast groups the NIC does not model. */
-EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+/*
+ * Multicast. A group's address maps to the same LID and GID on every node (a hash of the address into
+ * 0xC000..0xFFFE; the GID as IPoIB maps an IPv4 group: ff12:401b:ffff::a.b.c.d), so that datagrams any
+ * member sends through the LID reach every pair attached to it. The node answers MULTICAST_JOIN at
+ * once (the groups are the fabric's: no subnet manager admits members); the library attaches the
+ * id's pair when the event comes, as librdmacm does.
+ */
+static struct cm_group *group_of(struct cm_id *id, const uint8_t *ip, size_t len)
 {
-	(void)id;
-	(void)addr;
-	(void)context;
-	return cm_fail(ENOSYS);
+	for (struct cm_group *g = id->groups; g; g = g->next)
+		if (g->ip_len == len && !memcmp(g->ip, ip, len))
+			return g;
+	return NULL;
+}
+
+static void map_group(struct cm_group *g)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < g->ip_len; i++)
+		h = (h ^ g->ip[i]) * 16777619u;
+	g->lid = (uint16_t)(0xc000 + h % 0x3fff);
+	memset(&g->mgid, 0, sizeof(g->mgid));
+	if (g->ip_len == 4) {
+		static const uint8_t prefix[6] = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff };
+		memcpy(g->mgid.raw, prefix, sizeof(prefix));
+		memcpy(g->mgid.raw + 12, g->ip, 4);
+	} else {
+		memcpy(g->mgid.raw, g->ip, 16);
+	}
+}
+
+EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, void *context)
+{
+	struct cm_id *id = (struct cm_id *)cm_id;
+	ProtobufCBinaryData ip;
+	uint32_t port;
+	address_of(addr, &ip, &port);
+	if (!id || !ip.len)
+		return cm_fail(EINVAL);
+	pthread_mutex_lock(&id->lock);
+	int joined = group_of(id, ip.data, ip.len) != NULL;
+	pthread_mutex_unlock(&id->lock);
+	if (joined)
+		return cm_fail(EADDRINUSE);
+	struct cm_group *g = calloc(1, sizeof(*g));
+	if (!g)
+		return cm_fail(ENOMEM);
+	memcpy(g->ip, ip.data, ip.len);
+	g->ip_len = ip.len;
+	g->context = context;
+	map_group(g);
+	/* Listed before the call: MULTICAST_JOIN may be read on another thread before the call returns. */
+	pthread_mutex_lock(&id->lock);
+	g->next = id->groups;
+	id->groups = g;
+	pthread_mutex_unlock(&id->lock);
+	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
+	mc.ip = ip;
+	mc.lid = g->lid;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_JOIN_MULTICAST;
+	req.join_multicast = &mc;
+	int e = cm_call(id, &req, NULL);
+	if (e) {
+		pthread_mutex_lock(&id->lock);
+		for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
+			if (*p == g) {
+				*p = g->next;
+				break;
+			}
+		pthread_mutex_unlock(&id->lock);
+		free(g);
+		return cm_fail(e);
+	}
+	return 0;
 }
 
 EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
 {
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return cm_fail(ENOSYS);
+	if (!mc_join_attr || !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS))
+		return cm_fail(EINVAL);
+	if ((mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) && mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER)
+		return cm_fail(EINVAL); /* send-only members need a subnet manager's join states */
+	return rdma_join_multicast(id, mc_join_attr->addr, context);
 }
 
-EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
-	(void)id;
-	(void)addr;
-	return cm_fail(EADDRNOTAVAIL);
+	struct cm_id *id = (struct cm_id *)cm_id;
+	ProtobufCBinaryData ip;
+	uint32_t port;
+	address_of(addr, &ip, &port);
+	if (!id || !ip.len)
+		return cm_fail(EINVAL);
+	pthread_mutex_lock(&id->lock);
+	struct cm_group *g = NULL;
+	for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
+		if ((*p)->ip_len == ip.len && !memcmp((*p)->ip, ip.data, ip.len)) {
+			g = *p;
+			*p = g->next;
+			break;
+		}
+	pthread_mutex_unlock(&id->lock);
+	if (!g)
+		return cm_fail(EADDRNOTAVAIL);
+	if (g->attached && id->id.qp)
+		ibv_detach_mcast(id->id.qp, &g->mgid, g->lid);
+	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
+	mc.ip = ip;
+	mc.lid = g->lid;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_LEAVE_MULTICAST;
+	req.leave_multicast = &mc;
+	int e = cm_call(id, &req, NULL);
+	free(g);
+	return e ? cm_fail(e) : 0;
+}
+
+/* Frees what an id's joins left (rdma_destroy_id). */
+void cm_free_groups(struct cm_id *id)
+{
+	struct cm_group *g = id->groups;
+	id->groups = NULL;
+	while (g) {
+		struct cm_group *next = g->next;
+		free(g);
+		g = next;
+	}
 }

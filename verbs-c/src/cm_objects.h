@@ -51,6 +51,18 @@ struct cm_id {
 	int cqs_made;                       /* rdma_create_qp made the CQs (and their channels) */
 	struct ibv_qp_init_attr *listen_attr; /* rdma_create_ep on a passive id: the QP each request's id gets */
 	int destroyed;
+	struct cm_group *groups;            /* the multicast groups joined (rdma_join_multicast), newest first */
+};
+
+/* A multicast group an id joined: its address, the LID and GID every node maps it to, the program's context. */
+struct cm_group {
+	uint8_t ip[16];
+	size_t ip_len;
+	uint16_t lid;
+	union ibv_gid mgid;
+	void *context;
+	int attached;                       /* the id's pair was attached when MULTICAST_JOIN came */
+	struct cm_group *next;
 };
 
 struct cm_event {
@@ -72,5 +84,7 @@ int cm_qp_to_rtr(struct cm_id *id);
 int cm_qp_to_rts(struct cm_id *id);
 void cm_qp_to_error(struct cm_id *id);
 void cm_destroy_cqs(struct cm_id *id);
+/* cm.c: what an id's multicast joins left. */
+void cm_free_groups(struct cm_id *id);
 
 #endif

@@ -224,26 +224,35 @@ EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_a
 	return -1;
 }
 
-/* ---- multicast: only UD queue pairs join groups, and the NIC has no groups yet ------------------------ */
+/* ---- multicast: a UD queue pair joins a group by its LID (the node delivers every datagram to the group to it) ---- */
+
+static int attach_on_node(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid, int detach)
+{
+	if (qp->qp_type != IBV_QPT_UD) {
+		pw_log(PW_INFO, "ibv_%s_mcast: queue pair %u is not UD; only UD queue pairs join multicast groups", detach ? "detach" : "attach",
+		       qp->qp_num);
+		return EINVAL;
+	}
+	struct pw_context *ctx = pw_ctx(qp->context);
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__AttachMulticastRequest req = PAGEWIRE__VERBS__V1__ATTACH_MULTICAST_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.qpn = qp->qp_num;
+	req.lid = lid;
+	req.gid.data = (uint8_t *)(gid ? gid->raw : NULL);
+	req.gid.len = gid ? sizeof(gid->raw) : 0;
+	req.detach = detach;
+	return pw_call_void(&ctx->control, "AttachMulticast", &req.base, &pagewire__verbs__v1__attach_multicast_response__descriptor);
+}
 
 EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)gid;
-	(void)lid;
-	if (qp->qp_type != IBV_QPT_UD) {
-		pw_log(PW_INFO, "ibv_attach_mcast: queue pair %u is not UD; only UD queue pairs join multicast groups", qp->qp_num);
-		return EINVAL;
-	}
-	pw_log(PW_INFO, "ibv_attach_mcast: queue pair %u: the NIC has no multicast groups yet", qp->qp_num);
-	return EOPNOTSUPP;
+	return attach_on_node(qp, gid, lid, 0);
 }
 
 EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EINVAL;
+	return attach_on_node(qp, gid, lid, 1);
 }
 
 /* ---- fork: the library gives a child its own copies whatever is asked (pager.c) -------------------- */

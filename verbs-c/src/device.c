@@ -559,8 +559,9 @@ EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 /*
  * An address handle lives in the library, as mlx5's address vectors do: each UD SEND carries its LID
  * to the node, which sends the datagram to the node answering to it (none: dropped and counted, as a
- * fabric loses a packet to an unassigned LID). A global handle with no LID takes it from the GID,
- * whose GUID ends in the LID (see gid_of).
+ * fabric loses a packet to an unassigned LID), or, for a multicast LID (0xC000 and up), to every
+ * node, whose pairs attached to the group take it. A global handle with no LID takes it from the
+ * GID, whose GUID ends in the LID (see gid_of).
  */
 EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
@@ -576,8 +577,8 @@ EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		if ((guid & ~0xffffull) == 0x0250570000000000ull)
 			dlid = (uint16_t)(guid & 0xffff);
 	}
-	if (dlid == 0 || dlid >= 0xc000) {
-		pw_log(PW_WARN, "ibv_create_ah: LID %u is no unicast LID (a global handle's GID %s a Pagewire port's)", dlid,
+	if (dlid == 0 || dlid == 0xffff) {
+		pw_log(PW_WARN, "ibv_create_ah: LID %u is no port's or group's (a global handle's GID %s a Pagewire port's)", dlid,
 		       attr->is_global ? "is not" : "was not given for");
 		errno = EINVAL;
 		return NULL;

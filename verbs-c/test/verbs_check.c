@@ -459,6 +459,43 @@ static int api(struct ibv_device **devs)
 		      recv.wc_flags);
 		CHECK("ud-grh", (in[0] >> 4) == 6 && in[6] == 0x1b && !memcmp(in + 8, gid.raw, 16) && !memcmp(in + 24, gid.raw, 16),
 		      "version %d, next header 0x%02x", in[0] >> 4, in[6]);
+		/* Multicast: ud2 joins group 0xc001; a datagram to the group reaches it; after it leaves, none does. */
+		union ibv_gid mgid = { .raw = { 0xff, 0x12, 0x40, 0x1b } };
+		mgid.raw[15] = 1;
+		struct ibv_ah_attr ma = { .dlid = 0xc001, .port_num = 1, .is_global = 1 };
+		ma.grh.dgid = mgid;
+		struct ibv_ah *group = ibv_create_ah(a.pd, &ma);
+		CHECK("ud-multicast-attach", group && !ibv_attach_mcast(ud2, &mgid, 0xc001), "%s", strerror(errno));
+		CHECK("ud-multicast-attach-refuses-rc", ibv_attach_mcast(a.qp, &mgid, 0xc001) == EINVAL, "an RC pair joined a group");
+		if (group) {
+			struct ibv_send_wr mwr = swr;
+			mwr.wr_id = 23;
+			mwr.wr.ud.ah = group;
+			mwr.wr.ud.remote_qpn = 0xffffff;
+			rwr.wr_id = 24;
+			memset(in, 0, 40 + 64);
+			int posted = !ibv_post_recv(ud2, &rwr, &rbad) && !ibv_post_send(ud1, &mwr, &sbad);
+			struct ibv_wc mrecv = { .status = IBV_WC_GENERAL_ERR };
+			for (int i = 0; i < 2 && posted && !wait_wc(ud_cq, &wc); i++)
+				if (wc.wr_id == 24)
+					mrecv = wc;
+			CHECK("ud-multicast-receive", mrecv.status == IBV_WC_SUCCESS && mrecv.src_qp == ud1->qp_num && !memcmp(in + 40, out, 64),
+			      "status %s from QPN %u", ibv_wc_status_str(mrecv.status), mrecv.src_qp);
+			CHECK("ud-multicast-detach", !ibv_detach_mcast(ud2, &mgid, 0xc001) && ibv_detach_mcast(ud2, &mgid, 0xc001) != 0,
+			      "%s", strerror(errno));
+			rwr.wr_id = 25;
+			mwr.wr_id = 26;
+			posted = !ibv_post_recv(ud2, &rwr, &rbad) && !ibv_post_send(ud1, &mwr, &sbad);
+			int after = 0;
+			struct timespec pause = { 0, 2 * 1000 * 1000 };
+			for (int i = 0; i < 100; i++) {
+				if (ibv_poll_cq(ud_cq, 1, &wc) == 1 && wc.wr_id == 25)
+					after++;
+				nanosleep(&pause, NULL);
+			}
+			CHECK("ud-multicast-none-after-detach", posted && after == 0, "%d datagrams arrived after the detach", after);
+			ibv_destroy_ah(group);
+		}
 		struct ibv_ah *back = ibv_create_ah_from_wc(a.pd, &recv, (struct ibv_grh *)in, 1);
 		CHECK("ud-ah-from-wc", back != NULL, "%s", strerror(errno));
 		if (back)

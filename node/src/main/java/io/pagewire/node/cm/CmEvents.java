@@ -14,6 +14,7 @@ public final class CmEvents {
     public static final int ESTABLISHED = 9;
     public static final int DISCONNECTED = 10;
     public static final int DEVICE_REMOVAL = 11;
+    public static final int MULTICAST_JOIN = 12;
     public static final int TIMEWAIT_EXIT = 15;
 
     /** Linux's errno values the events' statuses carry, negated. */

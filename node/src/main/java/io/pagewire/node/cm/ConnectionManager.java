@@ -285,6 +285,13 @@ public final class ConnectionManager implements AutoCloseable {
         id.dstPort = dstPort;
         id.state = CmId.State.ADDRESS_QUERY;
         String asked = show(dst);
+        if (isMulticast(dst)) {
+            // A group is no node's: it resolves here, through this node's port, as a multicast address does.
+            id.peerNode = nodeId;
+            id.state = CmId.State.ADDRESS_RESOLVED;
+            emit(id, CmEvents.ADDR_RESOLVED, 0);
+            return view(id);
+        }
         String owner = Arrays.equals(dst, address) || isLocalHost(dst) ? nodeId : neighbours.get(asked);
         if (owner != null) {
             id.peerNode = owner;
@@ -346,6 +353,45 @@ public final class ConnectionManager implements AutoCloseable {
         id.peerLid = answer.getLid();
         id.state = CmId.State.ROUTE_RESOLVED;
         emit(id, CmEvents.ROUTE_RESOLVED, 0);
+    }
+
+    /**
+     * rdma_join_multicast: a UDP or IPoIB id with an address joins the group {@code group}; the
+     * library maps the group to {@code lid} (the same on every node) and attaches the id's pair on
+     * MULTICAST_JOIN, which follows at once: the groups are the fabric's, no manager admits members.
+     */
+    public synchronized IdView joinMulticast(long channelId, long key, String caller, int idNumber, byte[] group, int lid) {
+        CmId id = id(channel(channelId, key, caller), idNumber);
+        if (id.portSpace != PS_UDP && id.portSpace != PS_IPOIB) {
+            throw new CmException(CmException.Code.INVALID, "rdma_join_multicast: id " + id.id + " is not a UDP or IPoIB id");
+        }
+        if (id.state == CmId.State.IDLE) {
+            throw new CmException(CmException.Code.INVALID, "rdma_join_multicast: id " + id.id + " has no address; bind or resolve it first");
+        }
+        if ((group.length != 4 && group.length != 16) || !isMulticast(group)) {
+            throw new CmException(CmException.Code.INVALID, "rdma_join_multicast: " + show(group) + " is no multicast address");
+        }
+        if (lid < 0xC000 || lid >= 0xFFFF) {
+            throw new CmException(CmException.Code.INVALID, "rdma_join_multicast: LID " + lid + " is no multicast LID");
+        }
+        counters.events++;
+        id.channel.sink.event(new CmEvents.Event(CmEvents.MULTICAST_JOIN, id.id, 0, 0, id.remote, id.src, id.srcPort, group, 0, nodeId, lid,
+                id.portSpace, id.qpType));
+        return view(id);
+    }
+
+    /** rdma_leave_multicast: nothing to undo here (the library detaches the pair); checks the id is the caller's. */
+    public synchronized IdView leaveMulticast(long channelId, long key, String caller, int idNumber, byte[] group) {
+        CmId id = id(channel(channelId, key, caller), idNumber);
+        if ((group.length != 4 && group.length != 16) || !isMulticast(group)) {
+            throw new CmException(CmException.Code.ADDRESS_NOT_AVAILABLE, "rdma_leave_multicast: " + show(group) + " is no multicast address");
+        }
+        return view(id);
+    }
+
+    /** IPv4 224.0.0.0/4 or IPv6 ff00::/8. */
+    private static boolean isMulticast(byte[] ip) {
+        return ip.length == 4 ? (ip[0] & 0xF0) == 0xE0 : ip.length == 16 && (ip[0] & 0xFF) == 0xFF;
     }
 
     /** rdma_listen: the id's port takes connection requests (SIDR requests for UDP ids). */

@@ -224,6 +224,11 @@ public final class Fabric implements PacketTransport, AutoCloseable {
     }
 
     @Override
+    public Set<String> peers() {
+        return peers.keySet();
+    }
+
+    @Override
     public boolean reaches(String peer) {
         PeerLink link = peers.get(peer);
         return link != null && !faults.isCut(peer) && link.pick(0) != null;

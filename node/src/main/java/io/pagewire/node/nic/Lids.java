@@ -16,6 +16,14 @@ public final class Lids {
     private Lids() {
     }
 
+    /** The first multicast LID; 0xFFFF (permissive) is no group's. */
+    public static final int FIRST_MULTICAST = 0xC000;
+
+    /** Whether {@code lid} names a multicast group (0xC000 to 0xFFFE). */
+    public static boolean isMulticast(int lid) {
+        return lid >= FIRST_MULTICAST && lid < 0xFFFF;
+    }
+
     public static int of(String nodeId) {
         CRC32 crc = new CRC32();
         crc.update(nodeId.getBytes(StandardCharsets.UTF_8));

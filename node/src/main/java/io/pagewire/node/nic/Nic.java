@@ -61,6 +61,8 @@ public final class Nic implements AutoCloseable {
     private volatile boolean closed;
     /** Whether the timeout sweep is scheduled: only while some pair has work queued, so an idle NIC never wakes. */
     private final AtomicBoolean sweepArmed = new AtomicBoolean();
+    /** Multicast groups by LID: the UD pairs of this NIC attached to each. */
+    private final Map<Integer, Set<QueuePair>> multicastGroups = new ConcurrentHashMap<>();
 
     /**
      * @param transport how packets leave; may be set later through {@link PacketRouter#attach} when the transport needs the NIC first
@@ -507,6 +509,46 @@ public final class Nic implements AutoCloseable {
     void forget(QueuePair qp) {
         queuePairs.remove(qp.qpn(), qp);
         router.forget(qp);
+        for (Set<QueuePair> members : multicastGroups.values()) {
+            members.remove(qp);
+        }
+    }
+
+    /**
+     * Attaches a UD pair to the multicast group {@code lid}, as {@code ibv_attach_mcast}: datagrams
+     * any node sends to the group reach it from now on.
+     *
+     * @throws NicException for a pair that is not UD, a LID that is no group's, or a pair already attached
+     */
+    public void attachMulticast(QueuePair qp, int lid) {
+        checkMulticast(qp, lid);
+        if (!multicastGroups.computeIfAbsent(lid, l -> ConcurrentHashMap.newKeySet()).add(qp)) {
+            throw new NicException("queue pair " + qp.qpn() + " is attached to multicast group " + lid + " already");
+        }
+    }
+
+    /** Detaches a UD pair from the multicast group {@code lid}; a NicException when it is not attached. */
+    public void detachMulticast(QueuePair qp, int lid) {
+        checkMulticast(qp, lid);
+        Set<QueuePair> members = multicastGroups.get(lid);
+        if (members == null || !members.remove(qp)) {
+            throw new NicException("queue pair " + qp.qpn() + " is not attached to multicast group " + lid);
+        }
+    }
+
+    private static void checkMulticast(QueuePair qp, int lid) {
+        if (qp.transport() != QueuePair.Transport.UD) {
+            throw new NicException("queue pair " + qp.qpn() + " is " + qp.transport() + ": only UD queue pairs join multicast groups");
+        }
+        if (!Lids.isMulticast(lid)) {
+            throw new NicException("LID " + lid + " is no multicast group's (0xC000 to 0xFFFE)");
+        }
+    }
+
+    /** The pairs of this NIC attached to multicast group {@code lid}. */
+    Set<QueuePair> multicastMembers(int lid) {
+        Set<QueuePair> members = multicastGroups.get(lid);
+        return members == null ? Set.of() : members;
     }
 
     /** A pair has work queued: the timeout sweep runs from now until every pair is idle again. */

@@ -99,7 +99,11 @@ final class Outbox {
             if (batch.getPacketsCount() > 0) {
                 PacketBatch built = batch.build();
                 batch = PacketBatch.newBuilder();
-                nic.router().transmit(peer, laneHint, built);
+                if (PacketRouter.ALL_NODES.equals(peer)) {
+                    nic.router().multicast(laneHint, built);
+                } else {
+                    nic.router().transmit(peer, laneHint, built);
+                }
             }
         } finally {
             for (int i = 0; i < lockedCount; i++) {

@@ -117,6 +117,12 @@ public final class PacketRouter implements AutoCloseable {
                 management(peer, packet);
                 continue;
             }
+            if (packet.getDstQpn() == MULTICAST_QPN) {
+                for (QueuePair member : nic.multicastMembers(packet.getMulticastLid())) {
+                    receiveDatagram(member, peer, packet, touched);
+                }
+                continue;
+            }
             QueuePair qp = nic.queuePair(packet.getDstQpn());
             if (qp != null && qp.datagram()) {
                 receiveDatagram(qp, peer, packet, touched);
@@ -189,6 +195,12 @@ public final class PacketRouter implements AutoCloseable {
         transmit(peer, 0, PacketBatch.newBuilder().addPackets(packet).build());
     }
 
+    /** The destination QPN of a multicast datagram (InfiniBand's 0xFFFFFF): every pair attached to its group takes it. */
+    public static final int MULTICAST_QPN = 0xFF_FFFF;
+
+    /** Where a multicast datagram goes: this node and every peer whose link is up. */
+    static final String ALL_NODES = "*";
+
     /** InfiniBand's general services queue pair, which CM messages travel on; no queue pair of this NIC has its number's role. */
     public static final int MANAGEMENT_QPN = 1;
 
@@ -226,6 +238,19 @@ public final class PacketRouter implements AutoCloseable {
                 qp.peerRestarted();
             }
         }
+    }
+
+    /** Sends a batch of multicast datagrams to this node and to every peer the transport reaches. */
+    void multicast(int laneHint, PacketBatch batch) {
+        PacketTransport t = transport;
+        if (t != null) {
+            for (String peer : t.peers()) {
+                if (t.reaches(peer)) {
+                    transmit(peer, laneHint, batch);
+                }
+            }
+        }
+        transmit(nic.nodeId(), laneHint, batch);
     }
 
     void transmit(String peer, int laneHint, PacketBatch batch) {

@@ -24,4 +24,9 @@ public interface PacketTransport {
     default boolean reaches(String peer) {
         return true;
     }
+
+    /** The peers this transport links to (a multicast datagram goes to each it reaches). */
+    default java.util.Set<String> peers() {
+        return java.util.Set.of();
+    }
 }

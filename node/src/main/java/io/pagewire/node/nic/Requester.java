@@ -280,9 +280,10 @@ final class Requester {
             String to;
             if (qp.datagram()) {
                 SendWqe next = wqes.get(wqes.indexOf(sendPsn));
-                to = next.wr.datagram().node();
-                NicCounter dropped = to == null || !nic.router().reaches(to) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE
-                        : next.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG : null;
+                boolean multicast = Lids.isMulticast(next.wr.datagram().lid());
+                to = multicast ? PacketRouter.ALL_NODES : next.wr.datagram().node();
+                NicCounter dropped = next.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG
+                        : !multicast && (to == null || !nic.router().reaches(to)) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE : null;
                 if (dropped != null) {
                     // Lost on the way (no node has the address, or its link is down), or, longer than the MTU,
                     // never sent (InfiniBand's C10-93.1.1): either way the sender sees it complete, as UD's does.
@@ -297,7 +298,7 @@ final class Requester {
             }
             // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
             // and a batch goes out as one stream message.
-            if (out.size() == 0 && !nic.router().isWritable(to, qp.laneHint())) {
+            if (out.size() == 0 && !PacketRouter.ALL_NODES.equals(to) && !nic.router().isWritable(to, qp.laneHint())) {
                 recovery.linkWaiting(true, highestSent >= unacked);
                 nic.router().waitForWritable(to, qp);
                 break;
@@ -383,6 +384,9 @@ final class Requester {
             // InfiniBand's DETH: the destination pair and the Q_Key (the high bit asks for this pair's own).
             packet.setDstQpn(datagram.qpn()).setQkey((datagram.qkey() & Datagram.OWN_QKEY) != 0 ? qp.qkey() : datagram.qkey())
                     .setGlobalRoute(datagram.globalRoute());
+            if (Lids.isMulticast(datagram.lid())) {
+                packet.setDstQpn(PacketRouter.MULTICAST_QPN).setMulticastLid(datagram.lid());
+            }
         }
         if (!send) {
             packet.setRemoteAddress(remote).setRkey(wqe.wr.rkey());

@@ -121,6 +121,9 @@ final class CmCalls {
             case REJECT -> manager.reject(channel, key, caller, id, r.getReject().toByteArray());
             case DISCONNECT -> manager.disconnect(channel, key, caller, id);
             case ESTABLISH -> manager.establish(channel, key, caller, id);
+            case JOIN_MULTICAST -> manager.joinMulticast(channel, key, caller, id, r.getJoinMulticast().getIp().toByteArray(),
+                    r.getJoinMulticast().getLid());
+            case LEAVE_MULTICAST -> manager.leaveMulticast(channel, key, caller, id, r.getLeaveMulticast().getIp().toByteArray());
             case MIGRATE -> manager.migrate(channel, key, caller, id, r.getMigrate().getChannelId(), r.getMigrate().getChannelKey());
             case DESTROY -> {
                 manager.destroy(channel, key, caller, id);

@@ -10,6 +10,8 @@ import io.pagewire.node.nic.QpAddress;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.SharedReceiveQueue;
+import io.pagewire.proto.verbs.AttachMulticastRequest;
+import io.pagewire.proto.verbs.AttachMulticastResponse;
 import io.pagewire.proto.verbs.ArmSharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.ArmSharedReceiveQueueResponse;
 import io.pagewire.proto.verbs.ConnectQueuePairRequest;
@@ -138,6 +140,18 @@ final class QueuePairCalls {
         control.paced(response, () -> {
             sessions.get(request.getEndpoint()).queuePair(request.getQpn()).close();
             return DestroyQueuePairResponse.getDefaultInstance();
+        });
+    }
+
+    void attachMulticast(AttachMulticastRequest request, StreamObserver<AttachMulticastResponse> response) {
+        control.paced(response, () -> {
+            QueuePair qp = sessions.get(request.getEndpoint()).queuePair(request.getQpn());
+            if (request.getDetach()) {
+                nic.detachMulticast(qp, request.getLid());
+            } else {
+                nic.attachMulticast(qp, request.getLid());
+            }
+            return AttachMulticastResponse.getDefaultInstance();
         });
     }
 

@@ -4,6 +4,8 @@ import io.grpc.stub.StreamObserver;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Nic;
+import io.pagewire.proto.verbs.AttachMulticastRequest;
+import io.pagewire.proto.verbs.AttachMulticastResponse;
 import io.pagewire.proto.verbs.AtomicWordRequest;
 import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AdviseRequest;
@@ -231,6 +233,11 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
     @Override
     public void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {
         queuePairs.destroyQueuePair(request, response);
+    }
+
+    @Override
+    public void attachMulticast(AttachMulticastRequest request, StreamObserver<AttachMulticastResponse> response) {
+        queuePairs.attachMulticast(request, response);
     }
 
     @Override

@@ -68,6 +68,13 @@ final class DirectLink implements AutoCloseable {
             public boolean reaches(String peer) {
                 return !down.contains(peer);
             }
+
+            @Override
+            public java.util.Set<String> peers() {
+                java.util.Set<String> others = new java.util.HashSet<>(nics.keySet());
+                others.remove(from);
+                return others;
+            }
         };
     }
 

@@ -145,6 +145,42 @@ class UnreliableDatagramTest {
     }
 
     @Test
+    void aDatagramToAMulticastGroupReachesEveryAttachedPairOnEveryNodeAndNoneAfterTheyLeave() throws Exception {
+        int group = 0xC123;
+        CompletionQueue localReceived = nics.a.createCompletionQueue();
+        QueuePair local = datagramPair(nics.a, nics.ea, localReceived);
+        nics.a.attachMulticast(local, group);
+        nics.b.attachMulticast(ub, group);
+        assertThatThrownBy(() -> nics.b.attachMulticast(ub, group)).isInstanceOf(NicException.class).hasMessageContaining("already");
+        assertThatThrownBy(() -> nics.b.attachMulticast(ub, 0x1234)).isInstanceOf(NicException.class).hasMessageContaining("multicast");
+        MemoryRegion there = receiveBuffer(2 * (MTU + Datagram.GRH_BYTES), RegistrationMode.PINNED);
+        ub.postReceive(new ReceiveRequest(1, there.lkey(), there.address(), MTU + Datagram.GRH_BYTES));
+        ub.postReceive(new ReceiveRequest(2, there.lkey(), there.address() + MTU + Datagram.GRH_BYTES, MTU + Datagram.GRH_BYTES));
+        long here = nics.ea.space().allocate(MTU + Datagram.GRH_BYTES);
+        MemoryRegion hereRegion = nics.ea.register(here, MTU + Datagram.GRH_BYTES, RegistrationMode.PINNED, Access.all());
+        local.postReceive(new ReceiveRequest(3, hereRegion.lkey(), here, MTU + Datagram.GRH_BYTES));
+        byte[] data = bytes(100, 9);
+        MemoryRegion src = source(nics.ea, data);
+        WorkRequest toGroup = WorkRequest.send(1, src.lkey(), src.address(), data.length)
+                .to(new Datagram(null, group, PacketRouter.MULTICAST_QPN, QKEY, true));
+        ua.post(toGroup);
+        Completion remote = nics.takeSuccess(received, "the group's datagram on node b");
+        Completion same = nics.takeSuccess(localReceived, "the group's datagram on the sender's own node");
+        assertThat(remote.source()).isEqualTo(new Datagram("a", Lids.of("a"), ua.qpn(), QKEY, true));
+        assertThat(same.source().qpn()).isEqualTo(ua.qpn());
+        byte[] landed = new byte[data.length];
+        nics.eb.space().load(there.address() + Datagram.GRH_BYTES, landed, 0, landed.length);
+        assertThat(landed).isEqualTo(data);
+
+        nics.b.detachMulticast(ub, group);
+        assertThatThrownBy(() -> nics.b.detachMulticast(ub, group)).isInstanceOf(NicException.class).hasMessageContaining("not attached");
+        ua.post(toGroup);
+        nics.takeSuccess(sent, "the first datagram");
+        nics.takeSuccess(sent, "the datagram after node b's pair left");
+        assertThat(received.take(300, TimeUnit.MILLISECONDS)).as("a datagram to a group node b's pair left").isNull();
+    }
+
+    @Test
     void aReceiveTooSmallForGrhAndPayloadFailsAloneAndThePairGoesOn() throws Exception {
         byte[] data = bytes(100, 5);
         MemoryRegion src = source(nics.ea, data);

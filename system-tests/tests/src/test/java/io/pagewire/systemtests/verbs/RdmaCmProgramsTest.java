@@ -94,6 +94,22 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         before.assertUsedBy(server);
     }
 
+    /** mckey: both join a multicast group through the connection manager; the sender's datagrams reach the receiver's node. */
+    @ParameterizedTest(name = "mckey under {0}")
+    @MethodSource("everyMode")
+    void mckeyJoinsAGroupAndItsDatagramsReachTheOtherNode(String mode) throws Exception {
+        ModeMeters before = ModeMeters.of(server, mode);
+        long received = server.nic().counters().get(NicCounter.RECEIVES_COMPLETED);
+        Run[] runs = pair(List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), List.of("mckey", "-m", "239.1.2.3", "-b", SERVER_ADDRESS, "-C", "10"),
+                List.of("mckey", "-m", "239.1.2.3", "-b", CLIENT_ADDRESS, "-s", "-C", "10"));
+        for (Run run : runs) {
+            assertThat(run.output()).contains("joined dgid: ff12:401b:ffff::ef01:203", "data transfers complete", "test complete");
+        }
+        assertThat(server.nic().counters().get(NicCounter.RECEIVES_COMPLETED) - received).as("datagrams the receiver's node took; counters:%n%s",
+                server.nic().counters()).isGreaterThanOrEqualTo(10);
+        before.assertUsedBy(server);
+    }
+
     @ParameterizedTest(name = "rdma_server and rdma_client under {0}")
     @MethodSource("everyMode")
     void theSynchronousEndpointApiConnects(String mode) throws Exception {
