@@ -81,9 +81,6 @@ void pw_ring_init(struct pw_ring *ring, uint8_t *at, int32_t capacity);
 /* Reserves a record of `length` bytes of type `type`; returns its body (write it, then pw_ring_commit) or NULL when full. */
 uint8_t *pw_ring_claim(struct pw_ring *ring, int32_t type, int32_t length, int32_t *index);
 void pw_ring_commit(struct pw_ring *ring, int32_t index, int32_t length);
-/* How far the writers have claimed, and how far the reader has read (positions, in bytes). */
-int64_t pw_ring_produced(struct pw_ring *ring);
-int64_t pw_ring_consumed(struct pw_ring *ring);
 typedef void (*pw_ring_handler)(void *arg, int32_t type, const uint8_t *body, int32_t length);
 /* Reads up to `limit` records, in order; returns how many. One reader at a time. */
 int pw_ring_read(struct pw_ring *ring, pw_ring_handler handler, void *arg, int limit);

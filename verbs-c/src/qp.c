@@ -361,32 +361,10 @@ static int destroy_on_node(struct pw_context *ctx, uint32_t qpn)
 	return pw_call_void(&ctx->control, "DestroyQueuePair", &req.base, &pagewire__verbs__v1__destroy_queue_pair_response__descriptor);
 }
 
-/*
- * Waits (a second at most) until the node has read the request ring as far as it was written now: a
- * post the program made before it destroys the pair reaches the pair, as an HCA's does before the
- * destroy, instead of arriving after it, refused with a warning.
- */
-static void let_node_read_posts(struct pw_context *ctx)
-{
-	if (!ctx->rings_base)
-		return;
-	int64_t written = pw_ring_produced(&ctx->requests);
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (pw_ring_consumed(&ctx->requests) < written) {
-		pw_ring_node(ctx);
-		sched_yield();
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 1)
-			return;
-	}
-}
-
 EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct pw_qp *qp = (struct pw_qp *)ibqp;
 	struct pw_context *ctx = pw_ctx(ibqp->context);
-	let_node_read_posts(ctx);
 	int e = destroy_on_node(ctx, ibqp->qp_num);
 	if (e && e != ENOENT)
 		return e;

@@ -21,16 +21,6 @@ static inline int64_t *word64(struct pw_ring *r, int offset) { return (int64_t *
 static inline int32_t *length_at(struct pw_ring *r, int32_t index) { return (int32_t *)(r->buffer + index); }
 static inline int32_t align8(int32_t v) { return (v + ALIGNMENT - 1) & ~(ALIGNMENT - 1); }
 
-int64_t pw_ring_produced(struct pw_ring *ring)
-{
-	return __atomic_load_n(word64(ring, TAIL), __ATOMIC_ACQUIRE);
-}
-
-int64_t pw_ring_consumed(struct pw_ring *ring)
-{
-	return __atomic_load_n(word64(ring, HEAD), __ATOMIC_ACQUIRE);
-}
-
 void pw_ring_init(struct pw_ring *ring, uint8_t *at, int32_t capacity)
 {
 	ring->buffer = at;

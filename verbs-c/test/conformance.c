@@ -771,6 +771,37 @@ static void resources_in_use(void)
 	close_side(&a);
 }
 
+/*
+ * Posts go on the session's ring, a destroy through the node's socket: a pair destroyed right after a
+ * burst of posts must take them first, as an HCA takes the WQEs posted before it destroys the pair.
+ * A post that arrived after the destroy would be refused (the library says so on stderr, which the
+ * test that runs this reads); here each round only has to destroy cleanly.
+ */
+static void destroy_after_posts(void)
+{
+	int ok = 1;
+	for (int round = 0; round < 20 && ok; round++) {
+		struct side a, b;
+		open_side(&a, 0, 256, NULL);
+		open_side(&b, 1, 256, NULL);
+		if (connect_pair(&a, &b, 100, 200)) {
+			CHECK("destroy-right-after-posts", 0, "connect failed");
+			return;
+		}
+		for (int i = 0; i < 64; i++) {
+			struct ibv_sge s = {.addr = (uintptr_t)b.buf + 64 * i, .length = 64, .lkey = b.mr->lkey};
+			post_recv(b.qp, 1000 + i, &s, 1);
+			struct ibv_sge w = {.addr = (uintptr_t)a.buf + 64 * i, .length = 64, .lkey = a.mr->lkey};
+			post_send(a.qp, i, IBV_WR_RDMA_WRITE, &w, 1, (uintptr_t)b.buf + 64 * i, b.mr->rkey, 0);
+		}
+		ok = ibv_destroy_qp(a.qp) == 0 && ibv_destroy_qp(b.qp) == 0;
+		a.qp = b.qp = NULL;
+		close_side(&a);
+		close_side(&b);
+	}
+	CHECK("destroy-right-after-posts", ok, "a destroy failed: %s", strerror(errno));
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -789,6 +820,7 @@ static const struct {
 	{"qp-ex", extended_qp},
 	{"mw", memory_windows},
 	{"in-use", resources_in_use},
+	{"destroy", destroy_after_posts},
 };
 
 int main(int argc, char **argv)

@@ -52,6 +52,11 @@ final class ControlCalls {
         return pacer.admit(caller);
     }
 
+    /** Runs {@code task} on the call pool. */
+    void onPool(Runnable task) {
+        work.execute(task);
+    }
+
     /** Runs {@code task} on the call pool after {@code delayNs}. */
     void later(long delayNs, Runnable task) {
         scheduler.schedule(() -> work.execute(task), delayNs, TimeUnit.NANOSECONDS);

@@ -136,10 +136,24 @@ final class QueuePairCalls {
         return new QpAddress(peer.getNodeId(), peer.getQpn(), peer.getInitialCredits(), peer.getPageSize());
     }
 
+    /**
+     * Destroys a queue pair after the posts its session made before the call: those travel on the
+     * session's request ring, this call on another path, and would otherwise be refused as posts to
+     * a closed pair.
+     */
     void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {
-        control.paced(response, () -> {
-            sessions.get(request.getEndpoint()).queuePair(request.getQpn()).close();
-            return DestroyQueuePairResponse.getDefaultInstance();
+        control.pacedStart(response, () -> {
+            Session session;
+            try {
+                session = sessions.get(request.getEndpoint());
+            } catch (RuntimeException e) {
+                response.onError(StatusMapping.toStatus(e));
+                return;
+            }
+            session.afterPostsMadeBefore(() -> control.onPool(() -> ControlCalls.answer(response, () -> {
+                session.queuePair(request.getQpn()).close();
+                return DestroyQueuePairResponse.getDefaultInstance();
+            })));
         });
     }
 

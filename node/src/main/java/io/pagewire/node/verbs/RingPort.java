@@ -47,6 +47,8 @@ final class RingPort implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RingPort.class.getName());
     /** Posts taken from one session's ring per turn before the loop does other work. */
     private static final int POSTS_PER_TURN = 64;
+    /** How long a control call waits for posts claimed before it and not yet committed (a poster that died mid-record). */
+    private static final long POSTS_BEFORE_LIMIT_NS = 1_000_000_000L;
     /** Unix-domain socket paths are limited to 108 bytes on Linux (sun_path), terminator included. */
     private static final int MAX_BELL_PATH_BYTES = 107;
     /** What the node writes on a bell to wake its application (a duplicate per ring; never released). */
@@ -134,6 +136,24 @@ final class RingPort implements AutoCloseable {
         if (reader != null) {
             reader.kickFromAnywhere();
         }
+    }
+
+    /**
+     * Runs {@code then} once the session's request ring has been read as far as it was written at
+     * this call (or after {@link #POSTS_BEFORE_LIMIT_NS}, if a poster never commits what it claimed),
+     * so that the posts an application made before a control call (a destroy) reach their queue pair
+     * first, as an HCA takes the WQEs posted before it destroys the pair. Without a reader, at once.
+     */
+    void afterPostsMadeBefore(Session session, Runnable then) {
+        SessionRings rings = session.rings();
+        SessionReader reader = rings == null ? null : readers.get(rings.path());
+        if (reader == null || reader.released) {
+            then.run();
+            return;
+        }
+        long written = rings.requests().producerPosition();
+        long deadline = System.nanoTime() + POSTS_BEFORE_LIMIT_NS;
+        reader.execute(() -> reader.readUpTo(written, deadline, then));
     }
 
     /**
@@ -363,6 +383,22 @@ final class RingPort implements AutoCloseable {
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "reading the rings of " + s.endpoint + " on node " + nodeId + " failed a turn", e);
                 return 0;
+            }
+        }
+
+        /** On the loop: reads until the ring's reader passed {@code position}, looking again shortly while it has not, then runs {@code then}. */
+        void readUpTo(long position, long deadlineNs, Runnable then) {
+            while (!released && session != null && rings.requests().consumerPosition() < position && readOnce() > 0) {
+                // read on: each turn takes at most POSTS_PER_TURN records
+            }
+            if (released || session == null || rings.requests().consumerPosition() >= position || System.nanoTime() > deadlineNs) {
+                then.run();
+                return;
+            }
+            try {
+                loop.schedule(() -> readUpTo(position, deadlineNs, then), 50, TimeUnit.MICROSECONDS);
+            } catch (RejectedExecutionException e) {
+                then.run();
             }
         }
 

@@ -360,6 +360,11 @@ final class Session {
         return activeRings;
     }
 
+    /** Runs {@code then} once the node has read the posts this session put on its rings before this call. */
+    void afterPostsMadeBefore(Runnable then) {
+        ringPort.afterPostsMadeBefore(this, then);
+    }
+
     /** A wait on one of this session's counters began; if the session has ended already, it ends too. */
     void waiting(CounterWait wait) {
         counterWaits.add(wait);
