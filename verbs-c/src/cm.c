@@ -943,6 +943,39 @@ static void map_group(struct cm_group *g)
 	}
 }
 
+/* Takes the group joined at `ip` off the id's list (under its lock); NULL when there is none. */
+static struct cm_group *unlink_group(struct cm_id *id, const uint8_t *ip, size_t len)
+{
+	struct cm_group *g = NULL;
+	pthread_mutex_lock(&id->lock);
+	for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
+		if ((*p)->ip_len == len && !memcmp((*p)->ip, ip, len)) {
+			g = *p;
+			*p = g->next;
+			break;
+		}
+	pthread_mutex_unlock(&id->lock);
+	return g;
+}
+
+/* Tells the node of a join or a leave of group `g`. */
+static int call_multicast(struct cm_id *id, struct cm_group *g, int join)
+{
+	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
+	mc.ip.data = g->ip;
+	mc.ip.len = g->ip_len;
+	mc.lid = g->lid;
+	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
+	if (join) {
+		req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_JOIN_MULTICAST;
+		req.join_multicast = &mc;
+	} else {
+		req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_LEAVE_MULTICAST;
+		req.leave_multicast = &mc;
+	}
+	return cm_call(id, &req, NULL);
+}
+
 EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, void *context)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
@@ -968,22 +1001,9 @@ EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, 
 	g->next = id->groups;
 	id->groups = g;
 	pthread_mutex_unlock(&id->lock);
-	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
-	mc.ip = ip;
-	mc.lid = g->lid;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_JOIN_MULTICAST;
-	req.join_multicast = &mc;
-	int e = cm_call(id, &req, NULL);
+	int e = call_multicast(id, g, 1);
 	if (e) {
-		pthread_mutex_lock(&id->lock);
-		for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
-			if (*p == g) {
-				*p = g->next;
-				break;
-			}
-		pthread_mutex_unlock(&id->lock);
-		free(g);
+		free(unlink_group(id, g->ip, g->ip_len));
 		return cm_fail(e);
 	}
 	return 0;
@@ -1006,26 +1026,12 @@ EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 	address_of(addr, &ip, &port);
 	if (!id || !ip.len)
 		return cm_fail(EINVAL);
-	pthread_mutex_lock(&id->lock);
-	struct cm_group *g = NULL;
-	for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
-		if ((*p)->ip_len == ip.len && !memcmp((*p)->ip, ip.data, ip.len)) {
-			g = *p;
-			*p = g->next;
-			break;
-		}
-	pthread_mutex_unlock(&id->lock);
+	struct cm_group *g = unlink_group(id, ip.data, ip.len);
 	if (!g)
 		return cm_fail(EADDRNOTAVAIL);
 	if (g->attached && id->id.qp)
 		ibv_detach_mcast(id->id.qp, &g->mgid, g->lid);
-	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
-	mc.ip = ip;
-	mc.lid = g->lid;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_LEAVE_MULTICAST;
-	req.leave_multicast = &mc;
-	int e = cm_call(id, &req, NULL);
+	int e = call_multicast(id, g, 0);
 	free(g);
 	return e ? cm_fail(e) : 0;
 }

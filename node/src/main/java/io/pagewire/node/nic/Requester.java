@@ -277,12 +277,13 @@ final class Requester {
             if (sendPsn - unacked >= sendWindow) {
                 break;
             }
+            int index = wqes.indexOf(sendPsn);
+            SendWqe wqe = wqes.get(index);
             String to;
             if (qp.datagram()) {
-                SendWqe next = wqes.get(wqes.indexOf(sendPsn));
-                boolean multicast = Lids.isMulticast(next.wr.datagram().lid());
-                to = multicast ? PacketRouter.ALL_NODES : next.wr.datagram().node();
-                NicCounter dropped = next.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG
+                boolean multicast = Lids.isMulticast(wqe.wr.datagram().lid());
+                to = multicast ? PacketRouter.ALL_NODES : wqe.wr.datagram().node();
+                NicCounter dropped = wqe.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG
                         : !multicast && (to == null || !nic.router().reaches(to)) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE : null;
                 if (dropped != null) {
                     // Lost on the way (no node has the address, or its link is down), or, longer than the MTU,
@@ -307,8 +308,6 @@ final class Requester {
             if (!pacing.hasRoom()) {
                 break;
             }
-            int index = wqes.indexOf(sendPsn);
-            SendWqe wqe = wqes.get(index);
             if (sendPsn == wqe.psnFirst && wqe.fenced() && readOrAtomicBefore(index)) {
                 break; // IBV_SEND_FENCE: the READs and atomics posted before it finish first
             }
