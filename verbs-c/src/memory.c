@@ -334,7 +334,12 @@ int pw_private_copy(uint64_t first, uint64_t end)
 	if (copy == MAP_FAILED)
 		return errno;
 	copy_pages(copy, first, n);
-	if (mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == MAP_FAILED) {
+	/*
+	 * The system call itself, not libc's mremap: a program may hook mremap to watch its mappings, and
+	 * UCX 1.13's hook takes four arguments, so the new address arrives as NULL (EPERM). The pages keep
+	 * their addresses and bytes, so no watcher needs to hear of this.
+	 */
+	if (syscall(SYS_mremap, copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == -1) {
 		int e = errno;
 		munmap(copy, n);
 		return e;

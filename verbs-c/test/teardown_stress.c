@@ -5,7 +5,8 @@
  * closed with registrations still open, buffers freed before they are deregistered, the same page
  * registered twice in one protection domain and in two. Several threads do it at once, each on its
  * own context. Every neighbour must keep its bytes and the heap must stay whole (glibc aborts on a
- * corrupt chunk; ASan reports it). Run on a Pagewire node (PAGEWIRE_NODE) or any verbs device:
+ * corrupt chunk; ASan reports it). The program hooks mremap as UCX 1.13 does (its hook passes four
+ * arguments on, so a fixed-address remap gets a NULL address): the library must not depend on it. Run on a Pagewire node (PAGEWIRE_NODE) or any verbs device:
  *   pagewire-verbs-teardown [SECONDS [SEED [THREADS]]]      # prints its seed; exit 0 when nothing broke
  */
 #include <errno.h>
@@ -16,7 +17,18 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <infiniband/verbs.h>
+
+/* A memory hook as UCX 1.13's UCM installs it: mremap with four arguments, the fifth (new address) lost. */
+void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...)
+{
+	long r = syscall(SYS_mremap, old_address, old_size, new_size, flags, NULL);
+	return r == -1 ? MAP_FAILED : (void *)r;
+}
 
 #define SLOTS 24
 

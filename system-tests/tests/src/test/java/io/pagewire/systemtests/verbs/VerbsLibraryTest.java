@@ -80,7 +80,7 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
         long seed = Long.getLong("pagewire.verbs.seed", System.nanoTime() & 0xffffffffL);
         Run run = VerbsPrograms.run(client.target(), 90, VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-teardown").toString(), "10",
                 String.valueOf(seed), "3");
-        assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("ok teardown");
+        assertThat(run.output()).as(run.output()).doesNotContain("FAIL", "cannot give").contains("ok teardown");
         run.succeeded();
     }
 
