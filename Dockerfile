@@ -31,11 +31,12 @@ RUN mvn -B -q -DskipTests -pl tools -am package && cp tools/target/pagewire.jar 
 
 FROM ${RUNTIME_IMAGE} AS node
 # What verbs programs beside the node need: libibverbs and librdmacm (they link them), protobuf-c (the
-# library does), and Debian's ibverbs-utils, rdmacm-utils and perftest to try it (the debootstrapped
+# library does), and Debian's ibverbs-utils, rdmacm-utils, perftest and UCX to try it (the debootstrapped
 # runtime image has them all).
-RUN dpkg-query -W libibverbs1 librdmacm1 libprotobuf-c1 ibverbs-utils rdmacm-utils perftest >/dev/null 2>&1 || { apt-get update -qq \
+RUN dpkg-query -W libibverbs1 librdmacm1 libprotobuf-c1 ibverbs-utils rdmacm-utils perftest libucx0 ucx-utils >/dev/null 2>&1 \
+ || { apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libibverbs1 librdmacm1 libprotobuf-c1 ibverbs-utils \
-    rdmacm-utils perftest \
+    rdmacm-utils perftest libucx0 ucx-utils \
  && rm -rf /var/lib/apt/lists/*; }
 RUN groupadd --system --gid 7100 pagewire \
  && useradd --system --uid 7100 --gid pagewire --home-dir /var/lib/pagewire --create-home --shell /usr/sbin/nologin pagewire \
@@ -47,6 +48,10 @@ COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
 # LD_PRELOAD="/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so".
 COPY --from=build /verbs/ /usr/lib/pagewire/
 COPY deploy/docker/pagewire-health /usr/lib/pagewire/pagewire-health
+# Makes /dev/infiniband/uverbs0..3 for software that looks for a device's file (UCX): it needs root,
+# and /dev is the container's own, so a one-shot root container runs it (--null) into a volume the
+# nodes mount at /dev/infiniband (docker-compose.yml's uverbs-devices, the pods' init container; docs/verbs.md).
+COPY deploy/uverbs-device-files.sh /usr/lib/pagewire/uverbs-device-files.sh
 # The node's emulated physical memory is a file in the ring directory (put it on a tmpfs, such as a
 # host's /dev/shm, to keep it in RAM), off the heap: size the container's memory limit for
 # PAGEWIRE_KERNEL_PHYSICAL_MEMORY_BYTES plus the heap plus ~100 MiB; the node's JVM takes 40 % of the

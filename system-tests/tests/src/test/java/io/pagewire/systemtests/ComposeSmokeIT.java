@@ -93,6 +93,22 @@ class ComposeSmokeIT {
             }
             assertThat(rping.code()).as("rping in node-1's container against node-2's:\n" + rping.output()).isZero();
             assertThat(rping.output()).contains("ping data: rdma-ping-9");
+            // ... and Debian's UCX: it sees the device (the uverbs-devices service made its files) and runs
+            // between the two containers. UCX registers tens of MiB up front, more than the testbed's 64 MiB
+            // memlock limit pins; under PIN_ON_MISS a page is pinned only while the NIC's TLB holds it.
+            Result ucxInfo = run(60, "docker", "exec", node1, "sh", "-c", withCm + " ucx_info -d");
+            assertThat(ucxInfo.output()).as("ucx_info -d in node-1's container:\n" + ucxInfo.output())
+                    .contains("Memory domain: pagewire0", "Transport: rc_verbs", "Transport: ud_verbs", "Connection manager: rdmacm");
+            String ucx = withCm + " UCX_TLS=rc_v UCX_NET_DEVICES=pagewire0:1 PAGEWIRE_VERBS_REGISTRATION=PIN_ON_MISS";
+            Result ucxServer = run(10, "docker", "exec", "-d", node2, "sh", "-c", ucx + " timeout 60 ucx_perftest -p 13337");
+            assertThat(ucxServer.code()).as("the ucx_perftest server:\n" + ucxServer.output()).isZero();
+            Result ucxClient = null;
+            for (int attempt = 0; attempt < 20 && (ucxClient == null || ucxClient.code() != 0); attempt++) {
+                Thread.sleep(500); // the server listens on its TCP port
+                ucxClient = run(70, "docker", "exec", node1, "sh", "-c", ucx + " timeout 60 ucx_perftest -p 13337 node-2 -t tag_lat -n 100");
+            }
+            assertThat(ucxClient.code()).as("ucx_perftest -t tag_lat in node-1's container against node-2's:\n" + ucxClient.output()).isZero();
+            assertThat(ucxClient.output()).contains("Final:").doesNotContain("ERROR", "pagewire-verbs error");
 
             FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
             assertThat(first.message()).isEqualTo("hello, pagewire");

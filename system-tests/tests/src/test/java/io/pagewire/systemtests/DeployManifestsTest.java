@@ -130,6 +130,40 @@ class DeployManifestsTest {
     }
 
     /**
+     * UCX takes a device only when /dev/infiniband/uverbsN is a character device it may read and
+     * write: a root init container with CAP_MKNOD alone runs the image's script into a volume the
+     * node mounts there, read-only; the node itself stays non-root.
+     */
+    @Test
+    void eachPodGetsTheDeviceFilesUcxLooksFor() throws IOException {
+        StatefulSet set = one(documents(), "StatefulSet", StatefulSet.class);
+        var pod = set.getSpec().getTemplate().getSpec();
+        Container node = pod.getContainers().get(0);
+        assertThat(pod.getInitContainers()).as("one init container makes the device files").hasSize(1);
+        Container init = pod.getInitContainers().get(0);
+        String script = "/usr/lib/pagewire/uverbs-device-files.sh";
+        assertThat(init.getCommand()).as("null devices: a pod may not access any other").containsExactly(script, "--null");
+        assertThat(Files.readString(MANIFEST.resolveSibling("../../Dockerfile"))).as("the image carries the script")
+                .contains("COPY deploy/uverbs-device-files.sh " + script);
+        assertThat(init.getImage()).isEqualTo(node.getImage());
+        assertThat(init.getSecurityContext().getRunAsUser()).as("mknod needs root").isZero();
+        assertThat(init.getSecurityContext().getCapabilities().getAdd()).containsExactly("MKNOD");
+        assertThat(init.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
+        assertThat(pod.getSecurityContext().getRunAsUser()).as("the node runs as the image's user").isEqualTo(7100L);
+        var made = init.getVolumeMounts().stream().filter(m -> m.getMountPath().equals("/dev/infiniband")).findFirst()
+                .orElseThrow(() -> new AssertionError("the init container has no volume at /dev/infiniband"));
+        assertThat(pod.getVolumes()).anySatisfy(v -> {
+            assertThat(v.getName()).isEqualTo(made.getName());
+            assertThat(v.getEmptyDir()).isNotNull();
+        });
+        assertThat(node.getVolumeMounts()).as("the node sees the files at /dev/infiniband, read-only").anySatisfy(m -> {
+            assertThat(m.getName()).isEqualTo(made.getName());
+            assertThat(m.getMountPath()).isEqualTo("/dev/infiniband");
+            assertThat(m.getReadOnly()).isTrue();
+        });
+    }
+
+    /**
      * The Secret made as the manifest's header says ({@code pagewire certs}, then {@code kubectl create
      * secret generic} with the header's files, named as --from-file names them), mounted as the
      * StatefulSet's volume mounts it: every file each pod's node reads is there, and neither the
