@@ -1,6 +1,6 @@
 /*
  * The connection manager's endpoint API: rdma_getaddrinfo, rdma_create_ep and rdma_get_request (ids
- * that wait for their own events), and rsockets' poll and select, which rdma-core's examples bind to.
+ * that wait for their own events).
  */
 #include "cm_objects.h"
 
@@ -161,19 +161,3 @@ err: {
 	return cm_fail(e ? e : EINVAL);
 }
 }
-
-/*
- * rsockets' poll and select, which rdma-core's examples (rping, ucmatose, udaddy) bind to for their
- * rsocket mode. This library makes no rsockets (rsocket() is not provided yet), so every descriptor a
- * program hands them is an ordinary one, which rsockets pass to poll(2) and select(2) as they are.
- */
-EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
-{
-	return poll(fds, nfds, timeout);
-}
-
-EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
-{
-	return select(nfds, readfds, writefds, exceptfds, timeout);
-}
-

@@ -1,7 +1,7 @@
 /*
  * What the connection manager's files (cm.c: the node, channels, ids, connecting and events; cm_qp.c:
  * the queue pairs of ids; cm_endpoint.c: rdma_getaddrinfo and the synchronous endpoint API) share:
- * the library's views of librdmacm's objects.
+ * the library's views of librdmacm's objects. rsocket.c builds rsockets on their public calls.
  */
 #ifndef PAGEWIRE_VERBS_CM_OBJECTS_H
 #define PAGEWIRE_VERBS_CM_OBJECTS_H

@@ -156,6 +156,46 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
         assertThat(clientRun.output()).contains("DISCONNECT EVENT");
     }
 
+    /** rsockets' stream cases, server and client, on the sanitized libraries: every case passes, no finding in either. */
+    @Test
+    void rsocketsRunCleanUnderTheSanitizers() throws Exception {
+        Path binary = SANITIZED.resolve("bin/pagewire-verbs-rsockets");
+        assertThat(binary).as("the sanitized build (make -C verbs-c sanitized)").isExecutable();
+        List<String> environment = List.of("LD_PRELOAD=", "LD_LIBRARY_PATH=" + SANITIZED.resolve("lib"),
+                "ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:exitcode=86", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1");
+        String port = String.valueOf(freePort());
+        Program s = VerbsPrograms.start(server.target(), environment, binary.toString(), "server", "127.0.1.2", port);
+        Thread.sleep(1500); // the server listens before the client's cases that need it
+        Run clientRun = VerbsPrograms.start(client.target(), environment, binary.toString(), "client", "127.0.1.2", port).await(120);
+        Run serverRun = s.await(60);
+        for (Run run : List.of(clientRun, serverRun)) {
+            for (String finding : FINDINGS) {
+                assertThat(run.output()).as("%s found by a sanitizer:%n%s", run.command(), run.output()).doesNotContain(finding);
+            }
+            assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("PASSED");
+            run.succeeded();
+        }
+    }
+
+    /** rstream, verifying every byte, under valgrind on both nodes: no invalid access in the rsockets' buffers and credits. */
+    @Test
+    void valgrindFindsNoErrorInAnRstream() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/valgrind")), "valgrind is not installed (verbs-c/ensure-packages.sh)");
+        String port = String.valueOf(freePort());
+        List<String> valgrind = List.of("valgrind", "--error-exitcode=99", "--track-origins=no");
+        Program s = VerbsPrograms.start(server.target(), concat(valgrind, "rstream", "-b", "127.0.1.2", "-p", port, "-S", "100000", "-C", "10",
+                "-T", "v"));
+        Thread.sleep(4000); // valgrind starts slowly; the server must listen before the client connects
+        Program c = VerbsPrograms.start(client.target(), concat(valgrind, "rstream", "-s", "127.0.1.2", "-p", port, "-S", "100000", "-C", "10",
+                "-T", "v"));
+        Run clientRun = c.await(150);
+        Run serverRun = s.await(60);
+        for (Run run : List.of(clientRun, serverRun)) {
+            assertThat(run.output()).as(run.output()).contains("ERROR SUMMARY: 0 errors");
+            run.succeeded();
+        }
+    }
+
     /** Runs one of the sanitized test programs with the sanitized library in libibverbs' place. */
     private Run sanitized(long seconds, String program, String... args) throws Exception {
         Path binary = SANITIZED.resolve("bin").resolve(program);

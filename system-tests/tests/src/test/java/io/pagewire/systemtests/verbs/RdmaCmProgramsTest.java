@@ -8,6 +8,8 @@ import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -15,13 +17,14 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Debian's rdma_cm programs, unmodified, between two nodes through the library's connection manager:
+ * Debian's rdma_cm programs (and its rsockets programs), unmodified, between two nodes through the library's connection manager:
  * each node answers to its own address (node-1 127.0.1.1, node-2 127.0.1.2), the server runs on node-2
  * and the client on node-1, connected by address and port as on any RDMA network. Afterwards neither
  * node keeps an id or a channel.
@@ -123,6 +126,65 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         port = String.valueOf(freePort());
         runs = pair(env, List.of("rdma_xserver", "-p", port), List.of("rdma_xclient", "-s", SERVER_ADDRESS, "-p", port));
         assertThat(runs[1].output()).contains("rdma_xclient: end 0");
+    }
+
+    /**
+     * rsockets: rdma-core's rstream (blocking, verifying every byte), riostream (riomap and riowrite:
+     * RDMA WRITEs into the peer's announced window, which it watches in memory) and rcopy (a file),
+     * unmodified, on the library's rsockets over an RC pair.
+     */
+    @ParameterizedTest(name = "rstream, riostream and rcopy under {0}")
+    @MethodSource("everyMode")
+    void rsocketProgramsMoveTheirBytesUnderEachRegistrationMode(String mode, @TempDir Path files) throws Exception {
+        List<String> env = List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode);
+        ModeMeters before = ModeMeters.of(server, mode);
+        String port = String.valueOf(freePort());
+        Run[] runs = pair(env, List.of("rstream", "-b", SERVER_ADDRESS, "-p", port, "-S", "100000", "-C", "40", "-T", "v"),
+                List.of("rstream", "-s", SERVER_ADDRESS, "-p", port, "-S", "100000", "-C", "40", "-T", "v"));
+        assertThat(runs[1].output()).as(runs[1].output()).containsPattern("custom\\s+97k\\s+40\\s");
+        before.assertUsedBy(server);
+        port = String.valueOf(freePort());
+        runs = pair(env, List.of("riostream", "-b", SERVER_ADDRESS, "-p", port, "-S", "65536", "-C", "40", "-T", "v"),
+                List.of("riostream", "-s", SERVER_ADDRESS, "-p", port, "-S", "65536", "-C", "40", "-T", "v"));
+        assertThat(runs[1].output()).as(runs[1].output()).containsPattern("custom\\s+64k\\s+40\\s");
+        Path source = files.resolve("source");
+        Path copy = files.resolve("copy");
+        byte[] bytes = new byte[3_000_017];
+        new java.util.Random(42).nextBytes(bytes);
+        Files.write(source, bytes);
+        port = String.valueOf(freePort());
+        Program s = VerbsPrograms.start(server.target(), env, "rcopy", "-p", port); // serves until killed
+        awaitTrue(() -> server.connectionManager().idCount() > 0, 10_000, "rcopy listens");
+        Run c = VerbsPrograms.start(client.target(), env, "rcopy", source.toString(), SERVER_ADDRESS + ":" + copy, "-p", port).await(60);
+        s.kill();
+        c.succeeded();
+        assertThat(Files.readAllBytes(copy)).as("the copy rcopy wrote on the server's side").isEqualTo(bytes);
+    }
+
+    /** rstream's other modes: nonblocking calls that spin on EAGAIN, and rpoll before each call. */
+    @ParameterizedTest(name = "rstream -T {0}")
+    @ValueSource(strings = {"n", "a"})
+    void rstreamRunsNonblockingAndThroughRpoll(String test) throws Exception {
+        String port = String.valueOf(freePort());
+        Run[] runs = pair(List.of(), List.of("rstream", "-b", SERVER_ADDRESS, "-p", port, "-S", "65536", "-C", "40", "-T", test, "-T", "v"),
+                List.of("rstream", "-s", SERVER_ADDRESS, "-p", port, "-S", "65536", "-C", "40", "-T", test, "-T", "v"));
+        assertThat(runs[1].output()).as(runs[1].output()).containsPattern("custom\\s+64k\\s+40\\s");
+    }
+
+    /**
+     * rsockets' stream semantics case by case (pagewire-verbs-rsockets): refusal, an address nobody
+     * owns, nonblocking connect and SO_ERROR, gathered sends, MSG_PEEK, MSG_WAITALL, EAGAIN,
+     * shutdown(SHUT_WR) and end of file, EPIPE, bytes sent right before a close, rpoll and rselect.
+     */
+    @Test
+    void rsocketsBehaveAsStreamSockets() throws Exception {
+        String port = String.valueOf(freePort());
+        String program = VerbsPrograms.DIRECTORY.resolve("bin/pagewire-verbs-rsockets").toString();
+        Run[] runs = pair(List.of(), List.of(program, "server", SERVER_ADDRESS, port), List.of(program, "client", SERVER_ADDRESS, port));
+        for (Run run : runs) {
+            assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("PASSED");
+        }
+        assertThat(runs[1].output()).contains("ok connect-to-a-port-nobody-listens-on-is-refused", "ok bytes-sent-before-close-arrive");
     }
 
     static Stream<Arguments> perftests() {
@@ -242,8 +304,10 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         Program c = VerbsPrograms.start(client.target(), env, clientArgs.toArray(String[]::new));
         Run clientRun = c.await(120);
         Run serverRun = s.await(30);
-        clientRun.succeeded();
-        serverRun.succeeded();
+        for (Run run : List.of(clientRun, serverRun)) {
+            assertThat(run.exitCode()).as("%s exited with %d%nclient's output:%n%s%nserver's output:%n%s", run == clientRun ? "the client"
+                    : "the server", run.exitCode(), clientRun.output(), serverRun.output()).isZero();
+        }
         return new Run[] {serverRun, clientRun};
     }
 
