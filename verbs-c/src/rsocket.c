@@ -18,98 +18,12 @@
  */
 #include "cm_objects.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
-#include <time.h>
-
-#include <rdma/rsocket.h>
-
-#define RS_MSG 65536            /* bytes per message and per buffer */
-#define RS_DEFAULT_BUFFERS 16   /* receive buffers and send slots: 1 MiB each way */
-#define RS_MIN_BUFFERS 16
-#define RS_MAX_BUFFERS 256
-#define RS_RESERVED 8           /* receives kept for control messages: CREDITs in flight (< 4) and a FIN */
-#define RS_MAX_FD 65536
-#define RS_MAX_MAPS 16
-
-#define RS_IMM_TYPE(imm) ((imm) >> 28)
-#define RS_IMM_VALUE(imm) ((imm) & 0x0fffffffu)
-enum { RS_CREDIT = 1, RS_FIN = 2, RS_IOMAP = 3 };
-/* What a wr_id says (an error completion's opcode is undefined): a receive's buffer, a control message, a slot. */
-#define RS_RECV_WR ((uint64_t)1 << 62)
-#define RS_CTRL_WR ((uint64_t)1 << 61)
-#define RS_INDEX(wr_id) ((int)((wr_id) & 0xffffffu))
-
-enum rs_state { RS_NEW, RS_BOUND, RS_LISTENING, RS_RESOLVING_ADDR, RS_RESOLVING_ROUTE, RS_CONNECTING, RS_ACCEPTING, RS_CONNECTED,
-		RS_CLOSED, RS_FAILED };
-
-/* What the connection's private data carries. */
-struct rs_hello {
-	uint8_t version;
-	uint8_t reserved[3];
-	uint32_t buffers; /* receive buffers posted, network order */
-};
-
-/* The payload of an IOMAP message: a window the peer may riowrite into. */
-struct rs_window {
-	uint64_t offset, address, length;
-	uint32_t rkey, pad;
-};
-
-/* A request a listening rsocket took from its channel and holds until raccept. */
-struct rs_request {
-	struct rdma_cm_id *id;
-	uint32_t peer_buffers;
-	struct rs_request *next;
-};
-
-struct rsock {
-	int fd;
-	int type;
-	pthread_mutex_t lock;
-	struct rdma_event_channel *channel;
-	struct rdma_cm_id *id;
-	enum rs_state state;
-	int error;                       /* SO_ERROR, once */
-	int nonblocking;
-	int shut_read, shut_write, fin_sent, peer_fin;
-	/* options */
-	int sndbuf, rcvbuf, nodelay, keepalive, keepidle, reuseaddr, inline_size, iomap_size;
-	struct linger linger;
-	/* listening */
-	struct rs_request *requests, **requests_tail;
-	struct rdma_cm_id *rejected;     /* a request turned away, destroyed after its event's ack */
-	int backlog, queued;
-	/* connected: verbs */
-	struct ibv_pd *own_pd;           /* when the id came without the device's PD */
-	struct ibv_comp_channel *completions;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	int rcount, scount;
-	uint8_t *rbuf, *sbuf;
-	struct ibv_mr *rmr, *smr;
-	/* receive buffers holding data, in arrival order: index, length, bytes read */
-	struct rs_filled { int index; uint32_t length, read; } *filled;
-	int filled_head, filled_count;
-	int freed;                      /* buffers given back since the last CREDIT */
-	int credits;                    /* data messages this side may still send */
-	int *free_slots, free_count;    /* send slots */
-	int unsignaled_ctrl;            /* control messages not yet completed */
-	/* riomap */
-	struct rs_map { off_t offset; void *address; size_t length; struct ibv_mr *mr; } local[RS_MAX_MAPS];
-	struct rs_window remote[RS_MAX_MAPS];
-	int remote_count;
-};
+#include "rs_objects.h"
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rsock *table[RS_MAX_FD];
 
-static struct rsock *rs_get(int fd)
+struct rsock *rs_get(int fd)
 {
 	if (fd < 0 || fd >= RS_MAX_FD)
 		return NULL;
@@ -119,7 +33,7 @@ static struct rsock *rs_get(int fd)
 	return rs;
 }
 
-static int rs_fail(int e)
+int rs_fail(int e)
 {
 	errno = e;
 	return -1;
@@ -175,18 +89,19 @@ EXPORT int rsocket(int domain, int type, int protocol)
 {
 	if (domain != AF_INET && domain != AF_INET6)
 		return rs_fail(EAFNOSUPPORT);
-	if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
-		return rs_fail(EPROTONOSUPPORT); /* datagram rsockets are not provided yet */
+	int kind = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (!((kind == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) || (kind == SOCK_DGRAM && (!protocol || protocol == IPPROTO_UDP))))
+		return rs_fail(EPROTONOSUPPORT);
 	struct rdma_event_channel *channel = rdma_create_event_channel();
 	if (!channel)
 		return -1;
 	struct rdma_cm_id *id;
-	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP)) {
+	if (rdma_create_id(channel, &id, NULL, kind == SOCK_STREAM ? RDMA_PS_TCP : RDMA_PS_UDP)) {
 		int e = errno;
 		rdma_destroy_event_channel(channel);
 		return rs_fail(e);
 	}
-	struct rsock *rs = rs_alloc(channel, id, SOCK_STREAM);
+	struct rsock *rs = rs_alloc(channel, id, kind);
 	if (!rs) {
 		int e = errno;
 		rdma_destroy_id(id);
@@ -200,14 +115,14 @@ EXPORT int rsocket(int domain, int type, int protocol)
 
 /* ---- the connection's verbs ---------------------------------------------------------------------- */
 
-static int post_receive(struct rsock *rs, int index)
+int rs_post_receive(struct rsock *rs, int index, uint32_t bytes)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)rs->rbuf + (size_t)index * RS_MSG, .length = RS_MSG, .lkey = rs->rmr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)rs->rbuf + (size_t)index * bytes, .length = bytes, .lkey = rs->rmr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = RS_RECV_WR | (uint64_t)index, .sg_list = &sge, .num_sge = 1 }, *bad;
 	return ibv_post_recv(rs->qp, &wr, &bad);
 }
 
-static void *map_buffers(size_t bytes)
+void *rs_map_buffers(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
@@ -239,8 +154,10 @@ static int rs_make_pair(struct rsock *rs)
 	if (rdma_create_qp(rs->id, rs->id->pd, &attr))
 		return errno ? errno : EINVAL;
 	rs->qp = rs->id->qp;
-	rs->rbuf = map_buffers((size_t)rs->rcount * RS_MSG);
-	rs->sbuf = map_buffers((size_t)rs->scount * RS_MSG);
+	rs->rbuf_size = (size_t)rs->rcount * RS_MSG;
+	rs->sbuf_size = (size_t)rs->scount * RS_MSG;
+	rs->rbuf = rs_map_buffers(rs->rbuf_size);
+	rs->sbuf = rs_map_buffers(rs->sbuf_size);
 	rs->filled = calloc((size_t)rs->rcount, sizeof(*rs->filled));
 	rs->free_slots = calloc((size_t)rs->scount, sizeof(int));
 	if (!rs->rbuf || !rs->sbuf || !rs->filled || !rs->free_slots)
@@ -253,7 +170,7 @@ static int rs_make_pair(struct rsock *rs)
 		rs->free_slots[i] = i;
 	rs->free_count = rs->scount;
 	for (int i = 0; i < rs->rcount; i++)
-		if (post_receive(rs, i))
+		if (rs_post_receive(rs, i, RS_MSG))
 			return errno ? errno : EIO;
 	return 0;
 }
@@ -280,9 +197,9 @@ static void rs_free_pair(struct rsock *rs)
 		ibv_destroy_comp_channel(rs->completions);
 	rs->completions = NULL;
 	if (rs->rbuf)
-		munmap(rs->rbuf, (size_t)rs->rcount * RS_MSG);
+		munmap(rs->rbuf, rs->rbuf_size);
 	if (rs->sbuf)
-		munmap(rs->sbuf, (size_t)rs->scount * RS_MSG);
+		munmap(rs->sbuf, rs->sbuf_size);
 	rs->rbuf = rs->sbuf = NULL;
 	free(rs->filled);
 	free(rs->free_slots);
@@ -335,7 +252,7 @@ static void fail(struct rsock *rs, int e)
 /* Gives a read buffer back to the peer: reposted, and counted towards the next CREDIT. */
 static void give_back(struct rsock *rs, int index)
 {
-	if (post_receive(rs, index)) {
+	if (rs_post_receive(rs, index, RS_MSG)) {
 		fail(rs, ECONNRESET);
 		return;
 	}
@@ -348,6 +265,10 @@ static void give_back(struct rsock *rs, int index)
 
 static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 {
+	if (rs->type == SOCK_DGRAM) {
+		ds_on_receive(rs, wc);
+		return;
+	}
 	int index = RS_INDEX(wc->wr_id);
 	if (wc->wc_flags & IBV_WC_WITH_IMM) {
 		uint32_t imm = ntohl(wc->imm_data);
@@ -375,7 +296,7 @@ static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 			give_back(rs, index);
 			return;
 		}
-		if (post_receive(rs, index)) /* a control message's buffer: straight back, no credit */
+		if (rs_post_receive(rs, index, RS_MSG)) /* a control message's buffer: straight back, no credit */
 			fail(rs, ECONNRESET);
 		return;
 	}
@@ -393,7 +314,7 @@ static void poll_completions(struct rsock *rs)
 	while ((n = ibv_poll_cq(rs->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			uint64_t id = wc[i].wr_id;
-			if (wc[i].status != IBV_WC_SUCCESS) {
+			if (wc[i].status != IBV_WC_SUCCESS && rs->type == SOCK_STREAM) {
 				/* flushed when the pair went to error (a disconnect); else the connection broke */
 				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 					fail(rs, ECONNRESET);
@@ -490,17 +411,19 @@ static void on_request(struct rsock *rs, struct rdma_cm_event *ev)
 }
 
 /* Everything that came without waiting: completions, then connection events. Under rs->lock. */
-static void rs_progress(struct rsock *rs)
+void rs_progress(struct rsock *rs)
 {
 	poll_completions(rs);
 	struct rdma_cm_event *ev;
 	while (rs->channel && rdma_get_cm_event(rs->channel, &ev) == 0) {
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct rdma_cm_id *id = ev->id;
-			if (rs->state == RS_LISTENING)
+			if (rs->type == SOCK_DGRAM)
+				ds_on_request(rs, ev); /* SIDR: answered with the socket's pair */
+			else if (rs->state == RS_LISTENING)
 				on_request(rs, ev);
 			rdma_ack_cm_event(ev);
-			if (rs->state != RS_LISTENING || rs->rejected == id)
+			if (rs->type == SOCK_DGRAM || rs->state != RS_LISTENING || rs->rejected == id)
 				rdma_destroy_id(id);
 			rs->rejected = NULL;
 			continue;
@@ -513,6 +436,8 @@ static void rs_progress(struct rsock *rs)
 
 static int readable(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM)
+		return ds_readable(rs);
 	if (rs->state == RS_LISTENING)
 		return rs->queued > 0;
 	return rs->filled_count > 0 || rs->peer_fin || rs->shut_read || rs->state == RS_FAILED || rs->state == RS_CLOSED;
@@ -520,6 +445,8 @@ static int readable(struct rsock *rs)
 
 static int writable(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM)
+		return ds_writable(rs);
 	if (rs->state == RS_CONNECTED)
 		return (rs->credits > 0 && rs->free_count > 0) || rs->shut_write;
 	return rs->state == RS_FAILED || rs->state == RS_CLOSED;
@@ -562,7 +489,7 @@ static void rs_ack_notifications(struct rsock *rs)
 		ibv_ack_cq_events(cq, 1);
 }
 
-static int64_t now_ms(void)
+int64_t rs_now_ms(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -573,9 +500,9 @@ static int64_t now_ms(void)
  * Waits until `ready` holds (progress made each time something wakes the rsocket), or the timeout
  * (ms, -1: none) passes. Called and returns with rs->lock held; waits without it.
  */
-static int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout)
+int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout)
 {
-	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int64_t deadline = timeout < 0 ? -1 : rs_now_ms() + timeout;
 	for (;;) {
 		rs_progress(rs);
 		if (ready(rs))
@@ -585,7 +512,7 @@ static int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout)
 		rs_progress(rs); /* what came between the last look and arming */
 		if (ready(rs))
 			return 0;
-		int left = deadline < 0 ? -1 : (int)(deadline - now_ms());
+		int left = deadline < 0 ? -1 : (int)(deadline - rs_now_ms());
 		if (deadline >= 0 && left <= 0)
 			return ETIMEDOUT;
 		pthread_mutex_unlock(&rs->lock);
@@ -604,7 +531,8 @@ EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	if (!addr || addrlen < sizeof(struct sockaddr_in))
 		return rs_fail(EINVAL);
 	pthread_mutex_lock(&rs->lock);
-	int r = rs->state != RS_NEW ? rs_fail(EINVAL) : rdma_bind_addr(rs->id, (struct sockaddr *)addr);
+	int r = rs->state != RS_NEW ? rs_fail(EINVAL)
+		: rs->type == SOCK_DGRAM ? ds_bind(rs, addr) : rdma_bind_addr(rs->id, (struct sockaddr *)addr);
 	if (!r)
 		rs->state = RS_BOUND;
 	pthread_mutex_unlock(&rs->lock);
@@ -645,7 +573,9 @@ EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 		return rs_fail(EINVAL);
 	pthread_mutex_lock(&rs->lock);
 	int r = 0;
-	if (rs->state == RS_CONNECTED) {
+	if (rs->type == SOCK_DGRAM) {
+		r = ds_connect(rs, addr);
+	} else if (rs->state == RS_CONNECTED) {
 		r = rs_fail(EISCONN);
 	} else if (rs->state == RS_RESOLVING_ADDR || rs->state == RS_RESOLVING_ROUTE || rs->state == RS_CONNECTING) {
 		r = rs_fail(EALREADY);
@@ -803,6 +733,8 @@ static int post_message(struct rsock *rs, int slot, uint32_t length, int imm_typ
 /* Sends from an iovec; the bytes sent, or -1 with errno. Under rs->lock. */
 static ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
 {
+	if (rs->type == SOCK_DGRAM)
+		return ds_sendv(rs, iov, iovcnt, flags, NULL);
 	size_t total = 0, want = 0;
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
@@ -867,6 +799,8 @@ static int can_receive(struct rsock *rs)
 /* Receives into an iovec; the bytes read, 0 at end of file, or -1 with errno. Under rs->lock. */
 static ssize_t rs_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
 {
+	if (rs->type == SOCK_DGRAM)
+		return ds_recvv(rs, iov, iovcnt, flags, NULL, NULL);
 	size_t want = 0, total = 0;
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
@@ -951,9 +885,16 @@ EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 
 EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags, const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	(void)dest_addr; /* a stream socket's peer is its connection's, as send(2) on a connected TCP socket */
-	(void)addrlen;
-	return rsend(socket, buf, len, flags);
+	RS_GET(rs, socket);
+	if (rs->type != SOCK_DGRAM || !dest_addr)
+		return rsend(socket, buf, len, flags); /* a stream socket's peer is its connection's, as with TCP */
+	if (addrlen < sizeof(struct sockaddr_in))
+		return rs_fail(EINVAL);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+	pthread_mutex_lock(&rs->lock);
+	ssize_t r = ds_sendv(rs, &v, 1, flags, dest_addr);
+	pthread_mutex_unlock(&rs->lock);
+	return r;
 }
 
 EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
@@ -995,6 +936,14 @@ EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 
 EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags, struct sockaddr *src_addr, socklen_t *addrlen)
 {
+	RS_GET(rs, socket);
+	if (rs->type == SOCK_DGRAM) {
+		struct iovec v = { .iov_base = buf, .iov_len = len };
+		pthread_mutex_lock(&rs->lock);
+		ssize_t r = ds_recvv(rs, &v, 1, flags, src_addr, addrlen);
+		pthread_mutex_unlock(&rs->lock);
+		return r;
+	}
 	ssize_t r = rrecv(socket, buf, len, flags);
 	if (r >= 0 && src_addr && addrlen)
 		rgetpeername(socket, src_addr, addrlen);
@@ -1175,7 +1124,10 @@ EXPORT int rshutdown(int socket, int how)
 		return rs_fail(EINVAL);
 	pthread_mutex_lock(&rs->lock);
 	int r = 0;
-	if (rs->state != RS_CONNECTED && rs->state != RS_CLOSED && rs->state != RS_FAILED && rs->state != RS_ACCEPTING) {
+	if (rs->type == SOCK_DGRAM) {
+		rs->shut_read |= how != SHUT_WR;
+		rs->shut_write |= how != SHUT_RD;
+	} else if (rs->state != RS_CONNECTED && rs->state != RS_CLOSED && rs->state != RS_FAILED && rs->state != RS_ACCEPTING) {
 		r = rs_fail(ENOTCONN);
 	} else {
 		if (how != SHUT_WR)
@@ -1213,6 +1165,8 @@ EXPORT int rclose(int socket)
 		if (rs->state == RS_CONNECTED)
 			rdma_disconnect(rs->id);
 	}
+	if (rs->type == SOCK_DGRAM)
+		ds_free(rs);
 	while (rs->requests) {
 		struct rs_request *req = rs->requests;
 		rs->requests = req->next;
@@ -1244,6 +1198,12 @@ static int copy_address(const struct sockaddr *from, struct sockaddr *addr, sock
 EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
 	RS_GET(rs, socket);
+	if (rs->type == SOCK_DGRAM) {
+		pthread_mutex_lock(&rs->lock);
+		int r = addr && addrlen ? ds_peer_name(rs, addr, addrlen) : rs_fail(EFAULT);
+		pthread_mutex_unlock(&rs->lock);
+		return r;
+	}
 	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING && rs->state != RS_CLOSED)
 		return rs_fail(ENOTCONN);
 	return copy_address(rdma_get_peer_addr(rs->id), addr, addrlen);
@@ -1374,7 +1334,7 @@ EXPORT int rfcntl(int socket, int cmd, ...)
  */
 EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int64_t deadline = timeout < 0 ? -1 : rs_now_ms() + timeout;
 	struct pollfd *real = calloc(nfds * 2 + 1, sizeof(*real));
 	int *owner = calloc(nfds * 2 + 1, sizeof(int));
 	if (!real || !owner) {
@@ -1413,7 +1373,7 @@ EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				ready++;
 			}
 		}
-		int left = deadline < 0 ? -1 : (int)(deadline - now_ms());
+		int left = deadline < 0 ? -1 : (int)(deadline - rs_now_ms());
 		if (left < 0 && deadline >= 0)
 			left = 0;
 		int wait = ready ? 0 : (left < 0 || left > 100 ? 100 : left);
@@ -1438,7 +1398,7 @@ EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				}
 			}
 		}
-		if (ready || (deadline >= 0 && now_ms() >= deadline))
+		if (ready || (deadline >= 0 && rs_now_ms() >= deadline))
 			break;
 	}
 	free(real);

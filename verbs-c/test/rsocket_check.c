@@ -5,6 +5,7 @@
  *   pagewire-rsocket-check client ADDRESS PORT     # on the other: connects to ADDRESS and checks
  * Each case prints "ok NAME" or "FAIL NAME: why"; the last line is PASSED or FAILED. The client also
  * checks what needs no server: a port nobody listens on (ECONNREFUSED), an address no node owns.
+ * Then datagrams: the server echoes what arrives on PORT + 2 to whoever sent it, until "quit".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,6 +84,9 @@ static int server(const char *ip, int port)
 		printf("FAIL listen: %s\n", strerror(errno));
 		return 1;
 	}
+	int d = rsocket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in da = address_of(ip, port + 2);
+	CHECK("server-binds-a-datagram-socket", d >= 0 && rbind(d, (struct sockaddr *)&da, sizeof(da)) == 0, "rbind");
 	printf("listening\n");
 	fflush(stdout);
 	struct sockaddr_in peer;
@@ -111,9 +115,71 @@ static int server(const char *ip, int port)
 	CHECK("server-second-accept", s >= 0 && send_all(s, buf, 100000) == 0, "raccept or rsend failed");
 	rclose(s);
 	rclose(l);
+	/* datagrams: echo each to its sender (a 1000-byte answer to "big"), until "quit" */
+	int echoed = 0;
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof(from);
+		ssize_t m = rrecvfrom(d, buf, 65536, 0, (struct sockaddr *)&from, &flen);
+		if (m < 0)
+			break;
+		if (m == 4 && !memcmp(buf, "quit", 4))
+			break;
+		if (m == 3 && !memcmp(buf, "big", 3)) {
+			memset(buf, 'b', 1000);
+			m = 1000;
+		}
+		if (rsendto(d, buf, (size_t)m, 0, (struct sockaddr *)&from, flen) == m)
+			echoed++;
+	}
+	CHECK("server-echoed-datagrams-to-their-senders", echoed > 0, "echoed %d", echoed);
+	rclose(d);
 	free(buf);
 	printf("%s\n", failures ? "FAILED" : "PASSED");
 	return failures != 0;
+}
+
+/* Sends a datagram and waits for the answer (sent again up to 10 times: datagrams may be dropped). */
+static ssize_t ask(int d, const void *msg, size_t len, void *answer, size_t room, const struct sockaddr_in *to, struct sockaddr_in *from,
+		   int flags)
+{
+	for (int attempt = 0; attempt < 10; attempt++) {
+		if (to ? rsendto(d, msg, len, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)len : rsend(d, msg, len, 0) != (ssize_t)len)
+			return -1;
+		struct pollfd p = { .fd = d, .events = POLLIN };
+		if (rpoll(&p, 1, 1000) == 1) {
+			socklen_t flen = sizeof(*from);
+			return from ? rrecvfrom(d, answer, room, flags, (struct sockaddr *)from, &flen) : rrecv(d, answer, room, flags);
+		}
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+static void datagrams(const char *ip, int port)
+{
+	struct sockaddr_in server = address_of(ip, port + 2), from;
+	int d = rsocket(AF_INET, SOCK_DGRAM, 0);
+	CHECK("datagram-socket", d >= 0, "rsocket(SOCK_DGRAM)");
+	char answer[2000];
+	ssize_t n = rsend(d, "x", 1, 0);
+	CHECK("datagram-send-without-a-peer-needs-an-address", n == -1 && errno == EDESTADDRREQ, "rsend gave %zd", n);
+	n = ask(d, "hello", 5, answer, sizeof(answer), &server, &from, 0);
+	CHECK("sendto-and-recvfrom-name-the-server", n == 5 && !memcmp(answer, "hello", 5) && from.sin_port == server.sin_port
+							 && from.sin_addr.s_addr == server.sin_addr.s_addr,
+	      "answer %zd bytes from %s:%d", n, inet_ntoa(from.sin_addr), ntohs(from.sin_port));
+	static char huge[70000];
+	n = rsendto(d, huge, sizeof(huge), 0, (struct sockaddr *)&server, sizeof(server));
+	CHECK("a-datagram-longer-than-the-mtu-is-emsgsize", n == -1 && errno == EMSGSIZE, "rsendto gave %zd", n);
+	CHECK("connect-names-the-peer", rconnect(d, (struct sockaddr *)&server, sizeof(server)) == 0, "rconnect");
+	n = ask(d, "big", 3, answer, 10, NULL, NULL, 0);
+	CHECK("a-short-read-takes-the-start-and-drops-the-rest", n == 10 && answer[0] == 'b', "rrecv gave %zd", n);
+	n = rrecv(d, answer, sizeof(answer), MSG_DONTWAIT);
+	CHECK("nothing-of-a-datagram-remains", n == -1 && errno == EAGAIN, "rrecv gave %zd", n);
+	n = ask(d, "again", 5, answer, sizeof(answer), NULL, NULL, 0);
+	CHECK("send-and-recv-on-a-connected-datagram-socket", n == 5 && !memcmp(answer, "again", 5), "rrecv gave %zd", n);
+	rsend(d, "quit", 4, 0);
+	rclose(d);
 }
 
 static int client(const char *ip, int port)
@@ -237,6 +303,7 @@ static int client(const char *ip, int port)
 	rclose(s);
 	free(out);
 	free(in);
+	datagrams(ip, port);
 out:
 	printf("%s\n", failures ? "FAILED" : "PASSED");
 	return failures != 0;

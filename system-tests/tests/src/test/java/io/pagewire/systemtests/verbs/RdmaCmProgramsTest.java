@@ -161,6 +161,30 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         assertThat(Files.readAllBytes(copy)).as("the copy rcopy wrote on the server's side").isEqualTo(bytes);
     }
 
+    /**
+     * udpong: datagram rsockets over UD pairs; the client resolves the server's socket through SIDR, the
+     * server answers each control message to the address its header names. Datagrams are UDP's: the
+     * count the server reports may fall short of what was sent (a receive not posted in time drops
+     * one, and the node counts it), never above it.
+     */
+    @ParameterizedTest(name = "udpong under {0}")
+    @MethodSource("everyMode")
+    void udpongExchangesDatagramsUnderEachRegistrationMode(String mode) throws Exception {
+        ModeMeters before = ModeMeters.of(server, mode);
+        String port = String.valueOf(freePort());
+        Program s = VerbsPrograms.start(server.target(), List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), "udpong", "-b", SERVER_ADDRESS,
+                "-p", port, "-T", "b"); // serves until killed
+        awaitTrue(() -> server.connectionManager().idCount() > 0, 10_000, "udpong's socket is bound");
+        Run c = VerbsPrograms.start(client.target(), List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), "udpong", "-s", SERVER_ADDRESS, "-p", port,
+                "-C", "200", "-S", "2000", "-T", "b").await(60);
+        s.kill();
+        c.succeeded();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("custom\\s+1\\.9k\\s+(\\d+)\\s").matcher(c.output());
+        assertThat(m.find()).as(c.output()).isTrue();
+        assertThat(Integer.parseInt(m.group(1))).as("datagrams the server counted of 200").isBetween(1, 200);
+        before.assertUsedBy(server);
+    }
+
     /** rstream's other modes: nonblocking calls that spin on EAGAIN, and rpoll before each call. */
     @ParameterizedTest(name = "rstream -T {0}")
     @ValueSource(strings = {"n", "a"})
@@ -174,7 +198,9 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
     /**
      * rsockets' stream semantics case by case (pagewire-verbs-rsockets): refusal, an address nobody
      * owns, nonblocking connect and SO_ERROR, gathered sends, MSG_PEEK, MSG_WAITALL, EAGAIN,
-     * shutdown(SHUT_WR) and end of file, EPIPE, bytes sent right before a close, rpoll and rselect.
+     * shutdown(SHUT_WR) and end of file, EPIPE, bytes sent right before a close, rpoll and rselect;
+     * then datagrams: sendto/recvfrom naming the sender, EMSGSIZE, EDESTADDRREQ, a connected datagram
+     * socket, a short read that drops the rest of its datagram.
      */
     @Test
     void rsocketsBehaveAsStreamSockets() throws Exception {
@@ -184,7 +210,8 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         for (Run run : runs) {
             assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("PASSED");
         }
-        assertThat(runs[1].output()).contains("ok connect-to-a-port-nobody-listens-on-is-refused", "ok bytes-sent-before-close-arrive");
+        assertThat(runs[1].output()).contains("ok connect-to-a-port-nobody-listens-on-is-refused", "ok bytes-sent-before-close-arrive",
+                "ok sendto-and-recvfrom-name-the-server", "ok send-and-recv-on-a-connected-datagram-socket");
     }
 
     static Stream<Arguments> perftests() {
