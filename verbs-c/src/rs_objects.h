@@ -81,7 +81,7 @@ struct rsock {
 	struct ibv_qp *qp;
 	int rcount, scount;
 	uint8_t *rbuf, *sbuf;
-	size_t rbuf_size, sbuf_size;
+	size_t each, rbuf_size, sbuf_size;  /* bytes per buffer; all of them */
 	struct ibv_mr *rmr, *smr;
 	/* receive buffers holding data, in arrival order: index, length, bytes read */
 	struct rs_filled { int index; uint32_t length, read; uint32_t src_qp; uint16_t slid; } *filled;
@@ -110,7 +110,8 @@ int64_t rs_now_ms(void);
 void rs_progress(struct rsock *rs);
 /* Waits (rs->lock held, released while waiting) until ready(rs) or the timeout (ms, -1: none); ETIMEDOUT. */
 int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout);
-int rs_post_receive(struct rsock *rs, int index, uint32_t bytes);
+int rs_post_receive(struct rsock *rs, int index);
+int rs_make_pair(struct rsock *rs, enum ibv_qp_type type, uint32_t extra_sends, size_t each);
 void *rs_map_buffers(size_t bytes);
 
 /* Datagram rsockets (rsocket_dgram.c); each runs under rs->lock. */

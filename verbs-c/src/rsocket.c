@@ -115,9 +115,9 @@ EXPORT int rsocket(int domain, int type, int protocol)
 
 /* ---- the connection's verbs ---------------------------------------------------------------------- */
 
-int rs_post_receive(struct rsock *rs, int index, uint32_t bytes)
+int rs_post_receive(struct rsock *rs, int index)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)rs->rbuf + (size_t)index * bytes, .length = bytes, .lkey = rs->rmr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)rs->rbuf + (size_t)index * rs->each, .length = (uint32_t)rs->each, .lkey = rs->rmr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = RS_RECV_WR | (uint64_t)index, .sg_list = &sge, .num_sge = 1 }, *bad;
 	return ibv_post_recv(rs->qp, &wr, &bad);
 }
@@ -128,51 +128,62 @@ void *rs_map_buffers(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Makes the CQ, the pair, the buffers, and posts every receive: before connect or accept. */
-static int rs_make_pair(struct rsock *rs)
+/*
+ * Makes a socket's completion channel (nonblocking: the library's waits are its own), its CQ, its pair
+ * of `type` and its buffers, `each` bytes apiece: rcount to receive into, every one posted, and scount
+ * to send from (plus `extra_sends` work requests without a buffer). Before connect, accept or bind.
+ */
+int rs_make_pair(struct rsock *rs, enum ibv_qp_type type, uint32_t extra_sends, size_t each)
 {
 	struct ibv_context *verbs = rs->id->verbs;
-	if (!rs->id->pd) {
-		rs->own_pd = ibv_alloc_pd(verbs);
-		if (!rs->own_pd)
-			return errno ? errno : ENOMEM;
-		rs->id->pd = rs->own_pd;
-	}
-	rs->rcount = buffers_for(rs->rcvbuf);
-	rs->scount = buffers_for(rs->sndbuf);
 	rs->completions = ibv_create_comp_channel(verbs);
 	if (!rs->completions)
 		return errno ? errno : ENOMEM;
 	int flags = fcntl(rs->completions->fd, F_GETFL);
 	fcntl(rs->completions->fd, F_SETFL, flags | O_NONBLOCK);
-	rs->cq = ibv_create_cq(verbs, rs->rcount + rs->scount + RS_RESERVED, rs, rs->completions, 0);
+	rs->cq = ibv_create_cq(verbs, rs->rcount + rs->scount + (int)extra_sends, rs, rs->completions, 0);
 	if (!rs->cq)
 		return errno ? errno : ENOMEM;
-	struct ibv_qp_init_attr attr = { .send_cq = rs->cq, .recv_cq = rs->cq, .qp_type = IBV_QPT_RC,
-					 .cap = { .max_send_wr = (uint32_t)rs->scount + RS_RESERVED, .max_recv_wr = (uint32_t)rs->rcount,
+	struct ibv_qp_init_attr attr = { .send_cq = rs->cq, .recv_cq = rs->cq, .qp_type = type,
+					 .cap = { .max_send_wr = (uint32_t)rs->scount + extra_sends, .max_recv_wr = (uint32_t)rs->rcount,
 						  .max_send_sge = 1, .max_recv_sge = 1 } };
 	if (rdma_create_qp(rs->id, rs->id->pd, &attr))
 		return errno ? errno : EINVAL;
 	rs->qp = rs->id->qp;
-	rs->rbuf_size = (size_t)rs->rcount * RS_MSG;
-	rs->sbuf_size = (size_t)rs->scount * RS_MSG;
+	rs->each = each;
+	rs->rbuf_size = (size_t)rs->rcount * each;
+	rs->sbuf_size = (size_t)rs->scount * each;
 	rs->rbuf = rs_map_buffers(rs->rbuf_size);
 	rs->sbuf = rs_map_buffers(rs->sbuf_size);
 	rs->filled = calloc((size_t)rs->rcount, sizeof(*rs->filled));
 	rs->free_slots = calloc((size_t)rs->scount, sizeof(int));
 	if (!rs->rbuf || !rs->sbuf || !rs->filled || !rs->free_slots)
 		return ENOMEM;
-	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, (size_t)rs->rcount * RS_MSG, IBV_ACCESS_LOCAL_WRITE);
-	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, (size_t)rs->scount * RS_MSG, IBV_ACCESS_LOCAL_WRITE);
+	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size, IBV_ACCESS_LOCAL_WRITE);
+	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, rs->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
 	if (!rs->rmr || !rs->smr)
 		return errno ? errno : ENOMEM;
 	for (int i = 0; i < rs->scount; i++)
 		rs->free_slots[i] = i;
 	rs->free_count = rs->scount;
 	for (int i = 0; i < rs->rcount; i++)
-		if (rs_post_receive(rs, i, RS_MSG))
+		if (rs_post_receive(rs, i))
 			return errno ? errno : EIO;
 	return 0;
+}
+
+/* A stream's pair: RC, buffers as SO_RCVBUF and SO_SNDBUF ask, sends kept for control messages. */
+static int stream_pair(struct rsock *rs)
+{
+	if (!rs->id->pd) {
+		rs->own_pd = ibv_alloc_pd(rs->id->verbs);
+		if (!rs->own_pd)
+			return errno ? errno : ENOMEM;
+		rs->id->pd = rs->own_pd;
+	}
+	rs->rcount = buffers_for(rs->rcvbuf);
+	rs->scount = buffers_for(rs->sndbuf);
+	return rs_make_pair(rs, IBV_QPT_RC, RS_RESERVED, RS_MSG);
 }
 
 static void rs_free_pair(struct rsock *rs)
@@ -252,7 +263,7 @@ static void fail(struct rsock *rs, int e)
 /* Gives a read buffer back to the peer: reposted, and counted towards the next CREDIT. */
 static void give_back(struct rsock *rs, int index)
 {
-	if (rs_post_receive(rs, index, RS_MSG)) {
+	if (rs_post_receive(rs, index)) {
 		fail(rs, ECONNRESET);
 		return;
 	}
@@ -296,7 +307,7 @@ static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 			give_back(rs, index);
 			return;
 		}
-		if (rs_post_receive(rs, index, RS_MSG)) /* a control message's buffer: straight back, no credit */
+		if (rs_post_receive(rs, index)) /* a control message's buffer: straight back, no credit */
 			fail(rs, ECONNRESET);
 		return;
 	}
@@ -354,7 +365,7 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 			rs->state = RS_RESOLVING_ROUTE;
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		int e = rs_make_pair(rs);
+		int e = stream_pair(rs);
 		struct rs_hello hello;
 		struct rdma_conn_param p = conn_param(rs, &hello);
 		if (e || rdma_connect(rs->id, &p))
@@ -635,7 +646,7 @@ static int accept_request(struct rsock *listener, struct rs_request *req)
 	rs->keepidle = listener->keepidle;
 	rs->nonblocking = listener->nonblocking;
 	struct rs_hello hello;
-	int e = rs_make_pair(rs);
+	int e = stream_pair(rs);
 	struct rdma_conn_param p = conn_param(rs, &hello);
 	if (e || rdma_accept(rs->id, &p)) {
 		e = e ? e : errno;

@@ -62,38 +62,9 @@ static int make_pair(struct rsock *rs)
 	uint32_t mtu = 128u << port.active_mtu; /* IBV_MTU_256 is 1 */
 	rs->max_datagram = mtu - sizeof(struct ds_header);
 	rs->rcount = rs->scount = DS_BUFFERS;
-	rs->completions = ibv_create_comp_channel(rs->id->verbs);
-	if (!rs->completions)
-		return errno ? errno : ENOMEM;
-	int flags = fcntl(rs->completions->fd, F_GETFL);
-	fcntl(rs->completions->fd, F_SETFL, flags | O_NONBLOCK);
-	rs->cq = ibv_create_cq(rs->id->verbs, rs->rcount + rs->scount, rs, rs->completions, 0);
-	if (!rs->cq)
-		return errno ? errno : ENOMEM;
-	struct ibv_qp_init_attr attr = { .send_cq = rs->cq, .recv_cq = rs->cq, .qp_type = IBV_QPT_UD,
-					 .cap = { .max_send_wr = (uint32_t)rs->scount, .max_recv_wr = (uint32_t)rs->rcount,
-						  .max_send_sge = 1, .max_recv_sge = 1 } };
-	if (rdma_create_qp(rs->id, rs->id->pd, &attr))
-		return errno ? errno : EINVAL;
-	rs->qp = rs->id->qp;
-	rs->rbuf_size = (size_t)rs->rcount * stride(rs);
-	rs->sbuf_size = (size_t)rs->scount * stride(rs);
-	rs->rbuf = rs_map_buffers(rs->rbuf_size);
-	rs->sbuf = rs_map_buffers(rs->sbuf_size);
-	rs->filled = calloc((size_t)rs->rcount, sizeof(*rs->filled));
-	rs->free_slots = calloc((size_t)rs->scount, sizeof(int));
-	if (!rs->rbuf || !rs->sbuf || !rs->filled || !rs->free_slots)
-		return ENOMEM;
-	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size, IBV_ACCESS_LOCAL_WRITE);
-	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, rs->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
-	if (!rs->rmr || !rs->smr)
-		return errno ? errno : ENOMEM;
-	for (int i = 0; i < rs->scount; i++)
-		rs->free_slots[i] = i;
-	rs->free_count = rs->scount;
-	for (int i = 0; i < rs->rcount; i++)
-		if (rs_post_receive(rs, i, (uint32_t)stride(rs)))
-			return errno ? errno : EIO;
+	int e = rs_make_pair(rs, IBV_QPT_UD, 0, stride(rs));
+	if (e)
+		return e;
 	if (rdma_listen(rs->id, 64))
 		return errno ? errno : EINVAL;
 	rs->state = RS_BOUND;
@@ -312,7 +283,7 @@ void ds_on_receive(struct rsock *rs, struct ibv_wc *wc)
 {
 	int index = RS_INDEX(wc->wr_id);
 	if (wc->byte_len < DS_GRH + sizeof(struct ds_header)) {
-		rs_post_receive(rs, index, (uint32_t)stride(rs)); /* not one of ours: dropped */
+		rs_post_receive(rs, index); /* not one of ours: dropped */
 		return;
 	}
 	int at = (rs->filled_head + rs->filled_count) % rs->rcount;
@@ -402,7 +373,7 @@ ssize_t ds_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 		int index = f->index;
 		rs->filled_head = (rs->filled_head + 1) % rs->rcount;
 		rs->filled_count--;
-		rs_post_receive(rs, index, (uint32_t)stride(rs));
+		rs_post_receive(rs, index);
 	}
 	return length;
 }
