@@ -1,6 +1,7 @@
 /*
- * What the rsockets files (rsocket.c: sockets, streams over RC, rpoll; rsocket_dgram.c: datagrams over
- * UD) share: an rsocket's state and the helpers both use.
+ * What the rsockets files share (rsocket.c: the calls, streams over RC, rpoll; rsocket_dgram.c:
+ * datagrams over UD; rsocket_core.c, below both: the table, pairs, progress, waiting): an rsocket's
+ * state and the core's helpers.
  */
 #ifndef PAGEWIRE_VERBS_RS_OBJECTS_H
 #define PAGEWIRE_VERBS_RS_OBJECTS_H
@@ -57,9 +58,22 @@ struct rs_request {
 	struct rs_request *next;
 };
 
+struct rsock;
+
+/* What an rsocket's type does with what the core takes for it (rsocket.c: streams; rsocket_dgram.c: datagrams). */
+struct rs_ops {
+	void (*on_receive)(struct rsock *rs, struct ibv_wc *wc);
+	/* a connection request on the socket's channel; true when the core is to destroy its id after the ack */
+	int (*on_request)(struct rsock *rs, struct rdma_cm_event *ev);
+	void (*on_event)(struct rsock *rs, struct rdma_cm_event *ev);
+	int (*readable)(struct rsock *rs);
+	int (*writable)(struct rsock *rs);
+};
+
 struct rsock {
 	int fd;
 	int type;
+	const struct rs_ops *ops;
 	pthread_mutex_t lock;
 	struct rdma_event_channel *channel;
 	struct rdma_cm_id *id;
@@ -72,7 +86,6 @@ struct rsock {
 	struct linger linger;
 	/* listening */
 	struct rs_request *requests, **requests_tail;
-	struct rdma_cm_id *rejected;     /* a request turned away, destroyed after its event's ack */
 	int backlog, queued;
 	/* connected: verbs */
 	struct ibv_pd *own_pd;           /* when the id came without the device's PD */
@@ -102,27 +115,36 @@ struct rsock {
 };
 
 
+/* ---- the core (rsocket_core.c) ---- */
 int rs_fail(int e);
-/* The rsocket of a descriptor, or NULL. */
+/* The rsocket of a descriptor, or NULL; rs_forget takes it out of the table. */
 struct rsock *rs_get(int fd);
-int64_t rs_now_ms(void);
+void rs_forget(int fd);
+/* A new rsocket around a channel and an id (made by the caller); NULL with errno on failure. */
+struct rsock *rs_alloc(struct rdma_event_channel *channel, struct rdma_cm_id *id, int type, const struct rs_ops *ops);
+void rs_set_nonblocking_channel(struct rsock *rs);
+void *rs_map_buffers(size_t bytes);
+int rs_make_pair(struct rsock *rs, enum ibv_qp_type type, uint32_t extra_sends, size_t each);
+void rs_free_pair(struct rsock *rs);
+int rs_post_receive(struct rsock *rs, int index);
+/* The connection broke: the socket fails with `e` (SO_ERROR), once. */
+void rs_broken(struct rsock *rs, int e);
 /* Takes what came without waiting: completions, then connection events. Under rs->lock. */
 void rs_progress(struct rsock *rs);
+/* The poll(2) events of an rsocket now; the descriptors that wake it (its CQ armed), at most two; their notifications drained. */
+short rs_events(struct rsock *rs);
+int rs_wakers(struct rsock *rs, struct pollfd *out);
+void rs_ack_notifications(struct rsock *rs);
+int64_t rs_now_ms(void);
 /* Waits (rs->lock held, released while waiting) until ready(rs) or the timeout (ms, -1: none); ETIMEDOUT. */
 int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout);
-int rs_post_receive(struct rsock *rs, int index);
-int rs_make_pair(struct rsock *rs, enum ibv_qp_type type, uint32_t extra_sends, size_t each);
-void *rs_map_buffers(size_t bytes);
 
-/* Datagram rsockets (rsocket_dgram.c); each runs under rs->lock. */
+/* ---- datagram rsockets (rsocket_dgram.c); each runs under rs->lock ---- */
+extern const struct rs_ops ds_ops;
 int ds_bind(struct rsock *rs, const struct sockaddr *addr);
 int ds_connect(struct rsock *rs, const struct sockaddr *addr);
 ssize_t ds_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags, const struct sockaddr *to);
 ssize_t ds_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags, struct sockaddr *from, socklen_t *fromlen);
-void ds_on_receive(struct rsock *rs, struct ibv_wc *wc);
-void ds_on_request(struct rsock *rs, struct rdma_cm_event *ev);
-int ds_readable(struct rsock *rs);
-int ds_writable(struct rsock *rs);
 int ds_peer_name(struct rsock *rs, struct sockaddr *addr, socklen_t *addrlen);
 void ds_free(struct rsock *rs);
 

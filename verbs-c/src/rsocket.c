@@ -16,28 +16,9 @@
  *  - riowrite is an RDMA WRITE into the peer's announced window, ordered with the stream as RC is.
  * A receive buffer that holds data is given back when the program has read all of it.
  */
-#include "cm_objects.h"
-
 #include "rs_objects.h"
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rsock *table[RS_MAX_FD];
-
-struct rsock *rs_get(int fd)
-{
-	if (fd < 0 || fd >= RS_MAX_FD)
-		return NULL;
-	pthread_mutex_lock(&table_lock);
-	struct rsock *rs = table[fd];
-	pthread_mutex_unlock(&table_lock);
-	return rs;
-}
-
-int rs_fail(int e)
-{
-	errno = e;
-	return -1;
-}
+static const struct rs_ops stream_ops;
 
 #define RS_GET(rs, fd)                                                                                                           \
 	struct rsock *rs = rs_get(fd);                                                                                           \
@@ -48,41 +29,6 @@ static int buffers_for(int bytes)
 {
 	int n = bytes / RS_MSG;
 	return n < RS_MIN_BUFFERS ? RS_MIN_BUFFERS : n > RS_MAX_BUFFERS ? RS_MAX_BUFFERS : n;
-}
-
-/* A new rsocket around a channel and an id (made by the caller); NULL with errno on failure. */
-static struct rsock *rs_alloc(struct rdma_event_channel *channel, struct rdma_cm_id *id, int type)
-{
-	if (channel->fd >= RS_MAX_FD) {
-		errno = EMFILE;
-		return NULL;
-	}
-	struct rsock *rs = calloc(1, sizeof(*rs));
-	if (!rs) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	pthread_mutex_init(&rs->lock, NULL);
-	rs->fd = channel->fd;
-	rs->type = type;
-	rs->channel = channel;
-	rs->id = id;
-	id->context = rs;
-	rs->state = RS_NEW;
-	rs->sndbuf = rs->rcvbuf = RS_DEFAULT_BUFFERS * RS_MSG;
-	rs->nodelay = 1;
-	rs->keepidle = 7200;
-	rs->requests_tail = &rs->requests;
-	pthread_mutex_lock(&table_lock);
-	table[rs->fd] = rs;
-	pthread_mutex_unlock(&table_lock);
-	return rs;
-}
-
-static void rs_set_nonblocking_channel(struct rsock *rs)
-{
-	int flags = fcntl(rs->channel->fd, F_GETFL);
-	fcntl(rs->channel->fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 EXPORT int rsocket(int domain, int type, int protocol)
@@ -101,7 +47,7 @@ EXPORT int rsocket(int domain, int type, int protocol)
 		rdma_destroy_event_channel(channel);
 		return rs_fail(e);
 	}
-	struct rsock *rs = rs_alloc(channel, id, kind);
+	struct rsock *rs = rs_alloc(channel, id, kind, kind == SOCK_STREAM ? &stream_ops : &ds_ops);
 	if (!rs) {
 		int e = errno;
 		rdma_destroy_id(id);
@@ -115,63 +61,6 @@ EXPORT int rsocket(int domain, int type, int protocol)
 
 /* ---- the connection's verbs ---------------------------------------------------------------------- */
 
-int rs_post_receive(struct rsock *rs, int index)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)rs->rbuf + (size_t)index * rs->each, .length = (uint32_t)rs->each, .lkey = rs->rmr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = RS_RECV_WR | (uint64_t)index, .sg_list = &sge, .num_sge = 1 }, *bad;
-	return ibv_post_recv(rs->qp, &wr, &bad);
-}
-
-void *rs_map_buffers(size_t bytes)
-{
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-/*
- * Makes a socket's completion channel (nonblocking: the library's waits are its own), its CQ, its pair
- * of `type` and its buffers, `each` bytes apiece: rcount to receive into, every one posted, and scount
- * to send from (plus `extra_sends` work requests without a buffer). Before connect, accept or bind.
- */
-int rs_make_pair(struct rsock *rs, enum ibv_qp_type type, uint32_t extra_sends, size_t each)
-{
-	struct ibv_context *verbs = rs->id->verbs;
-	rs->completions = ibv_create_comp_channel(verbs);
-	if (!rs->completions)
-		return errno ? errno : ENOMEM;
-	int flags = fcntl(rs->completions->fd, F_GETFL);
-	fcntl(rs->completions->fd, F_SETFL, flags | O_NONBLOCK);
-	rs->cq = ibv_create_cq(verbs, rs->rcount + rs->scount + (int)extra_sends, rs, rs->completions, 0);
-	if (!rs->cq)
-		return errno ? errno : ENOMEM;
-	struct ibv_qp_init_attr attr = { .send_cq = rs->cq, .recv_cq = rs->cq, .qp_type = type,
-					 .cap = { .max_send_wr = (uint32_t)rs->scount + extra_sends, .max_recv_wr = (uint32_t)rs->rcount,
-						  .max_send_sge = 1, .max_recv_sge = 1 } };
-	if (rdma_create_qp(rs->id, rs->id->pd, &attr))
-		return errno ? errno : EINVAL;
-	rs->qp = rs->id->qp;
-	rs->each = each;
-	rs->rbuf_size = (size_t)rs->rcount * each;
-	rs->sbuf_size = (size_t)rs->scount * each;
-	rs->rbuf = rs_map_buffers(rs->rbuf_size);
-	rs->sbuf = rs_map_buffers(rs->sbuf_size);
-	rs->filled = calloc((size_t)rs->rcount, sizeof(*rs->filled));
-	rs->free_slots = calloc((size_t)rs->scount, sizeof(int));
-	if (!rs->rbuf || !rs->sbuf || !rs->filled || !rs->free_slots)
-		return ENOMEM;
-	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size, IBV_ACCESS_LOCAL_WRITE);
-	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, rs->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
-	if (!rs->rmr || !rs->smr)
-		return errno ? errno : ENOMEM;
-	for (int i = 0; i < rs->scount; i++)
-		rs->free_slots[i] = i;
-	rs->free_count = rs->scount;
-	for (int i = 0; i < rs->rcount; i++)
-		if (rs_post_receive(rs, i))
-			return errno ? errno : EIO;
-	return 0;
-}
-
 /* A stream's pair: RC, buffers as SO_RCVBUF and SO_SNDBUF ask, sends kept for control messages. */
 static int stream_pair(struct rsock *rs)
 {
@@ -184,43 +73,6 @@ static int stream_pair(struct rsock *rs)
 	rs->rcount = buffers_for(rs->rcvbuf);
 	rs->scount = buffers_for(rs->sndbuf);
 	return rs_make_pair(rs, IBV_QPT_RC, RS_RESERVED, RS_MSG);
-}
-
-static void rs_free_pair(struct rsock *rs)
-{
-	for (int i = 0; i < RS_MAX_MAPS; i++)
-		if (rs->local[i].mr) {
-			ibv_dereg_mr(rs->local[i].mr);
-			rs->local[i].mr = NULL;
-		}
-	if (rs->qp)
-		rdma_destroy_qp(rs->id);
-	rs->qp = NULL;
-	if (rs->rmr)
-		ibv_dereg_mr(rs->rmr);
-	if (rs->smr)
-		ibv_dereg_mr(rs->smr);
-	rs->rmr = rs->smr = NULL;
-	if (rs->cq)
-		ibv_destroy_cq(rs->cq);
-	rs->cq = NULL;
-	if (rs->completions)
-		ibv_destroy_comp_channel(rs->completions);
-	rs->completions = NULL;
-	if (rs->rbuf)
-		munmap(rs->rbuf, rs->rbuf_size);
-	if (rs->sbuf)
-		munmap(rs->sbuf, rs->sbuf_size);
-	rs->rbuf = rs->sbuf = NULL;
-	free(rs->filled);
-	free(rs->free_slots);
-	rs->filled = NULL;
-	rs->free_slots = NULL;
-	if (rs->own_pd) {
-		ibv_dealloc_pd(rs->own_pd);
-		rs->id->pd = NULL;
-		rs->own_pd = NULL;
-	}
 }
 
 static struct rdma_conn_param conn_param(struct rsock *rs, struct rs_hello *hello)
@@ -251,20 +103,11 @@ static int send_control(struct rsock *rs, uint32_t type, uint32_t value)
 	return e;
 }
 
-static void fail(struct rsock *rs, int e)
-{
-	if (rs->state != RS_FAILED && rs->state != RS_CLOSED) {
-		rs->state = RS_FAILED;
-		if (!rs->error)
-			rs->error = e;
-	}
-}
-
 /* Gives a read buffer back to the peer: reposted, and counted towards the next CREDIT. */
 static void give_back(struct rsock *rs, int index)
 {
 	if (rs_post_receive(rs, index)) {
-		fail(rs, ECONNRESET);
+		rs_broken(rs, ECONNRESET);
 		return;
 	}
 	rs->freed++;
@@ -276,10 +119,6 @@ static void give_back(struct rsock *rs, int index)
 
 static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 {
-	if (rs->type == SOCK_DGRAM) {
-		ds_on_receive(rs, wc);
-		return;
-	}
 	int index = RS_INDEX(wc->wr_id);
 	if (wc->wc_flags & IBV_WC_WITH_IMM) {
 		uint32_t imm = ntohl(wc->imm_data);
@@ -308,7 +147,7 @@ static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 			return;
 		}
 		if (rs_post_receive(rs, index)) /* a control message's buffer: straight back, no credit */
-			fail(rs, ECONNRESET);
+			rs_broken(rs, ECONNRESET);
 		return;
 	}
 	int at = (rs->filled_head + rs->filled_count) % rs->rcount;
@@ -316,38 +155,10 @@ static void on_receive(struct rsock *rs, struct ibv_wc *wc)
 	rs->filled_count++;
 }
 
-static void poll_completions(struct rsock *rs)
-{
-	if (!rs->cq)
-		return;
-	struct ibv_wc wc[16];
-	int n;
-	while ((n = ibv_poll_cq(rs->cq, 16, wc)) > 0) {
-		for (int i = 0; i < n; i++) {
-			uint64_t id = wc[i].wr_id;
-			if (wc[i].status != IBV_WC_SUCCESS && rs->type == SOCK_STREAM) {
-				/* flushed when the pair went to error (a disconnect); else the connection broke */
-				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-					fail(rs, ECONNRESET);
-				else if (rs->state == RS_CONNECTED)
-					rs->state = RS_CLOSED;
-			}
-			if (id & RS_RECV_WR) {
-				if (wc[i].status == IBV_WC_SUCCESS)
-					on_receive(rs, &wc[i]);
-			} else if (id & RS_CTRL_WR) {
-				rs->unsignaled_ctrl--;
-			} else {
-				rs->free_slots[rs->free_count++] = RS_INDEX(id);
-			}
-		}
-	}
-}
-
 static void on_connected(struct rsock *rs, int peer)
 {
 	if (peer < RS_MIN_BUFFERS) {
-		fail(rs, EPROTO);
+		rs_broken(rs, EPROTO);
 		return;
 	}
 	rs->credits = peer - RS_RESERVED;
@@ -360,7 +171,7 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(rs->id, 2000))
-			fail(rs, errno);
+			rs_broken(rs, errno);
 		else
 			rs->state = RS_RESOLVING_ROUTE;
 		break;
@@ -369,7 +180,7 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 		struct rs_hello hello;
 		struct rdma_conn_param p = conn_param(rs, &hello);
 		if (e || rdma_connect(rs->id, &p))
-			fail(rs, e ? e : errno);
+			rs_broken(rs, e ? e : errno);
 		else
 			rs->state = RS_CONNECTING;
 		break;
@@ -381,15 +192,15 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 			rs->state = RS_CONNECTED; /* credits were set from the request */
 		break;
 	case RDMA_CM_EVENT_REJECTED:
-		fail(rs, ECONNREFUSED);
+		rs_broken(rs, ECONNREFUSED);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-		fail(rs, EHOSTUNREACH);
+		rs_broken(rs, EHOSTUNREACH);
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		fail(rs, ETIMEDOUT);
+		rs_broken(rs, ETIMEDOUT);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		rs->peer_fin = 1;
@@ -397,7 +208,7 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 			rs->state = RS_CLOSED;
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		fail(rs, ENODEV);
+		rs_broken(rs, ENODEV);
 		break;
 	default:
 		break;
@@ -405,50 +216,32 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 }
 
 /* Takes a connection request into the listener's queue, or rejects it when the queue is full. */
-static void on_request(struct rsock *rs, struct rdma_cm_event *ev)
+static int on_request(struct rsock *rs, struct rdma_cm_event *ev)
 {
+	if (rs->state != RS_LISTENING)
+		return 1;
 	int peer = peer_buffers(ev->param.conn.private_data, ev->param.conn.private_data_len);
 	struct rs_request *r = peer >= RS_MIN_BUFFERS && rs->queued < rs->backlog ? calloc(1, sizeof(*r)) : NULL;
 	if (!r) {
 		rdma_reject(ev->id, NULL, 0);
-		rs->rejected = ev->id; /* destroyed once its event is acknowledged */
-		return;
+		return 1;
 	}
 	r->id = ev->id;
 	r->peer_buffers = (uint32_t)peer;
 	*rs->requests_tail = r;
 	rs->requests_tail = &r->next;
 	rs->queued++;
+	return 0;
 }
 
-/* Everything that came without waiting: completions, then connection events. Under rs->lock. */
-void rs_progress(struct rsock *rs)
-{
-	poll_completions(rs);
-	struct rdma_cm_event *ev;
-	while (rs->channel && rdma_get_cm_event(rs->channel, &ev) == 0) {
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			struct rdma_cm_id *id = ev->id;
-			if (rs->type == SOCK_DGRAM)
-				ds_on_request(rs, ev); /* SIDR: answered with the socket's pair */
-			else if (rs->state == RS_LISTENING)
-				on_request(rs, ev);
-			rdma_ack_cm_event(ev);
-			if (rs->type == SOCK_DGRAM || rs->state != RS_LISTENING || rs->rejected == id)
-				rdma_destroy_id(id);
-			rs->rejected = NULL;
-			continue;
-		}
-		on_event(rs, ev);
-		rdma_ack_cm_event(ev);
-	}
-	poll_completions(rs);
-}
+/* What the core hands a stream: its receives, connection requests and events, and its readiness. */
+static int readable(struct rsock *rs);
+static int writable(struct rsock *rs);
+static const struct rs_ops stream_ops = { .on_receive = on_receive, .on_request = on_request, .on_event = on_event,
+					  .readable = readable, .writable = writable };
 
 static int readable(struct rsock *rs)
 {
-	if (rs->type == SOCK_DGRAM)
-		return ds_readable(rs);
 	if (rs->state == RS_LISTENING)
 		return rs->queued > 0;
 	return rs->filled_count > 0 || rs->peer_fin || rs->shut_read || rs->state == RS_FAILED || rs->state == RS_CLOSED;
@@ -456,82 +249,9 @@ static int readable(struct rsock *rs)
 
 static int writable(struct rsock *rs)
 {
-	if (rs->type == SOCK_DGRAM)
-		return ds_writable(rs);
 	if (rs->state == RS_CONNECTED)
 		return (rs->credits > 0 && rs->free_count > 0) || rs->shut_write;
 	return rs->state == RS_FAILED || rs->state == RS_CLOSED;
-}
-
-/* The poll(2) events of an rsocket now. */
-static short rs_events(struct rsock *rs)
-{
-	short ev = 0;
-	if (readable(rs))
-		ev |= POLLIN | POLLRDNORM;
-	if (writable(rs))
-		ev |= POLLOUT | POLLWRNORM;
-	if (rs->state == RS_FAILED)
-		ev |= POLLERR;
-	/* hung up once nothing is left to read: a reader polls its last bytes without seeing a hang-up first */
-	if ((rs->state == RS_CLOSED || (rs->peer_fin && rs->shut_write)) && !rs->filled_count)
-		ev |= POLLHUP;
-	return ev;
-}
-
-/* The descriptors that wake an rsocket's waiter; arms its CQ. Returns how many (at most two). */
-static int rs_wakers(struct rsock *rs, struct pollfd *out)
-{
-	int n = 0;
-	if (rs->cq) {
-		ibv_req_notify_cq(rs->cq, 0);
-		out[n++] = (struct pollfd){ .fd = rs->completions->fd, .events = POLLIN };
-	}
-	out[n++] = (struct pollfd){ .fd = rs->channel->fd, .events = POLLIN };
-	return n;
-}
-
-/* Drains the completion channel's notifications (after poll said it is readable). */
-static void rs_ack_notifications(struct rsock *rs)
-{
-	struct ibv_cq *cq;
-	void *ctx;
-	if (rs->completions && ibv_get_cq_event(rs->completions, &cq, &ctx) == 0)
-		ibv_ack_cq_events(cq, 1);
-}
-
-int64_t rs_now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/*
- * Waits until `ready` holds (progress made each time something wakes the rsocket), or the timeout
- * (ms, -1: none) passes. Called and returns with rs->lock held; waits without it.
- */
-int rs_wait(struct rsock *rs, int (*ready)(struct rsock *), int timeout)
-{
-	int64_t deadline = timeout < 0 ? -1 : rs_now_ms() + timeout;
-	for (;;) {
-		rs_progress(rs);
-		if (ready(rs))
-			return 0;
-		struct pollfd fds[2];
-		int n = rs_wakers(rs, fds);
-		rs_progress(rs); /* what came between the last look and arming */
-		if (ready(rs))
-			return 0;
-		int left = deadline < 0 ? -1 : (int)(deadline - rs_now_ms());
-		if (deadline >= 0 && left <= 0)
-			return ETIMEDOUT;
-		pthread_mutex_unlock(&rs->lock);
-		int r = poll(fds, (nfds_t)n, left < 0 || left > 100 ? 100 : left); /* a lost wake-up costs 100 ms at most */
-		pthread_mutex_lock(&rs->lock);
-		if (r > 0 && rs->cq && (fds[0].revents & POLLIN))
-			rs_ack_notifications(rs);
-	}
 }
 
 /* ---- binding, listening, connecting, accepting ---------------------------------------------------- */
@@ -631,7 +351,7 @@ static int accept_request(struct rsock *listener, struct rs_request *req)
 		rdma_destroy_event_channel(channel);
 		goto reject;
 	}
-	struct rsock *rs = rs_alloc(channel, req->id, SOCK_STREAM);
+	struct rsock *rs = rs_alloc(channel, req->id, SOCK_STREAM, &stream_ops);
 	if (!rs) {
 		rdma_reject(req->id, NULL, 0);
 		rdma_destroy_id(req->id);
@@ -793,7 +513,7 @@ static ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, i
 		}
 		if (post_message(rs, slot, n, 0, 0)) {
 			rs->free_slots[rs->free_count++] = slot;
-			fail(rs, ECONNRESET);
+			rs_broken(rs, ECONNRESET);
 			continue;
 		}
 		rs->credits--;
@@ -1103,7 +823,7 @@ EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, 
 				   *bad;
 		if (ibv_post_send(rs->qp, &wr, &bad)) {
 			rs->free_slots[rs->free_count++] = slot;
-			fail(rs, ECONNRESET);
+			rs_broken(rs, ECONNRESET);
 			continue;
 		}
 		total += n;
@@ -1163,9 +883,7 @@ EXPORT int rshutdown(int socket, int how)
 EXPORT int rclose(int socket)
 {
 	RS_GET(rs, socket);
-	pthread_mutex_lock(&table_lock);
-	table[socket] = NULL;
-	pthread_mutex_unlock(&table_lock);
+	rs_forget(socket);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state == RS_CONNECTED || rs->state == RS_ACCEPTING) {
 		if (rs->state == RS_ACCEPTING)

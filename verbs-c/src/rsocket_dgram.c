@@ -204,12 +204,12 @@ int ds_connect(struct rsock *rs, const struct sockaddr *addr)
 	return 0;
 }
 
-int ds_readable(struct rsock *rs)
+static int ds_readable(struct rsock *rs)
 {
 	return rs->filled_count > 0 || rs->shut_read;
 }
 
-int ds_writable(struct rsock *rs)
+static int ds_writable(struct rsock *rs)
 {
 	return !rs->qp || rs->free_count > 0;
 }
@@ -279,7 +279,7 @@ ssize_t ds_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 	return (ssize_t)len;
 }
 
-void ds_on_receive(struct rsock *rs, struct ibv_wc *wc)
+static void ds_on_receive(struct rsock *rs, struct ibv_wc *wc)
 {
 	int index = RS_INDEX(wc->wr_id);
 	if (wc->byte_len < DS_GRH + sizeof(struct ds_header)) {
@@ -379,15 +379,12 @@ ssize_t ds_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 }
 
 /* A SIDR request for the socket's port: answered with its pair's number (the id is destroyed after). */
-void ds_on_request(struct rsock *rs, struct rdma_cm_event *ev)
+static int ds_on_request(struct rsock *rs, struct rdma_cm_event *ev)
 {
-	if (!rs->qp) {
+	struct rdma_conn_param p = { .qp_num = rs->qp ? rs->qp->qp_num : 0 };
+	if (!rs->qp || rdma_accept(ev->id, &p))
 		rdma_reject(ev->id, NULL, 0);
-		return;
-	}
-	struct rdma_conn_param p = { .qp_num = rs->qp->qp_num };
-	if (rdma_accept(ev->id, &p))
-		rdma_reject(ev->id, NULL, 0);
+	return 1; /* the request's id is done with once answered */
 }
 
 int ds_peer_name(struct rsock *rs, struct sockaddr *addr, socklen_t *addrlen)
@@ -410,3 +407,12 @@ void ds_free(struct rsock *rs)
 	}
 	rs->peer = NULL;
 }
+
+static void ds_on_event(struct rsock *rs, struct rdma_cm_event *ev)
+{
+	(void)rs; /* a datagram socket's own id has no connection: nothing else comes */
+	(void)ev;
+}
+
+const struct rs_ops ds_ops = { .on_receive = ds_on_receive, .on_request = ds_on_request, .on_event = ds_on_event,
+			       .readable = ds_readable, .writable = ds_writable };
