@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
  * healthy, an application on the host maps a node's rings through the shared ring directory and writes
- * between two nodes, rdma-core's ibv_rc_pingpong and rping run in two nodes' containers through the image's verbs
- * library, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
+ * between two nodes, rdma-core's, perftest's and rsockets' programs (RC, UC, UD, rdma_cm, SIDR) and UCX
+ * run in two nodes' containers through the image's verbs library, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
  */
 class ComposeSmokeIT {
@@ -70,44 +70,37 @@ class ComposeSmokeIT {
                 assertThat(ClusterChecks.total(host, "pagewire_sessions_rings"))
                         .as("an application on the host maps the rings of a node in a container (the shared ring directory)").isEqualTo(1.0);
             }
-            // The image ships the verbs library: rdma-core's ibv_rc_pingpong, unmodified, between node-1's and node-2's containers.
+            // The image ships the verbs library and its connection manager: rdma-core's and perftest's
+            // programs, unmodified, between node-1's and node-2's containers, each node answering to its
+            // container's address (clients name node-2 by host name).
             String node2 = compose(env, project, 30, "ps", "-q", "node-2").output().strip();
-            String preload = "LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so";
-            Result server = run(10, "docker", "exec", "-d", node2, "sh", "-c", preload + " ibv_rc_pingpong -d pagewire0 -n 100 -p 18515");
-            assertThat(server.code()).as("the pingpong server:\n" + server.output()).isZero();
-            Result client = null;
-            for (int attempt = 0; attempt < 20 && (client == null || client.code() != 0); attempt++) {
-                Thread.sleep(500); // the server opens its device and listens
-                client = run(60, "docker", "exec", node1, "sh", "-c", preload + " ibv_rc_pingpong -d pagewire0 -n 100 -p 18515 node-2");
+            String preload = "LD_PRELOAD='/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so'";
+            String[][] programs = {
+                {"ibv_rc_pingpong -d pagewire0 -n 100 -p 18515", "ibv_rc_pingpong -d pagewire0 -n 100 -p 18515 node-2", "100 iters in"},
+                {"ibv_uc_pingpong -d pagewire0 -n 100 -p 18516", "ibv_uc_pingpong -d pagewire0 -n 100 -p 18516 node-2", "100 iters in"},
+                {"ibv_ud_pingpong -d pagewire0 -n 100 -p 18517", "ibv_ud_pingpong -d pagewire0 -n 100 -p 18517 node-2", "100 iters in"},
+                {"ib_write_bw -d pagewire0 -c UC -n 200 -p 18518", "ib_write_bw -d pagewire0 -c UC -n 200 -p 18518 node-2", "65536"},
+                {"ib_send_bw -d pagewire0 -c UD -n 200 -p 18519", "ib_send_bw -d pagewire0 -c UD -n 200 -p 18519 node-2", "4096"},
+                {"rping -s -a 0.0.0.0 -p 7471 -C 10 -V", "rping -c -v -V -a node-2 -p 7471 -C 10", "ping data: rdma-ping-9"},
+                {"ucmatose -p 7472 -C 10", "ucmatose -s node-2 -p 7472 -C 10", "test complete"},
+                {"udaddy -C 10", "udaddy -s node-2 -C 10", "test complete"},
+                {"rdma_server -p 7473", "rdma_client -s node-2 -p 7473", "rdma_client: end 0"},
+                {"rstream -p 7474 -S 65536 -C 20 -T v", "rstream -s node-2 -p 7474 -S 65536 -C 20 -T v", "custom"},
+                {"timeout 60 udpong -b 0.0.0.0 -p 7475 -T b", "udpong -s node-2 -p 7475 -C 50 -S 1000 -T b", "custom"},
+            };
+            for (String[] program : programs) {
+                Result client = pairInContainers(node1, node2, preload, program[0], program[1]);
+                assertThat(client.output()).as(program[1] + ":\n" + client.output()).contains(program[2]);
             }
-            assertThat(client.code()).as("ibv_rc_pingpong in node-1's container against node-2's:\n" + client.output()).isZero();
-            assertThat(client.output()).contains("100 iters in");
-            // ... and its connection manager: rping names its peer by host name, each node answering to its container's address.
-            String withCm = "LD_PRELOAD='/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so'";
-            Result rpingServer = run(10, "docker", "exec", "-d", node2, "sh", "-c", withCm + " rping -s -a 0.0.0.0 -p 7471 -C 10 -V");
-            assertThat(rpingServer.code()).as("the rping server:\n" + rpingServer.output()).isZero();
-            Result rping = null;
-            for (int attempt = 0; attempt < 20 && (rping == null || rping.code() != 0); attempt++) {
-                Thread.sleep(500); // the server opens its device and listens; until then the client is REJECTED
-                rping = run(60, "docker", "exec", node1, "sh", "-c", withCm + " rping -c -v -V -a node-2 -p 7471 -C 10");
-            }
-            assertThat(rping.code()).as("rping in node-1's container against node-2's:\n" + rping.output()).isZero();
-            assertThat(rping.output()).contains("ping data: rdma-ping-9");
             // ... and Debian's UCX: it sees the device (the uverbs-devices service made its files) and runs
             // between the two containers. UCX registers tens of MiB up front, more than the testbed's 64 MiB
             // memlock limit pins; under PIN_ON_MISS a page is pinned only while the NIC's TLB holds it.
-            Result ucxInfo = run(60, "docker", "exec", node1, "sh", "-c", withCm + " ucx_info -d");
+            Result ucxInfo = run(60, "docker", "exec", node1, "sh", "-c", preload + " ucx_info -d");
             assertThat(ucxInfo.output()).as("ucx_info -d in node-1's container:\n" + ucxInfo.output())
                     .contains("Memory domain: pagewire0", "Transport: rc_verbs", "Transport: ud_verbs", "Connection manager: rdmacm");
-            String ucx = withCm + " UCX_TLS=rc_v UCX_NET_DEVICES=pagewire0:1 PAGEWIRE_VERBS_REGISTRATION=PIN_ON_MISS";
-            Result ucxServer = run(10, "docker", "exec", "-d", node2, "sh", "-c", ucx + " timeout 60 ucx_perftest -p 13337");
-            assertThat(ucxServer.code()).as("the ucx_perftest server:\n" + ucxServer.output()).isZero();
-            Result ucxClient = null;
-            for (int attempt = 0; attempt < 20 && (ucxClient == null || ucxClient.code() != 0); attempt++) {
-                Thread.sleep(500); // the server listens on its TCP port
-                ucxClient = run(70, "docker", "exec", node1, "sh", "-c", ucx + " timeout 60 ucx_perftest -p 13337 node-2 -t tag_lat -n 100");
-            }
-            assertThat(ucxClient.code()).as("ucx_perftest -t tag_lat in node-1's container against node-2's:\n" + ucxClient.output()).isZero();
+            String ucx = preload + " UCX_TLS=rc_v UCX_NET_DEVICES=pagewire0:1 PAGEWIRE_VERBS_REGISTRATION=PIN_ON_MISS";
+            Result ucxClient = pairInContainers(node1, node2, ucx, "timeout 60 ucx_perftest -p 13337",
+                    "timeout 60 ucx_perftest -p 13337 node-2 -t tag_lat -n 100");
             assertThat(ucxClient.output()).contains("Final:").doesNotContain("ERROR", "pagewire-verbs error");
 
             FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
@@ -145,6 +138,22 @@ class ComposeSmokeIT {
 
 
     private record Result(int code, String output) {
+    }
+
+    /**
+     * Starts SERVER in node-2's container (in the background) and runs CLIENT in node-1's against it,
+     * again every half second while the server is not listening yet (a refused client exits at once).
+     */
+    private static Result pairInContainers(String node1, String node2, String environment, String server, String client) throws Exception {
+        Result started = run(10, "docker", "exec", "-d", node2, "sh", "-c", environment + " " + server);
+        assertThat(started.code()).as("starting " + server + " in node-2's container:\n" + started.output()).isZero();
+        Result run = null;
+        for (int attempt = 0; attempt < 20 && (run == null || run.code() != 0); attempt++) {
+            Thread.sleep(500); // the server opens its device and listens
+            run = run(70, "docker", "exec", node1, "sh", "-c", environment + " " + client);
+        }
+        assertThat(run.code()).as(client + " in node-1's container against node-2's:\n" + run.output()).isZero();
+        return run;
     }
 
     private static Result compose(Map<String, String> env, String project, int seconds, String... args) throws Exception {
