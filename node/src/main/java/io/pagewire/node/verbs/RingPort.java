@@ -153,7 +153,11 @@ final class RingPort implements AutoCloseable {
         }
         long written = rings.requests().producerPosition();
         long deadline = System.nanoTime() + POSTS_BEFORE_LIMIT_NS;
-        reader.execute(() -> reader.readUpTo(written, deadline, then));
+        try {
+            reader.loop.execute(() -> reader.readUpTo(written, deadline, then));
+        } catch (RejectedExecutionException e) {
+            then.run(); // the node is shutting its loops down: nothing is read any more
+        }
     }
 
     /**
