@@ -976,19 +976,20 @@ static int call_multicast(struct cm_id *id, struct cm_group *g, int join)
 	return cm_call(id, &req, NULL);
 }
 
+/* A group address as the calls take it: false (EINVAL) for no id or no IP address. */
+static int group_address(struct cm_id *id, struct sockaddr *addr, ProtobufCBinaryData *ip)
+{
+	uint32_t port;
+	address_of(addr, ip, &port);
+	return id && ip->len;
+}
+
 EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, void *context)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	ProtobufCBinaryData ip;
-	uint32_t port;
-	address_of(addr, &ip, &port);
-	if (!id || !ip.len)
+	if (!group_address(id, addr, &ip))
 		return cm_fail(EINVAL);
-	pthread_mutex_lock(&id->lock);
-	int joined = group_of(id, ip.data, ip.len) != NULL;
-	pthread_mutex_unlock(&id->lock);
-	if (joined)
-		return cm_fail(EADDRINUSE);
 	struct cm_group *g = calloc(1, sizeof(*g));
 	if (!g)
 		return cm_fail(ENOMEM);
@@ -996,11 +997,19 @@ EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, 
 	g->ip_len = ip.len;
 	g->context = context;
 	map_group(g);
-	/* Listed before the call: MULTICAST_JOIN may be read on another thread before the call returns. */
+	/* Checked and listed at once (two joins of one group: one is EADDRINUSE), and before the call:
+	 * MULTICAST_JOIN may be read on another thread before the call returns. */
 	pthread_mutex_lock(&id->lock);
-	g->next = id->groups;
-	id->groups = g;
+	int joined = group_of(id, ip.data, ip.len) != NULL;
+	if (!joined) {
+		g->next = id->groups;
+		id->groups = g;
+	}
 	pthread_mutex_unlock(&id->lock);
+	if (joined) {
+		free(g);
+		return cm_fail(EADDRINUSE);
+	}
 	int e = call_multicast(id, g, 1);
 	if (e) {
 		free(unlink_group(id, g->ip, g->ip_len));
@@ -1022,9 +1031,7 @@ EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
 	ProtobufCBinaryData ip;
-	uint32_t port;
-	address_of(addr, &ip, &port);
-	if (!id || !ip.len)
+	if (!group_address(id, addr, &ip))
 		return cm_fail(EINVAL);
 	struct cm_group *g = unlink_group(id, ip.data, ip.len);
 	if (!g)
