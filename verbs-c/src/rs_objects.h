@@ -102,7 +102,7 @@ struct rsock {
 	int freed;                      /* buffers given back since the last CREDIT */
 	int credits;                    /* data messages this side may still send */
 	int *free_slots, free_count;    /* send slots */
-	int unsignaled_ctrl;            /* control messages not yet completed */
+	int controls_in_flight;         /* control messages posted and not yet completed */
 	/* riomap */
 	struct rs_map { off_t offset; void *address; size_t length; struct ibv_mr *mr; } local[RS_MAX_MAPS];
 	struct rs_window remote[RS_MAX_MAPS];

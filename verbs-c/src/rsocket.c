@@ -99,7 +99,7 @@ static int send_control(struct rsock *rs, uint32_t type, uint32_t value)
 			   *bad;
 	int e = ibv_post_send(rs->qp, &wr, &bad);
 	if (!e)
-		rs->unsignaled_ctrl++;
+		rs->controls_in_flight++;
 	return e;
 }
 
@@ -836,7 +836,7 @@ EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, 
 
 static int sends_done(struct rsock *rs)
 {
-	return rs->state != RS_CONNECTED || (rs->free_count == rs->scount && rs->unsignaled_ctrl == 0);
+	return rs->state != RS_CONNECTED || (rs->free_count == rs->scount && rs->controls_in_flight == 0);
 }
 
 /* Sends FIN once: what was sent before it is read first, then end of file. Under rs->lock. */

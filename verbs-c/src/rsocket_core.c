@@ -189,7 +189,7 @@ static void poll_completions(struct rsock *rs)
 				if (wc[i].status == IBV_WC_SUCCESS)
 					rs->ops->on_receive(rs, &wc[i]);
 			} else if (id & RS_CTRL_WR) {
-				rs->unsignaled_ctrl--;
+				rs->controls_in_flight--;
 			} else {
 				rs->free_slots[rs->free_count++] = RS_INDEX(id);
 			}
