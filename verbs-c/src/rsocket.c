@@ -320,8 +320,10 @@ EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 			rs->state = RS_RESOLVING_ADDR;
 			if (rs->nonblocking) {
 				rs_progress(rs);
+				/* as a nonblocking socket's connect: the outcome, even a refusal already in, comes
+				 * through rpoll and SO_ERROR */
 				if (rs->state != RS_CONNECTED)
-					r = rs_fail(rs->state == RS_FAILED ? rs->error : EINPROGRESS);
+					r = rs_fail(EINPROGRESS);
 			} else {
 				rs_wait(rs, connect_done, -1);
 				if (rs->state != RS_CONNECTED) {
