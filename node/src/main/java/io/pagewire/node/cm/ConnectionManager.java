@@ -937,6 +937,11 @@ public final class ConnectionManager implements AutoCloseable {
         return ids.size();
     }
 
+    /** Whether an id listens on {@code port} (tests wait for a server program's listen, not just its first id). */
+    public synchronized boolean listensOn(int port) {
+        return ids.values().stream().anyMatch(id -> id.state == CmId.State.LISTEN && id.srcPort == port);
+    }
+
     public synchronized int channelCount() {
         return channels.size();
     }

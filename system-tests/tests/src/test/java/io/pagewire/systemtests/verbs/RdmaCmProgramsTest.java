@@ -154,7 +154,8 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         Files.write(source, bytes);
         port = String.valueOf(freePort());
         Program s = VerbsPrograms.start(server.target(), env, "rcopy", "-p", port); // serves until killed
-        awaitTrue(() -> server.connectionManager().idCount() > 0, 10_000, "rcopy listens");
+        String listening = port;
+        awaitTrue(() -> server.connectionManager().listensOn(Integer.parseInt(listening)), 10_000, "rcopy listens");
         Run c = VerbsPrograms.start(client.target(), env, "rcopy", source.toString(), SERVER_ADDRESS + ":" + copy, "-p", port).await(60);
         s.kill();
         c.succeeded();
@@ -174,7 +175,7 @@ class RdmaCmProgramsTest extends TwoNodeProgramsFixture {
         String port = String.valueOf(freePort());
         Program s = VerbsPrograms.start(server.target(), List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), "udpong", "-b", SERVER_ADDRESS,
                 "-p", port, "-T", "b"); // serves until killed
-        awaitTrue(() -> server.connectionManager().idCount() > 0, 10_000, "udpong's socket is bound");
+        awaitTrue(() -> server.connectionManager().listensOn(Integer.parseInt(port)), 10_000, "udpong's socket listens");
         Run c = VerbsPrograms.start(client.target(), List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode), "udpong", "-s", SERVER_ADDRESS, "-p", port,
                 "-C", "200", "-S", "2000", "-T", "b").await(60);
         s.kill();
