@@ -224,6 +224,7 @@ public final class AddressSpace implements AutoCloseable {
                 }
                 entry.cpuMapped = true;
                 entry.cpuUnmapRequested = false;
+                entry.pageOutWanted = false;
                 frames[(int) (vpn - firstVpn)] = entry.frame;
             }
         } finally {
@@ -240,10 +241,16 @@ public final class AddressSpace implements AutoCloseable {
         kernel.lock();
         try {
             checkOpen();
+            List<Long> wanted = new ArrayList<>();
             pageTable.forEach(firstVpn, endVpn, (vpn, entry) -> {
                 entry.cpuMapped = false;
                 entry.cpuUnmapRequested = false;
+                if (entry.pageOutWanted) {
+                    entry.pageOutWanted = false;
+                    wanted.add(vpn);
+                }
             });
+            pageOutNow(wanted);
         } finally {
             kernel.unlock();
         }
@@ -726,9 +733,10 @@ public final class AddressSpace implements AutoCloseable {
      * Pushes the resident pages of [address, +length) out of memory, as {@code madvise(MADV_PAGEOUT)}
      * does: a dirty page goes to swap, a clean one that swap holds loses its frame, one that was
      * never written is dropped (it reads as zeros again); the contents stay what they were. Pinned
-     * pages, pages under DMA and pages in transit stay. The next touch, by the CPU or the NIC, faults.
+     * pages, pages under DMA and pages in transit stay. A page a CPU maps goes once that CPU has
+     * unmapped it, as the kernel asks it to. The next touch, by the CPU or the NIC, faults.
      *
-     * @return how many pages lost their frame
+     * @return how many pages lost their frame now (not counting those waiting for a CPU)
      */
     public int pageOut(long address, long length) {
         if (length <= 0 || address + length < address) {
@@ -737,7 +745,7 @@ public final class AddressSpace implements AutoCloseable {
         checkAllocated(address, length);
         long first = address >>> pageShift;
         long end = ((address + length - 1) >>> pageShift) + 1;
-        int out = 0;
+        int out;
         kernel.lock();
         try {
             // Only pages that exist are visited: a huge, mostly untouched range costs what is in it.
@@ -745,22 +753,30 @@ public final class AddressSpace implements AutoCloseable {
             pageTable.forEach(first, end, (vpn, entry) -> {
                 if (entry.present() && entry.pinCount == 0 && !entry.inTransit) {
                     if (entry.cpuMapped) {
-                        wantCpuUnmap(vpn, entry); // a CPU maps it: it goes once that CPU has let go
+                        entry.pageOutWanted = true; // a CPU maps it: it goes once that CPU has let go
+                        wantCpuUnmap(vpn, entry);
                     } else {
                         vpns.add(vpn);
                     }
                 }
             });
-            for (long vpn : vpns) {
-                // Writing a page back releases the lock: look at each page again before taking its frame.
-                PageTableEntry entry = pageTable.get(vpn);
-                if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && !entry.cpuMapped
-                        && kernel.pageOut(entry.frame)) {
-                    out++;
-                }
-            }
+            out = pageOutNow(vpns);
         } finally {
             kernel.unlock();
+        }
+        return out;
+    }
+
+    /** Takes the frames of these pages that are still resident, unpinned and unmapped by CPUs (kernel lock held); how many went. */
+    private int pageOutNow(List<Long> vpns) {
+        int out = 0;
+        for (long vpn : vpns) {
+            // Writing a page back releases the lock: look at each page again before taking its frame.
+            PageTableEntry entry = pageTable.get(vpn);
+            if (entry != null && entry.present() && entry.pinCount == 0 && !entry.inTransit && !entry.cpuMapped
+                    && kernel.pageOut(entry.frame)) {
+                out++;
+            }
         }
         return out;
     }

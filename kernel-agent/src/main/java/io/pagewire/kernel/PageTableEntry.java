@@ -25,6 +25,8 @@ final class PageTableEntry {
     boolean cpuMapped;
     /** Reclaim asked that CPU to unmap the page and waits for it to say it did. */
     boolean cpuUnmapRequested;
+    /** A page-out ({@link AddressSpace#pageOut}) waits for that CPU's unmap to take the page. */
+    boolean pageOutWanted;
 
     boolean present() {
         return frame >= 0;

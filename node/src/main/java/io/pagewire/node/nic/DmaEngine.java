@@ -16,11 +16,13 @@ final class DmaEngine {
     private static final int ATTEMPTS = 32;
 
     private final PhysicalMemory memory;
+    private final MemoryPressure pressure;
     private final int pageShift;
     private final int pageSize;
 
-    DmaEngine(PhysicalMemory memory) {
+    DmaEngine(PhysicalMemory memory, MemoryPressure pressure) {
         this.memory = memory;
+        this.pressure = pressure;
         this.pageSize = memory.pageSize();
         this.pageShift = Integer.numberOfTrailingZeros(pageSize);
     }
@@ -52,6 +54,9 @@ final class DmaEngine {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             if (t != RegionPolicy.MISS) {
                 if (memory.tryLockForDma(Tlb.frameOf(t), Tlb.generationOf(t))) {
+                    if (side.servesPeer()) {
+                        pressure.touched(region, vpn);
+                    }
                     return t;
                 }
                 policy.dropStale(region, vpn, t);

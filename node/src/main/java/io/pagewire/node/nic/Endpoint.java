@@ -481,6 +481,7 @@ public final class Endpoint implements AutoCloseable {
         @Override
         public void invalidate(AddressSpace s, long firstVpn, long pageCount, InvalidationReason reason) {
             // Pins of dropped PIN_ON_MISS entries are revoked by the kernel on UNMAP; eviction never hits pinned pages.
+            nic.onDemandPageTable().invalidate(id(), firstVpn, pageCount);
             int dropped = nic.tlb().invalidate(id(), firstVpn, pageCount).dropped;
             dropped += nic.shadow().invalidate(id(), firstVpn, pageCount);
             nic.counters().add(NicCounter.INVALIDATED_TRANSLATIONS, dropped);

@@ -40,7 +40,9 @@ public final class Nic implements AutoCloseable {
     private final NicTimers timers;
     private final Tlb tlb;
     private final ShadowPageTable shadow = new ShadowPageTable();
+    private final OnDemandPageTable onDemandPageTable = new OnDemandPageTable();
     private final DmaEngine dma;
+    private final MemoryPressure pressure;
     private final CreditPool credits;
     /** Credits a queue pair is granted when created: what one MTU-sized packet may need; it borrows more as it uses them. */
     private final int firstCredits;
@@ -87,7 +89,8 @@ public final class Nic implements AutoCloseable {
         }
         this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed());
         this.policies = new RegionPolicy[] {new PinnedPolicy(this), new PinOnMissPolicy(this), new ShadowPolicy(this), new OnDemandPolicy(this)};
-        this.dma = new DmaEngine(kernel.memory());
+        this.pressure = new MemoryPressure(this, context.reclaimAfterAccess(), context.reclaimDepth(), context.randomSeed());
+        this.dma = new DmaEngine(kernel.memory(), pressure);
         this.firstCredits = partsPerPacket;
         this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
         this.sweepIntervalNs = Math.max(1_000_000, Math.min(context.ackTimeoutNs(), context.minAckTimeoutNs()) / 4);
@@ -282,6 +285,15 @@ public final class Nic implements AutoCloseable {
 
     Tlb tlb() {
         return tlb;
+    }
+
+    /** The injected memory pressure on pages peers touch (off unless configured). */
+    public MemoryPressure memoryPressure() {
+        return pressure;
+    }
+
+    OnDemandPageTable onDemandPageTable() {
+        return onDemandPageTable;
     }
 
     ShadowPageTable shadow() {
@@ -504,6 +516,7 @@ public final class Nic implements AutoCloseable {
 
     void forget(Endpoint endpoint) {
         endpoints.remove(endpoint.id(), endpoint);
+        onDemandPageTable.invalidateAll(endpoint.id());
     }
 
     void forget(QueuePair qp) {

@@ -2,6 +2,7 @@ package io.pagewire.node.nic;
 
 import io.pagewire.config.Setting;
 import io.pagewire.config.SettingType;
+import io.pagewire.kernel.FaultKind;
 import java.util.List;
 
 /**
@@ -21,6 +22,12 @@ public final class NicConfiguration {
             .where(v -> v != null, "set");
     public static final Setting<Long> RANDOM_SEED = Setting.of("pagewire.nic.randomSeed", SettingType.NUMBER, null,
             "Seed of the NIC's random choices (RANDOM TLB replacement), for runs that repeat; unset for a new seed each start");
+    public static final Setting<Double> RECLAIM_AFTER_ACCESS = Setting.probability("pagewire.nic.reclaimAfterAccess", 0,
+            "Memory pressure for fault experiments: probability that the kernel takes a page away from the NIC just after a peer's"
+                    + " request touched it, so that the next request to touch it faults (0: never)");
+    public static final Setting<FaultKind> RECLAIM_DEPTH = Setting.choice("pagewire.nic.reclaimDepth", FaultKind.class, FaultKind.MINOR,
+            "What pagewire.nic.reclaimAfterAccess takes: MINOR, the NIC's translation (TLB entry and its pin, the on-demand mapping) while"
+                    + " the page stays in memory; MAJOR, the page itself, to swap").where(v -> v != null, "set");
     public static final Setting<Integer> MTU = Setting.intBytes("pagewire.nic.mtuBytes", 4096,
             "Largest payload of one packet; longer messages are segmented").between(64, 1 << 20);
     public static final Setting<Integer> SEND_WINDOW = Setting.count("pagewire.nic.sendWindowPackets", 256,

@@ -3,6 +3,7 @@ package io.pagewire.node.nic;
 import static io.pagewire.node.nic.NicConfiguration.*;
 
 import io.pagewire.config.SettingValues;
+import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.NanoClock;
 
 /**
@@ -262,6 +263,24 @@ public final class NicContext {
     }
 
     /** Seeds the NIC's random choices (RANDOM TLB replacement); rkeys always come from a secure source. */
+    public NicContext reclaimAfterAccess(double value) {
+        settings.set(RECLAIM_AFTER_ACCESS, value);
+        return this;
+    }
+
+    public double reclaimAfterAccess() {
+        return settings.get(RECLAIM_AFTER_ACCESS);
+    }
+
+    public NicContext reclaimDepth(FaultKind value) {
+        settings.set(RECLAIM_DEPTH, value);
+        return this;
+    }
+
+    public FaultKind reclaimDepth() {
+        return settings.get(RECLAIM_DEPTH);
+    }
+
     public NicContext randomSeed(long value) {
         settings.set(RANDOM_SEED, value);
         return this;

@@ -38,6 +38,11 @@ public enum Side {
         return !gathers && this != PREFETCH;
     }
 
+    /** Whether the page serves a peer's request (the responder's side), which memory pressure may take from the NIC after. */
+    boolean servesPeer() {
+        return this == READ_SOURCE || this == RECEIVE || this == ATOMIC_TARGET || this == RECEIVE_BUFFER;
+    }
+
     /** The metrics tag: {@code send}, {@code read_source}, {@code receive}, ... */
     public String tag() {
         return name().toLowerCase(Locale.ROOT);

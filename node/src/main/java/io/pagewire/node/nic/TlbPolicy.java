@@ -37,7 +37,7 @@ abstract class TlbPolicy extends RegionPolicy {
     }
 
     @Override
-    final void released(MemoryRegion region, boolean wasUsable) {
+    void released(MemoryRegion region, boolean wasUsable) {
         if (!region.implicit()) {
             AddressSpace space = region.endpoint().space();
             int shift = space.pageShift();
