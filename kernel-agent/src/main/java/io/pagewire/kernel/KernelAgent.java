@@ -215,9 +215,8 @@ public final class KernelAgent implements AutoCloseable {
     /** Spends the fault handler's own time on one fault; the kernel lock must not be held. */
     void awaitFaultOverhead() {
         long overhead = context.faultOverheadNs();
-        long done = System.nanoTime() + overhead;
-        for (long left = overhead; left > 0 && !Thread.currentThread().isInterrupted(); left = done - System.nanoTime()) {
-            LockSupport.parkNanos(this, left);
+        if (overhead > 0) {
+            ModelledWait.until(System.nanoTime() + overhead, this);
         }
     }
 

@@ -9,7 +9,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.BitSet;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The swap device: a file of page-sized slots, handed out one per swapped page. Pages move between
@@ -147,12 +146,7 @@ final class SwapDevice implements AutoCloseable {
                 done = Math.max(ready, freeAt) + transferNs;
             } while (!transferFreeAtNs.compareAndSet(freeAt, done));
         }
-        for (long left = done - System.nanoTime(); left > 0; left = done - System.nanoTime()) {
-            if (Thread.currentThread().isInterrupted()) {
-                return; // the agent is closing: do the I/O at once
-            }
-            LockSupport.parkNanos(this, left);
-        }
+        ModelledWait.until(done, this); // interrupted: the agent is closing, and the I/O is done at once
     }
 
     @Override

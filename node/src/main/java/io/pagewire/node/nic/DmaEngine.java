@@ -49,6 +49,9 @@ final class DmaEngine {
      */
     long acquire(MemoryRegion region, long vpn, boolean write, Side side, boolean again, Runnable beforeKernelCall) {
         checkUsable(region);
+        if (side.servesPeer()) {
+            pressure.beforeTouch(region, vpn, beforeKernelCall);
+        }
         RegionPolicy policy = region.policy();
         long t = policy.lookup(region, vpn, side, again);
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {

@@ -3,27 +3,35 @@ package io.pagewire.node.nic;
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.KernelException;
+import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Memory pressure on the pages a NIC serves its peers' requests from, for fault experiments: just
- * after a request touched a page, with the configured probability, the kernel takes the page away from
- * the NIC, so the next request to touch it faults. MINOR takes the NIC's translation (its TLB entry and
- * the pin that holds, its on-demand mapping) as reclaim scanning or page migration would, the page
- * staying in memory; MAJOR pages it out to swap as well (once the program's CPU has let go of it). Runs
- * on the kernel's fault-handler threads, off the packet path. Off unless configured; settable while the
- * node runs; its draws come from the NIC's seed.
+ * Memory pressure on the pages a NIC serves its peers' requests from, for fault experiments: after a
+ * request touched a page, with the configured probability, the kernel takes the page away from the NIC,
+ * so the next request to touch it faults. MINOR takes the NIC's translation (its TLB entry and the pin
+ * that holds, its on-demand mapping) as reclaim scanning or page migration would, the page staying in
+ * memory; it is done when the next request reaches the page, on that request's thread, because a
+ * thread woken per touch would take a core from the programs being measured on a small machine. MAJOR
+ * pages the page out to swap as well, which cannot wait for the next touch: it runs at once on a
+ * kernel fault-handler thread (and waits for the program's CPU to let go of the page). Off unless
+ * configured; settable while the node runs; its draws come from the NIC's seed.
  */
 public final class MemoryPressure {
-    /** Looks at a page still under DMA (or still mapped by the program's CPU) before leaving it in memory: about a millisecond. */
-    private static final int PAGE_OUT_ATTEMPTS = 50;
+    /** How long a page still under DMA (or still mapped by the program's CPU) is looked at again before it is left in memory. */
+    private static final long PAGE_OUT_PATIENCE_NS = 5_000_000;
     private static final long PAGE_OUT_RETRY_NS = 20_000;
 
     private final Nic nic;
     private final SplittableRandom random;
     private volatile double rate;
     private volatile FaultKind depth;
+    /** Pages a MINOR pressure took, by {@link Tlb#key}: their translations go when a request next reaches them. */
+    private final Set<Long> dueMinor = ConcurrentHashMap.newKeySet();
+    /** Pages marked at most: a peer that never comes back to its pages leaves no more than this behind. */
+    private static final int MAX_DUE = 1 << 16;
 
     MemoryPressure(Nic nic, double rate, FaultKind depth, long seed) {
         this.nic = nic;
@@ -39,6 +47,7 @@ public final class MemoryPressure {
         }
         this.depth = depth;
         this.rate = rate;
+        dueMinor.clear();
     }
 
     public double rate() {
@@ -59,11 +68,35 @@ public final class MemoryPressure {
         synchronized (random) {
             take = random.nextDouble() < r;
         }
-        if (take) {
-            AddressSpace space = region.endpoint().space();
-            RegistrationMode mode = region.mode();
-            FaultKind kind = depth;
-            nic.kernel().faultService().execute(() -> reclaim(space, vpn, mode, kind));
+        if (!take) {
+            return;
+        }
+        AddressSpace space = region.endpoint().space();
+        if (depth == FaultKind.MINOR) {
+            if (dueMinor.size() < MAX_DUE) {
+                dueMinor.add(Tlb.key(space.id(), vpn));
+            }
+            return;
+        }
+        RegistrationMode mode = region.mode();
+        nic.kernel().faultService().execute(() -> reclaim(space, vpn, mode, FaultKind.MAJOR));
+    }
+
+    /**
+     * A peer's request is about to touch page {@code vpn} of {@code region}: if a MINOR pressure took it,
+     * its translations go now ({@code beforeKernelCall} first releases what the caller holds, as before a
+     * miss is resolved).
+     */
+    void beforeTouch(MemoryRegion region, long vpn, Runnable beforeKernelCall) {
+        if (dueMinor.isEmpty()) {
+            return;
+        }
+        AddressSpace space = region.endpoint().space();
+        if (dueMinor.remove(Tlb.key(space.id(), vpn))) {
+            if (beforeKernelCall != null) {
+                beforeKernelCall.run();
+            }
+            reclaim(space, vpn, region.mode(), FaultKind.MINOR);
         }
     }
 
@@ -75,9 +108,14 @@ public final class MemoryPressure {
         nic.onDemandPageTable().invalidate(space.id(), vpn, 1);
         if (kind == FaultKind.MAJOR) {
             try {
-                // The touch that drew this may still hold the page for its copy, which a page-out leaves alone.
-                for (int attempt = 0; attempt < PAGE_OUT_ATTEMPTS && space.pageOut(vpn << space.pageShift(), space.pageSize()) == 0
-                        && space.isResident(vpn); attempt++) {
+                // The touch that drew this may still hold the page for its copy, and the program's CPU may map
+                // it: a page-out leaves the one alone and waits for the other to let go. A page that stays in
+                // (pinned by its registration, or still busy after the attempts) is not counted as taken.
+                long deadline = System.nanoTime() + PAGE_OUT_PATIENCE_NS;
+                while (space.pageOut(vpn << space.pageShift(), space.pageSize()) == 0 && space.isResident(vpn)) {
+                    if (System.nanoTime() - deadline > 0) {
+                        return;
+                    }
                     LockSupport.parkNanos(PAGE_OUT_RETRY_NS);
                 }
             } catch (KernelException e) {

@@ -37,7 +37,8 @@ public enum NicCounter implements CountedEvent {
     INVALIDATED_TRANSLATIONS(Meter.counter("pagewire.nic.invalidated.translations",
             "NIC translations (TLB and shadow table entries) dropped because the kernel reclaimed or unmapped their pages"), false),
     PRESSURE_RECLAIMS(Meter.counter("pagewire.nic.pressure.reclaims",
-            "Pages the injected memory pressure (pagewire.nic.reclaimAfterAccess) reclaimed just after a peer touched them (a pinned page stays)"),
+            "Pages the injected memory pressure (pagewire.nic.reclaimAfterAccess) took from the NIC just after a peer touched them, at the"
+                    + " depth set (a page a MAJOR pressure could not page out, one pinned by its registration, say, is not counted)"),
             true),
     PREFETCHED_PAGES(Meter.counter("pagewire.prefetched.pages", "Pages brought in or translated by advise"), false),
     RNR_NAKS_SENT(Meter.counter("pagewire.rnr.naks.sent", "RNR NAKs sent: receive page faults, and SENDs with no receive posted"), false),

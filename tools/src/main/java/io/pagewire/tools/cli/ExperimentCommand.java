@@ -6,6 +6,7 @@ import io.pagewire.tools.experiment.Experiment;
 import io.pagewire.tools.experiment.ExperimentReport;
 import io.pagewire.tools.experiment.ExperimentResult;
 import io.pagewire.tools.experiment.ExperimentSettings;
+import io.pagewire.tools.experiment.FaultCostExperiment;
 import io.pagewire.tools.experiment.NotificationExperiment;
 import io.pagewire.tools.experiment.OvercommitExperiment;
 import io.pagewire.tools.experiment.PinCacheExperiment;
@@ -71,7 +72,8 @@ final class ExperimentCommand implements Callable<Integer> {
     static Map<String, Experiment> experiments(TlbIndexing indexing) {
         Map<String, Experiment> all = new LinkedHashMap<>();
         for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(), new NotificationExperiment(),
-                new ReceiveFaultsExperiment(), new OvercommitExperiment(), new PinCacheExperiment())) {
+                new ReceiveFaultsExperiment(), new OvercommitExperiment(), new PinCacheExperiment(),
+                new FaultCostExperiment())) {
             all.put(experiment.name(), experiment);
         }
         return all;

@@ -41,7 +41,7 @@ public final class ExperimentReport {
     }
 
     /** The table as aligned columns (also valid markdown). */
-    static String table(ExperimentResult result) {
+    public static String table(ExperimentResult result) {
         List<String[]> cells = new ArrayList<>();
         cells.add(result.columns().toArray(String[]::new));
         for (List<Object> row : result.rows()) {

@@ -6,7 +6,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * Debian's perftest ({@code ib_write_bw}, {@code ib_write_lat}) run unmodified on a node pair through
@@ -55,9 +57,12 @@ public final class VerbsPerftest {
         return library != null;
     }
 
-    /** The verbs library to preload: PAGEWIRE_VERBS_LIBRARY, the image's, or this source tree's build; null when none is there. */
+    /**
+     * The verbs library to preload: the system property {@code pagewire.verbs.library} or PAGEWIRE_VERBS_LIBRARY, the image's,
+     * or this source tree's build; null when none is there.
+     */
     public static Path library() {
-        String configured = System.getenv("PAGEWIRE_VERBS_LIBRARY");
+        String configured = System.getProperty("pagewire.verbs.library", System.getenv("PAGEWIRE_VERBS_LIBRARY"));
         List<String> places = new ArrayList<>();
         if (configured != null && !configured.isBlank()) {
             places.add(configured);
@@ -109,8 +114,9 @@ public final class VerbsPerftest {
     }
 
     /** As {@link #writeBandwidthMbPerSec(String, String, int, double)}, wherever the two sides run. */
-    Double writeBandwidthMbPerSec(Place requester, Place responder, int size, double seconds) {
-        String[] row = run(writeBw, requester, responder, List.of("-s", String.valueOf(size), "-D", String.valueOf(Math.max(1, Math.round(seconds)))));
+    public Double writeBandwidthMbPerSec(Place requester, Place responder, int size, double seconds) {
+        String[] row = run(writeBw, requester, responder, List.of("-s", String.valueOf(size), "-D", String.valueOf(Math.max(1, Math.round(seconds)))),
+                Map.of());
         return row == null || row.length < 4 ? null : Double.parseDouble(row[3]);
     }
 
@@ -122,40 +128,90 @@ public final class VerbsPerftest {
 
     /** ib_write_lat's one-way typical and 99th percentile, wherever the two sides run; null when the run failed. */
     Latency writeLatency(Place requester, Place responder, int size, int iterations) {
-        String[] row = run(writeLat, requester, responder, List.of("-s", String.valueOf(size), "-n", String.valueOf(iterations)));
+        String[] row = run(writeLat, requester, responder, List.of("-s", String.valueOf(size), "-n", String.valueOf(iterations)), Map.of());
         return row == null || row.length < 8 ? null : new Latency(Double.parseDouble(row[4]), Double.parseDouble(row[7]));
+    }
+
+    /**
+     * The figures of a perftest latency program's result row, in microseconds: ib_write_lat and
+     * ib_send_lat report half a round trip, ib_read_lat and the atomics a whole one.
+     */
+    public record LatencyRow(long iterations, double minUs, double maxUs, double typicalUs, double averageUs, double p99Us, double p999Us) {
+        static LatencyRow parse(String[] row) {
+            if (row == null || row.length < 9) {
+                return null;
+            }
+            return new LatencyRow(Long.parseLong(row[1]), Double.parseDouble(row[2]), Double.parseDouble(row[3]), Double.parseDouble(row[4]),
+                    Double.parseDouble(row[5]), Double.parseDouble(row[7]), Double.parseDouble(row[8]));
+        }
+    }
+
+    /**
+     * Runs a perftest latency program ({@code ib_read_lat}, {@code ib_write_lat}, ...) found on the PATH
+     * between two places on this host, with {@code options} on both sides and {@code environment} added
+     * to both (PAGEWIRE_VERBS_REGISTRATION, say).
+     *
+     * @return its result row, or null when the run failed ({@link #failure} says how)
+     */
+    public LatencyRow latency(String program, Place requester, Place responder, List<String> options, Map<String, String> environment) {
+        String path = ExternalPrograms.onPath(program);
+        if (path == null || library == null) {
+            failure = program + " or the verbs library is not installed";
+            return null;
+        }
+        return LatencyRow.parse(run(path, requester, responder, options, environment));
+    }
+
+    /** Why the last run failed: the client's output. */
+    public String failure() {
+        return failure;
     }
 
     /** The output of the last run that failed, for the bench's log. */
     String failure = "";
 
     /** Runs a server on the responder's node and its client on the requester's; the client's result row, or null. */
-    private String[] run(String program, Place requester, Place responder, List<String> options) {
+    private String[] run(String program, Place requester, Place responder, List<String> options, Map<String, String> environment) {
+        String out = pair(program, requester, responder, options, environment, output -> resultRow(output) != null);
+        return out == null ? null : resultRow(out);
+    }
+
+    /**
+     * Runs a program pair of the perftest and rdma-core pingpong kind (a server given {@code options},
+     * its client the same and the server's address) on the responder's node and the requester's, the
+     * client tried again while the server is not listening yet.
+     *
+     * @param program the program's path (or its name, in a container)
+     * @param finished whether the client's output is that of a run that finished
+     * @return the client's output, or null when it did not finish ({@link #failure} says how)
+     */
+    public String pair(String program, Place requester, Place responder, List<String> options, Map<String, String> environment,
+            Predicate<String> finished) {
         int port = ExternalPrograms.freePort(18515);
         Process server = null;
         try {
-            server = start(program, responder, port, options, null).start();
+            server = start(program, responder, port, options, environment, null).start();
             String serverHost = responder.container() == null ? "127.0.0.1" : containerAddress(responder.container());
             for (int attempt = 0; attempt < 20; attempt++) {
                 Thread.sleep(200); // the server opens its device and listens for the client
-                Process client = start(program, requester, port, options, serverHost).redirectErrorStream(true).start();
+                Process client = start(program, requester, port, options, environment, serverHost).redirectErrorStream(true).start();
                 if (!client.waitFor(180, TimeUnit.SECONDS)) {
                     client.destroyForcibly();
+                    failure = program + " did not finish in 180 s";
                     return null;
                 }
                 String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                String[] row = resultRow(out);
-                if (row != null) {
-                    return row;
-                }
-                if (!out.contains("Couldn't connect") && !out.contains("Unable to open")) {
-                    failure = out;
-                    return null;
+                if (finished.test(out)) {
+                    return out;
                 }
                 failure = out;
+                if (!out.contains("Couldn't connect") && !out.contains("Unable to open") && !out.contains("Connection refused")) {
+                    return null;
+                }
             }
             return null;
         } catch (IOException e) {
+            failure = e.toString();
             return null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -171,10 +227,11 @@ public final class VerbsPerftest {
      * One side. In a container it runs under docker exec with the image's library, bounded by
      * timeout(1) there: killing the docker client would leave the program running in the container.
      */
-    private ProcessBuilder start(String program, Place place, int port, List<String> options, String serverHost) {
+    private ProcessBuilder start(String program, Place place, int port, List<String> options, Map<String, String> environment, String serverHost) {
         List<String> command = new ArrayList<>();
         if (place.container() != null) {
             command.addAll(List.of("docker", "exec", "-e", "LD_PRELOAD=" + IMAGE_LIBRARY));
+            environment.forEach((name, value) -> command.addAll(List.of("-e", name + "=" + value)));
             if (place.node() != null) {
                 command.addAll(List.of("-e", "PAGEWIRE_NODE=" + place.node()));
             }
@@ -195,6 +252,7 @@ public final class VerbsPerftest {
             builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
             builder.environment().put("LD_PRELOAD", library.toString());
             builder.environment().put("PAGEWIRE_NODE", place.node());
+            builder.environment().putAll(environment);
         }
         return builder;
     }

@@ -1,0 +1,327 @@
+package io.pagewire.tools.experiment;
+
+import io.pagewire.kernel.FaultKind;
+import io.pagewire.node.nic.NicCounter;
+import io.pagewire.node.nic.RegistrationMode;
+import io.pagewire.tools.perf.VerbsPerftest;
+import java.io.PrintWriter;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+
+/**
+ * {@code fault-cost} (NP-RDMA, 2023, on ConnectX NICs): what one page fault adds to a small RDMA
+ * operation, by the mechanism that serves it. Debian's {@code ib_write_lat} and {@code ib_read_lat}
+ * run unmodified through the verbs library between two nodes, 64-byte operations, every buffer
+ * registered in one mode ({@code PAGEWIRE_VERBS_REGISTRATION}). On the responder's node an injected
+ * memory pressure takes the page a peer's request just touched away from the NIC in a set share of
+ * the iterations ({@code pagewire.nic.reclaimAfterAccess}): MINOR takes its translation (TLB entry and
+ * pin, on-demand mapping), the page staying in memory; MAJOR pages it out to the modelled swap device.
+ * The next iteration then meets the fault: PIN_ON_MISS pins the page while the request waits (in
+ * place), ON_DEMAND answers RNR NAK and the requester comes back after the responder's RNR timer
+ * (perftest's {@code min_rnr_timer}), SHADOW's table follows the kernel's, so a page in memory needs
+ * nothing. Every touch is followed by a take, so each iteration meets a fault and perftest's typical
+ * (median) latency, which the machine's scheduling tail does not move, carries it. Each round runs a
+ * mode's cases back to back, without the pressure first; what a fault adds is the median over rounds
+ * of each run's typical round trip less that of the run without pressure in its round (ib_write_lat
+ * reports half a round trip), and the responder's meters show how many iterations met one.
+ */
+public final class FaultCostExperiment implements Experiment {
+    private static final int SIZE = 64;
+    private static final String WRITE_LAT = "ib_write_lat";
+    private static final String READ_LAT = "ib_read_lat";
+    /** The node's meters that explain a fault's cost: the kernel's service of it, and an ON_DEMAND requester's RNR back-off. */
+    private static final String FAULT_SERVICE = "pagewire.nic.fault.service";
+    private static final String NIC_WAIT = "pagewire.nic.wait";
+    private static final RegistrationMode[] MODES = {RegistrationMode.PINNED, RegistrationMode.PIN_ON_MISS, RegistrationMode.SHADOW,
+        RegistrationMode.ON_DEMAND};
+
+    /**
+     * How big a run is: iterations per program run, the share of them whose page is taken, rounds per
+     * mode, and seconds of ib_write_bw first, which brings the nodes' JIT-compiled paths up to speed.
+     */
+    record Shape(int iterations, double fraction, int rounds, int warmupSeconds) {
+    }
+
+    static final Shape DEFAULT = new Shape(2000, 1.0, 5, 10);
+    static final Shape REDUCED = new Shape(300, 1.0, 1, 2);
+
+    @Override
+    public String name() {
+        return "fault-cost";
+    }
+
+    @Override
+    public String paper() {
+        return "NP-RDMA (Li et al., 2023), on ConnectX NICs: a minor page fault adds 3.5-5.7 us and a major one about 60 us when the fault"
+                + " is served without the network's retry path; through ODP's RNR NAK and retry it is two or more orders of magnitude dearer.";
+    }
+
+    /** One program, mode and pressure (null: none). */
+    record Case(String program, RegistrationMode mode, FaultKind taken) {
+        String label() {
+            return program + " " + mode + " " + (taken == null ? "none" : taken.name().toLowerCase(Locale.ROOT));
+        }
+
+        /** ib_write_lat reports half a round trip, and only the responder's half of each round trip meets the pressure. */
+        int roundTripsPerReport() {
+            return program.equals(WRITE_LAT) ? 2 : 1;
+        }
+    }
+
+    /** What one run measured: perftest's row and what the responder's node counted meanwhile. */
+    record Sample(VerbsPerftest.LatencyRow row, long taken, long tlbMisses, long minorFaults, long majorFaults, long rnrNaks,
+            double faultServiceUs, double rnrBackoffUs) {
+    }
+
+    /** The median sample of a case's rounds and the latency a fault adds against its mode's pressure-free runs. */
+    record Row(Case c, Sample median, double addedPerFaultUs) {
+    }
+
+    @Override
+    public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
+        if (settings.cluster() != null) {
+            throw new IllegalArgumentException("fault-cost runs perftest through the verbs library on nodes it starts and sets their memory"
+                    + " pressure itself; run it without a cluster's addresses");
+        }
+        Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+        try (VerbsNodes nodes = VerbsNodes.start(c -> c.nic().randomSeed(settings.seed()), WRITE_LAT, READ_LAT, "ib_write_bw")) {
+            long swapReadNs = nodes.responder().kernel().context().swapDevice().readLatencyNs();
+            progress.printf(Locale.ROOT, "fault-cost: ib_write_lat and ib_read_lat, %d iterations of %d bytes, a page taken after %.0f %% of"
+                    + " touches, %d round(s) ...%n", shape.iterations(), SIZE, 100 * shape.fraction(), shape.rounds());
+            progress.flush();
+            warmUp(nodes, shape, progress);
+            List<Row> rows = new ArrayList<>();
+            for (String program : List.of(WRITE_LAT, READ_LAT)) {
+                for (RegistrationMode mode : MODES) {
+                    rows.addAll(measureMode(nodes, program, mode, shape, progress));
+                }
+            }
+            return result(shape, swapReadNs, rows);
+        }
+    }
+
+    /** The cases of one program and mode: none first, its reference. */
+    private static List<Case> cases(String program, RegistrationMode mode) {
+        List<Case> cases = new ArrayList<>();
+        cases.add(new Case(program, mode, null));
+        if (mode != RegistrationMode.PINNED) {
+            cases.add(new Case(program, mode, FaultKind.MINOR));
+            // ib_write_lat's responder spins on its buffer: a page paged out would be faulted back by its CPU, not the NIC.
+            if (program.equals(READ_LAT)) {
+                cases.add(new Case(program, mode, FaultKind.MAJOR));
+            }
+        }
+        return cases;
+    }
+
+    /**
+     * Brings the nodes' paths up to speed before anything is recorded, as the bench does: ib_write_bw,
+     * then (full size) every case once, the fault paths included, then ib_write_lat runs until this
+     * JVM's compilers stay quiet through one (at most ten). A compiler thread at work takes one of few
+     * cores from the nodes and moves a typical latency by hundreds of microseconds.
+     */
+    private static void warmUp(VerbsNodes nodes, Shape shape, PrintWriter progress) {
+        progress.println("fault-cost: warming up ...");
+        progress.flush();
+        nodes.programs().writeBandwidthMbPerSec(nodes.requesterPlace(), nodes.responderPlace(), 65536, shape.warmupSeconds());
+        if (shape.rounds() < 2) {
+            return;
+        }
+        for (String program : List.of(WRITE_LAT, READ_LAT)) {
+            for (RegistrationMode mode : MODES) {
+                for (Case c : cases(program, mode)) {
+                    measure(nodes, c, shape);
+                }
+            }
+        }
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return;
+        }
+        for (int i = 0; i < 10; i++) {
+            long compiledMs = jit.getTotalCompilationTime();
+            measure(nodes, new Case(WRITE_LAT, RegistrationMode.PINNED, null), shape);
+            if (jit.getTotalCompilationTime() == compiledMs) {
+                return;
+            }
+        }
+    }
+
+    /** The cases of one program and mode, rounds alternating them, each case's median and what its fault adds. */
+    private static List<Row> measureMode(VerbsNodes nodes, String program, RegistrationMode mode, Shape shape, PrintWriter progress) {
+        List<Case> cases = cases(program, mode);
+        Map<Case, List<Sample>> samples = new LinkedHashMap<>();
+        for (int round = 0; round < shape.rounds(); round++) {
+            for (Case c : cases) {
+                progress.printf(Locale.ROOT, "fault-cost: %s, round %d ...%n", c.label(), round + 1);
+                progress.flush();
+                samples.computeIfAbsent(c, k -> new ArrayList<>()).add(measure(nodes, c, shape));
+            }
+        }
+        List<Sample> none = samples.get(cases.get(0));
+        List<Row> rows = new ArrayList<>();
+        for (Case c : cases) {
+            List<Sample> mine = samples.get(c);
+            // Paired by round: each run against the run without pressure just before it, so the machine's drift
+            // between rounds falls on both.
+            double[] added = new double[mine.size()];
+            for (int round = 0; round < mine.size(); round++) {
+                added[round] = (mine.get(round).row().typicalUs() - none.get(round).row().typicalUs()) * c.roundTripsPerReport();
+            }
+            Arrays.sort(added);
+            rows.add(new Row(c, median(mine), c.taken() == null ? 0 : added[added.length / 2]));
+        }
+        return rows;
+    }
+
+    private static Sample median(List<Sample> samples) {
+        List<Sample> sorted = new ArrayList<>(samples);
+        sorted.sort((a, b) -> Double.compare(a.row().typicalUs(), b.row().typicalUs()));
+        return sorted.get(sorted.size() / 2);
+    }
+
+    private static Sample measure(VerbsNodes nodes, Case c, Shape shape) {
+        var pressure = nodes.responder().nic().memoryPressure();
+        pressure.set(c.taken() == null ? 0 : shape.fraction(), c.taken() == null ? FaultKind.MINOR : c.taken());
+        try {
+            Map<NicCounter, Long> before = VerbsNodes.counters(nodes.responder());
+            VerbsNodes.TimerTotal serviceBefore = VerbsNodes.timer(nodes.responder(), FAULT_SERVICE, null, null);
+            VerbsNodes.TimerTotal rnrBefore = VerbsNodes.timer(nodes.requester(), NIC_WAIT, "cause", "rnr");
+            VerbsPerftest.LatencyRow row = nodes.programs().latency(c.program(), nodes.requesterPlace(), nodes.responderPlace(),
+                    List.of("-s", String.valueOf(SIZE), "-n", String.valueOf(shape.iterations())),
+                    Map.of("PAGEWIRE_VERBS_REGISTRATION", c.mode().name()));
+            if (row == null) {
+                throw new IllegalStateException(c.label() + " failed: " + nodes.programs().failure() + "\nresponder's counters:\n"
+                        + nodes.responder().nic().counters());
+            }
+            Map<NicCounter, Long> after = VerbsNodes.counters(nodes.responder());
+            return new Sample(row, VerbsNodes.grew(before, after, NicCounter.PRESSURE_RECLAIMS),
+                    VerbsNodes.grew(before, after, NicCounter.TLB_DESTINATION_FIRST_MISSES) + VerbsNodes.grew(before, after, NicCounter.TLB_SOURCE_FIRST_MISSES),
+                    VerbsNodes.grew(before, after, NicCounter.RECEIVE_FAULTS_MINOR) + VerbsNodes.grew(before, after, NicCounter.SEND_FAULTS_MINOR),
+                    VerbsNodes.grew(before, after, NicCounter.RECEIVE_FAULTS_MAJOR) + VerbsNodes.grew(before, after, NicCounter.SEND_FAULTS_MAJOR),
+                    VerbsNodes.grew(before, after, NicCounter.RNR_NAKS_SENT),
+                    VerbsNodes.timer(nodes.responder(), FAULT_SERVICE, null, null).since(serviceBefore).meanUs(),
+                    VerbsNodes.timer(nodes.requester(), NIC_WAIT, "cause", "rnr").since(rnrBefore).meanUs());
+        } finally {
+            pressure.set(0, FaultKind.MINOR);
+        }
+    }
+
+    private static Row find(List<Row> rows, String program, RegistrationMode mode, FaultKind taken) {
+        return rows.stream().filter(r -> r.c().program().equals(program) && r.c().mode() == mode && r.c().taken() == taken).findFirst()
+                .orElseThrow();
+    }
+
+    /** The paper's figure beside a row: NP-RDMA's for a fault served in place, its ODP comparison for one through RNR. */
+    private static String papers(Row r) {
+        if (r.c().taken() == null) {
+            return "-";
+        }
+        boolean throughRnr = r.median().rnrNaks() > 0;
+        if (throughRnr) {
+            return "100x+ (ODP's RNR path)";
+        }
+        return r.c().taken() == FaultKind.MINOR ? "3.5-5.7" : "~60";
+    }
+
+    static ExperimentResult result(Shape shape, long swapReadNs, List<Row> rows) {
+        List<List<Object>> table = new ArrayList<>();
+        List<String> categories = new ArrayList<>();
+        double[] added = new double[rows.size()];
+        for (Row r : rows) {
+            Sample s = r.median();
+            table.add(List.of(r.c().program(), r.c().mode().name(), r.c().taken() == null ? "none" : r.c().taken().name(), s.row().iterations(),
+                    s.taken(), s.tlbMisses(), s.minorFaults(), s.majorFaults(), s.rnrNaks(), round(s.faultServiceUs()), round(s.rnrBackoffUs()),
+                    s.row().typicalUs(), s.row().p99Us(), r.c().taken() == null ? "-" : String.format(Locale.ROOT, "%.1f", r.addedPerFaultUs()),
+                    papers(r)));
+        }
+        List<Row> taken = rows.stream().filter(r -> r.c().taken() != null).toList();
+        for (int i = 0; i < taken.size(); i++) {
+            categories.add(taken.get(i).c().label().replace("ib_", ""));
+            added[i] = Math.max(0, taken.get(i).addedPerFaultUs());
+        }
+        Map<String, double[][]> series = new LinkedHashMap<>();
+        series.put("added us per fault", new double[][] {new double[taken.size()], Arrays.copyOf(added, taken.size())});
+
+        Row minorInPlaceWrite = find(rows, WRITE_LAT, RegistrationMode.PIN_ON_MISS, FaultKind.MINOR);
+        Row minorInPlaceRead = find(rows, READ_LAT, RegistrationMode.PIN_ON_MISS, FaultKind.MINOR);
+        Row majorInPlace = find(rows, READ_LAT, RegistrationMode.PIN_ON_MISS, FaultKind.MAJOR);
+        List<Row> throughRnr = taken.stream().filter(r -> r.c().mode() == RegistrationMode.ON_DEMAND).toList();
+        double inPlaceMinor = Math.max(minorInPlaceWrite.addedPerFaultUs(), minorInPlaceRead.addedPerFaultUs());
+        double cheapestRnr = throughRnr.stream().mapToDouble(Row::addedPerFaultUs).min().orElse(Double.NaN);
+        // A cost below a microsecond is below what these runs resolve: the ratio is taken against 1 us then.
+        double ratio = cheapestRnr / Math.max(1.0, inPlaceMinor);
+        double swapReadUs = swapReadNs / 1e3;
+        List<Row> shadowMinor = taken.stream().filter(r -> r.c().mode() == RegistrationMode.SHADOW && r.c().taken() == FaultKind.MINOR).toList();
+        Predicate<Row> accounted = r -> accounted(r);
+
+        List<Claim> claims = List.of(
+                new Claim("a minor fault served in place (PIN_ON_MISS: the request waits while the page is pinned) adds a few microseconds"
+                        + " (NP-RDMA: 3.5-5.7 us)", inPlaceMinor <= 10,
+                        String.format(Locale.ROOT, "%.1f us per fault under ib_write_lat, %.1f us under ib_read_lat; a few means at most 10",
+                                minorInPlaceWrite.addedPerFaultUs(), minorInPlaceRead.addedPerFaultUs())),
+                new Claim("a major fault served in place costs what the swap device model says (NP-RDMA: ~60 us on its SSD)",
+                        majorInPlace.median().faultServiceUs() >= 0.9 * swapReadUs && majorInPlace.median().faultServiceUs() <= swapReadUs + 50,
+                        String.format(Locale.ROOT, "the node served each in %.0f us against the modelled device's %.0f us read; a READ"
+                                + " that met one took %.0f us longer under ib_read_lat (PIN_ON_MISS)", majorInPlace.median().faultServiceUs(),
+                                swapReadUs, majorInPlace.addedPerFaultUs())),
+                new Claim("a fault served through RNR NAK and the requester's back-off (ON_DEMAND) costs two or more orders of magnitude"
+                        + " more than a minor fault in place", ratio >= 100,
+                        String.format(Locale.ROOT, "cheapest through RNR %.0f us (%s) against %.1f us in place: %.0fx", cheapestRnr,
+                                throughRnr.stream().map(r -> String.format(Locale.ROOT, "%s %.0f us", r.c().label(), r.addedPerFaultUs()))
+                                        .collect(Collectors.joining(", ")), inPlaceMinor, ratio)),
+                new Claim("a shadow page table follows the kernel's, so a page taken from the NIC while it stays in memory costs SHADOW no fault",
+                        shadowMinor.stream().allMatch(r -> r.median().minorFaults() + r.median().majorFaults() + r.median().rnrNaks() == 0
+                                && r.median().taken() > 0),
+                        shadowMinor.stream().map(r -> String.format(Locale.ROOT, "%s: %d pages taken, %d faults, %d RNR NAKs", r.c().label(),
+                                r.median().taken(), r.median().minorFaults() + r.median().majorFaults(), r.median().rnrNaks()))
+                                .collect(Collectors.joining("; "))),
+                new Claim("the node's meters account for the faults: a TLB miss and pin per page taken (PIN_ON_MISS), a NIC page fault"
+                        + " and RNR NAK per page taken (ON_DEMAND), a major fault in most iterations under MAJOR, none without the pressure",
+                        rows.stream().allMatch(accounted),
+                        rows.stream().filter(accounted.negate()).map(r -> r.c().label() + ": " + r.median()).findFirst()
+                                .orElse(String.format(Locale.ROOT, "%d runs, %.0f %% of the iterations' pages taken", rows.size(),
+                                        100 * shape.fraction()))));
+        return new ExperimentResult(List.of("program", "mode", "taken", "iterations", "pages taken", "TLB misses", "minor faults",
+                "major faults", "RNR NAKs", "fault service us", "RNR back-off us", "typical us", "p99 us", "added us per fault", "paper us"), table,
+                new ExperimentResult.Plot("fault-cost: round-trip latency a fault adds, by mechanism", "program, mode, taken",
+                        "added us per fault", false, series, categories),
+                claims);
+    }
+
+    private static double round(double us) {
+        return Math.round(us * 10) / 10.0;
+    }
+
+    /**
+     * Whether a run's counters explain it: no fault without the pressure; a TLB miss and pin per page
+     * taken (PIN_ON_MISS) or a NIC page fault and RNR NAK per page taken (ON_DEMAND), within a tenth (a
+     * touch may overtake the take it drew); under MAJOR a major fault in most iterations, since a page-out
+     * waits for the program's CPU to unmap the page and some iterations find it still in; none for SHADOW
+     * under MINOR.
+     */
+    static boolean accounted(Row r) {
+        Sample s = r.median();
+        long slack = 2 + s.taken() / 10;
+        if (r.c().taken() == null) {
+            return s.minorFaults() + s.majorFaults() == 0 && s.taken() == 0;
+        }
+        boolean major = r.c().taken() == FaultKind.MAJOR;
+        boolean mostlyMajor = !major || s.majorFaults() >= s.row().iterations() / 2;
+        long faults = s.minorFaults() + s.majorFaults();
+        return switch (r.c().mode()) {
+            case PIN_ON_MISS -> Math.abs(s.tlbMisses() - s.taken()) <= slack && mostlyMajor;
+            case ON_DEMAND -> Math.abs(faults - s.taken()) <= slack && s.rnrNaks() >= faults - slack && mostlyMajor;
+            case SHADOW -> major ? mostlyMajor && s.rnrNaks() >= s.majorFaults() - slack : faults == 0;
+            case PINNED -> faults == 0;
+        };
+    }
+}
