@@ -30,6 +30,8 @@ public final class MemoryPressure {
     private volatile FaultKind depth;
     /** Pages a MINOR pressure took, by {@link Tlb#key}: their translations go when a request next reaches them. */
     private final Set<Long> dueMinor = ConcurrentHashMap.newKeySet();
+    /** Pages a MAJOR pressure is paging out now, by {@link Tlb#key}. */
+    private final Set<Long> pagingOut = ConcurrentHashMap.newKeySet();
     /** Pages marked at most: a peer that never comes back to its pages leaves no more than this behind. */
     private static final int MAX_DUE = 1 << 16;
 
@@ -78,8 +80,18 @@ public final class MemoryPressure {
             }
             return;
         }
+        long key = Tlb.key(space.id(), vpn);
+        if (!pagingOut.add(key)) {
+            return; // one take of a page at a time: the one under way goes on
+        }
         RegistrationMode mode = region.mode();
-        nic.kernel().faultService().execute(() -> reclaim(space, vpn, mode, FaultKind.MAJOR));
+        nic.kernel().faultService().execute(() -> {
+            try {
+                reclaim(space, vpn, mode, FaultKind.MAJOR);
+            } finally {
+                pagingOut.remove(key);
+            }
+        });
     }
 
     /**
@@ -100,23 +112,30 @@ public final class MemoryPressure {
         }
     }
 
+    /** The NIC's translation of a page: its TLB entry and the pin a PIN_ON_MISS entry holds, its on-demand mapping. */
+    private void dropTranslation(AddressSpace space, long vpn) {
+        nic.dropTranslations(space, vpn, 1);
+        nic.onDemandPageTable().invalidate(space.id(), vpn, 1);
+    }
+
     private void reclaim(AddressSpace space, long vpn, RegistrationMode mode, FaultKind kind) {
         if (space.isClosed()) {
             return;
         }
-        nic.dropTranslations(space, vpn, 1); // the TLB entry, and the pin a PIN_ON_MISS entry holds
-        nic.onDemandPageTable().invalidate(space.id(), vpn, 1);
+        dropTranslation(space, vpn);
         if (kind == FaultKind.MAJOR) {
             try {
-                // The touch that drew this may still hold the page for its copy, and the program's CPU may map
-                // it: a page-out leaves the one alone and waits for the other to let go. A page that stays in
-                // (pinned by its registration, or still busy after the attempts) is not counted as taken.
+                // The touch that drew this may still hold the page for its copy, the program's CPU may map it
+                // (a page-out waits for it to let go), and a touch meanwhile may translate it again: each look
+                // takes the NIC's translation again. A page that stays in (pinned by its registration, or
+                // still busy at the end) is not counted as taken.
                 long deadline = System.nanoTime() + PAGE_OUT_PATIENCE_NS;
                 while (space.pageOut(vpn << space.pageShift(), space.pageSize()) == 0 && space.isResident(vpn)) {
                     if (System.nanoTime() - deadline > 0) {
                         return;
                     }
                     LockSupport.parkNanos(PAGE_OUT_RETRY_NS);
+                    dropTranslation(space, vpn);
                 }
             } catch (KernelException e) {
                 return; // freed or closed meanwhile

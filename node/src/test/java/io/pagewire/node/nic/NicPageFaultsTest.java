@@ -100,7 +100,7 @@ class NicPageFaultsTest {
             // The first write found the page mapped at registration; each later one found it taken.
             assertThat(receiveFaults(nics, FaultKind.MINOR)).as("minor faults" + nics.state()).isEqualTo(5);
             assertThat(receiveFaults(nics, FaultKind.MAJOR)).isZero();
-            assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("an RNR NAK per fault" + nics.state()).isEqualTo(5);
+            assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("an RNR NAK per fault (more for a resend that comes while its fault is served)" + nics.state()).isGreaterThanOrEqualTo(5);
             assertThat(nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS)).as("taken when the next write came").isEqualTo(5);
 
             long misses = nics.b.counters().get(NicCounter.TLB_DESTINATION_FIRST_MISSES, RegistrationMode.PIN_ON_MISS);
