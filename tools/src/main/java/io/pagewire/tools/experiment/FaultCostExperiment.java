@@ -179,15 +179,9 @@ public final class FaultCostExperiment implements Experiment {
                 added[round] = (mine.get(round).row().typicalUs() - none.get(round).row().typicalUs()) * c.roundTripsPerReport();
             }
             Arrays.sort(added);
-            rows.add(new Row(c, median(mine), c.taken() == null ? 0 : added[added.length / 2]));
+            rows.add(new Row(c, VerbsNodes.median(mine, s -> s.row().typicalUs()), c.taken() == null ? 0 : added[added.length / 2]));
         }
         return rows;
-    }
-
-    private static Sample median(List<Sample> samples) {
-        List<Sample> sorted = new ArrayList<>(samples);
-        sorted.sort((a, b) -> Double.compare(a.row().typicalUs(), b.row().typicalUs()));
-        return sorted.get(sorted.size() / 2);
     }
 
     private static Sample measure(VerbsNodes nodes, Case c, Shape shape) {

@@ -97,15 +97,9 @@ public final class PrefetchExperiment implements Experiment {
                 }
             }
             List<Row> rows = new ArrayList<>();
-            samples.forEach((c, s) -> rows.add(new Row(c, median(s))));
+            samples.forEach((c, s) -> rows.add(new Row(c, VerbsNodes.median(s, Sample::usecPerIter))));
             return result(rows, shape);
         }
-    }
-
-    private static Sample median(List<Sample> samples) {
-        List<Sample> sorted = new ArrayList<>(samples);
-        sorted.sort((a, b) -> Double.compare(a.usecPerIter(), b.usecPerIter()));
-        return sorted.get(sorted.size() / 2);
     }
 
     private static Sample measure(VerbsNodes nodes, Case c) {

@@ -8,10 +8,14 @@ import io.pagewire.node.nic.NicCounters;
 import io.pagewire.tools.perf.VerbsPerftest;
 import io.pagewire.tools.testbed.EmbeddedCluster;
 import io.micrometer.core.instrument.Timer;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.ToDoubleFunction;
 
 /**
  * Two nodes in this JVM for experiments that run stock verbs programs (perftest, rdma-core's
@@ -107,6 +111,13 @@ final class VerbsNodes implements AutoCloseable {
             nanos += timer.totalTime(TimeUnit.NANOSECONDS);
         }
         return new TimerTotal(count, nanos);
+    }
+
+    /** The median of a run's samples by {@code figure} (the upper one of an even count). */
+    static <T> T median(List<T> samples, ToDoubleFunction<T> figure) {
+        List<T> sorted = new ArrayList<>(samples);
+        sorted.sort(Comparator.comparingDouble(figure));
+        return sorted.get(sorted.size() / 2);
     }
 
     /** What {@code counter} grew by from {@code before} to {@code after}. */
