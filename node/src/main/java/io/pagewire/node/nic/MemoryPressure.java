@@ -119,8 +119,8 @@ public final class MemoryPressure {
     }
 
     private void reclaim(AddressSpace space, long vpn, RegistrationMode mode, FaultKind kind) {
-        if (space.isClosed()) {
-            return;
+        if (space.isClosed() || mode == RegistrationMode.PINNED) {
+            return; // a PINNED region's pages and its table stay for as long as it is registered
         }
         dropTranslation(space, vpn);
         if (kind == FaultKind.MAJOR) {
