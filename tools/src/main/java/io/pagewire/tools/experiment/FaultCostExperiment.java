@@ -60,7 +60,7 @@ public final class FaultCostExperiment implements Experiment {
 
     @Override
     public String paper() {
-        return "NP-RDMA (Li et al., 2023), on ConnectX NICs: a minor page fault adds 3.5-5.7 us and a major one about 60 us when the fault"
+        return "NP-RDMA (Shen et al., 2023), on ConnectX NICs: a minor page fault adds 3.5-5.7 us and a major one about 60 us when the fault"
                 + " is served without the network's retry path; through ODP's RNR NAK and retry it is two or more orders of magnitude dearer.";
     }
 
