@@ -43,6 +43,7 @@ public final class Nic implements AutoCloseable {
     private final OnDemandPageTable onDemandPageTable = new OnDemandPageTable();
     private final DmaEngine dma;
     private final MemoryPressure pressure;
+    private final ContextCache contexts;
     private final CreditPool credits;
     /** Credits a queue pair is granted when created: what one MTU-sized packet may need; it borrows more as it uses them. */
     private final int firstCredits;
@@ -89,6 +90,7 @@ public final class Nic implements AutoCloseable {
         }
         this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed());
         this.policies = new RegionPolicy[] {new PinnedPolicy(this), new PinOnMissPolicy(this), new ShadowPolicy(this), new OnDemandPolicy(this)};
+        this.contexts = new ContextCache(context.contextCacheEntries(), context.contextCacheWays(), context.contextCacheMissNs(), counters);
         this.pressure = new MemoryPressure(this, context.reclaimAfterAccess(), context.reclaimDepth(), context.randomSeed());
         this.dma = new DmaEngine(kernel.memory(), pressure);
         this.firstCredits = partsPerPacket;
@@ -285,6 +287,11 @@ public final class Nic implements AutoCloseable {
 
     Tlb tlb() {
         return tlb;
+    }
+
+    /** The NIC's cache of queue pair and region contexts (none unless configured). */
+    ContextCache contexts() {
+        return contexts;
     }
 
     /** The injected memory pressure on pages peers touch (off unless configured). */

@@ -22,6 +22,14 @@ public final class NicConfiguration {
             .where(v -> v != null, "set");
     public static final Setting<Long> RANDOM_SEED = Setting.of("pagewire.nic.randomSeed", SettingType.NUMBER, null,
             "Seed of the NIC's random choices (RANDOM TLB replacement), for runs that repeat; unset for a new seed each start");
+    public static final Setting<Integer> CONTEXT_CACHE_ENTRIES = Setting.count("pagewire.nic.contextCacheEntries", 0,
+            "Queue pair and region contexts the NIC's on-chip cache holds; a context not in it is fetched from host memory (0: every"
+                    + " context is on the chip, nothing modelled)").between(0, 1 << 20);
+    public static final Setting<Integer> CONTEXT_CACHE_WAYS = Setting.count("pagewire.nic.contextCacheWays", 8,
+            "Associativity of the NIC's context cache").between(1, 64);
+    public static final Setting<Long> CONTEXT_CACHE_MISS = Setting.nanos("pagewire.nic.contextCacheMissNs", 1_000,
+            "NIC time a context cache miss costs: the fetch of the context from host memory over PCIe")
+            .where(v -> v >= 0 && v <= 1_000_000, "0 to 1 ms");
     public static final Setting<Double> RECLAIM_AFTER_ACCESS = Setting.probability("pagewire.nic.reclaimAfterAccess", 0,
             "Memory pressure for fault experiments: probability that the kernel takes a page away from the NIC just after a peer's"
                     + " request touched it, so that the next request to touch it faults (0: never)");

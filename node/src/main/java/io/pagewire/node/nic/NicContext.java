@@ -263,6 +263,33 @@ public final class NicContext {
     }
 
     /** Seeds the NIC's random choices (RANDOM TLB replacement); rkeys always come from a secure source. */
+    public NicContext contextCacheEntries(int value) {
+        settings.set(CONTEXT_CACHE_ENTRIES, value);
+        return this;
+    }
+
+    public int contextCacheEntries() {
+        return settings.get(CONTEXT_CACHE_ENTRIES);
+    }
+
+    public NicContext contextCacheWays(int value) {
+        settings.set(CONTEXT_CACHE_WAYS, value);
+        return this;
+    }
+
+    public int contextCacheWays() {
+        return settings.get(CONTEXT_CACHE_WAYS);
+    }
+
+    public NicContext contextCacheMissNs(long value) {
+        settings.set(CONTEXT_CACHE_MISS, value);
+        return this;
+    }
+
+    public long contextCacheMissNs() {
+        return settings.get(CONTEXT_CACHE_MISS);
+    }
+
     public NicContext reclaimAfterAccess(double value) {
         settings.set(RECLAIM_AFTER_ACCESS, value);
         return this;
@@ -304,6 +331,9 @@ public final class NicContext {
         settings.check();
         require(tlbWays() <= tlbEntries() && tlbEntries() % tlbWays() == 0, TLB_WAYS.name(),
                 "from 1 to the TLB entries (" + tlbEntries() + ") and divide them", tlbWays());
+        require(contextCacheEntries() == 0 || (contextCacheWays() <= contextCacheEntries() && contextCacheEntries() % contextCacheWays() == 0),
+                CONTEXT_CACHE_WAYS.name(), "from 1 to the context cache's entries (" + contextCacheEntries() + ") and divide them",
+                contextCacheWays());
         require(readRequestPackets() <= sendWindowPackets(), READ_REQUEST_PACKETS.name(),
                 "from 1 to the send window (" + sendWindowPackets() + ")", readRequestPackets());
         require(clock != null, "clock", "set", null);

@@ -40,6 +40,10 @@ public enum NicCounter implements CountedEvent {
             "Pages the injected memory pressure (pagewire.nic.reclaimAfterAccess) took from the NIC just after a peer touched them, at the"
                     + " depth set (a page a MAJOR pressure could not page out, one pinned by its registration, say, is not counted)"),
             true),
+    CONTEXT_QP_HITS(Family.CONTEXT_CACHE, false, "kind", "queue_pair", "result", "hit"),
+    CONTEXT_QP_MISSES(Family.CONTEXT_CACHE, false, "kind", "queue_pair", "result", "miss"),
+    CONTEXT_REGION_HITS(Family.CONTEXT_CACHE, false, "kind", "region", "result", "hit"),
+    CONTEXT_REGION_MISSES(Family.CONTEXT_CACHE, false, "kind", "region", "result", "miss"),
     PREFETCHED_PAGES(Meter.counter("pagewire.prefetched.pages", "Pages brought in or translated by advise"), false),
     RNR_NAKS_SENT(Meter.counter("pagewire.rnr.naks.sent", "RNR NAKs sent: receive page faults, and SENDs with no receive posted"), false),
     RNR_NAKS_RECEIVED(Meter.counter("pagewire.rnr.naks.received", "RNR NAKs received from responders"), false),
@@ -119,6 +123,9 @@ public enum NicCounter implements CountedEvent {
                         + " SEND with no receive posted), fault (its memory was not resident, or the system buffer full), refused (a bad key,"
                         + " address, right or length), qkey (a datagram whose Q_Key is not the pair's), too_long (a datagram longer than"
                         + " the MTU, completed unsent), unreachable (a datagram to an address no reachable node has)");
+        static final Meter CONTEXT_CACHE = Meter.counter("pagewire.nic.context.cache.lookups",
+                "Reads of queue pair and region contexts in the NIC's context cache (pagewire.nic.contextCacheEntries; none counted without"
+                        + " one), by kind (queue_pair: a packet sent or received; region: a request naming its key) and result (hit, miss)");
         static final Meter PACKETS = Meter.counter("pagewire.nic.packets", "Packets the NIC sent and received");
         static final Meter PAYLOAD = Meter.counter("pagewire.nic.payload", "bytes", "Payload bytes the NIC sent and received");
         static final Meter OPERATIONS = Meter.counter("pagewire.operations.completed",

@@ -133,6 +133,7 @@ public final class PacketRouter implements AutoCloseable {
                 counters.increment(NicCounter.DROPPED_PACKETS);
                 continue;
             }
+            nic.contexts().read(ContextCache.Kind.QUEUE_PAIR, qp.qpn());
             try {
                 qp.receive(packet);
             } catch (RuntimeException e) {
@@ -148,6 +149,7 @@ public final class PacketRouter implements AutoCloseable {
 
     /** A UD pair takes a datagram from any sender. */
     private void receiveDatagram(QueuePair qp, String peer, Packet packet, List<QueuePair> touched) {
+        nic.contexts().read(ContextCache.Kind.QUEUE_PAIR, qp.qpn());
         try {
             qp.receiveDatagram(peer, packet);
         } catch (RuntimeException e) {

@@ -715,6 +715,7 @@ public final class QueuePair implements AutoCloseable {
     }
 
     Packet.Builder packet(Opcode opcode, long psn) {
+        nic.contexts().read(ContextCache.Kind.QUEUE_PAIR, qpn); // every packet the pair sends reads its context
         QpAddress p = peer;
         return Packet.newBuilder().setDstQpn(p == null ? 0 : p.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
     }

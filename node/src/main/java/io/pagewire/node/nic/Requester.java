@@ -172,6 +172,9 @@ final class Requester {
                 continue;
             }
             MemoryRegion local = qp.endpoint().region(e.lkey());
+            if (local != null) {
+                nic.contexts().read(ContextCache.Kind.REGION, local.rkey());
+            }
             if (local == null) {
                 throw new NicException("work request " + wr.wrId() + ": lkey " + e.lkey() + " is not registered on " + qp.endpoint());
             }

@@ -505,6 +505,9 @@ final class Responder {
             return throughWindow(packet, right, length, out);
         }
         MemoryRegion region = nic.regionByRkey(packet.getRkey());
+        if (region != null) {
+            nic.contexts().read(ContextCache.Kind.REGION, region.rkey());
+        }
         String problem = null;
         if (region == null || region.endpoint() != qp.endpoint()) {
             problem = String.format("rkey 0x%x is not registered on %s of node %s", packet.getRkey(), qp.endpoint(), nic.nodeId());
