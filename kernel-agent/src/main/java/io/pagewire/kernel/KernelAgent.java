@@ -226,14 +226,7 @@ public final class KernelAgent implements AutoCloseable {
      * taking page references, updating the NIC's or IOMMU's tables) is the CPU's, not a wait for a device.
      */
     void spendPinCost(long pages) {
-        long cost = context.pinCostNs() * pages;
-        if (cost <= 0) {
-            return;
-        }
-        long done = System.nanoTime() + cost;
-        while (System.nanoTime() - done < 0) {
-            Thread.onSpinWait();
-        }
+        ModelledWait.busyFor(context.pinCostNs() * pages);
     }
 
     FrameTable frames() {

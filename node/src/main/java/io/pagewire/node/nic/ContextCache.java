@@ -1,5 +1,6 @@
 package io.pagewire.node.nic;
 
+import io.pagewire.kernel.ModelledWait;
 import java.util.Arrays;
 
 /**
@@ -62,11 +63,8 @@ final class ContextCache {
         }
         counters.increment(kind == Kind.QUEUE_PAIR ? (hit ? NicCounter.CONTEXT_QP_HITS : NicCounter.CONTEXT_QP_MISSES)
                 : (hit ? NicCounter.CONTEXT_REGION_HITS : NicCounter.CONTEXT_REGION_MISSES));
-        if (!hit && missNs > 0) {
-            long done = System.nanoTime() + missNs;
-            while (System.nanoTime() - done < 0) {
-                Thread.onSpinWait();
-            }
+        if (!hit) {
+            ModelledWait.busyFor(missNs);
         }
     }
 

@@ -49,7 +49,8 @@ final class DmaEngine {
      */
     long acquire(MemoryRegion region, long vpn, boolean write, Side side, boolean again, Runnable beforeKernelCall) {
         checkUsable(region);
-        if (side.servesPeer()) {
+        boolean pressed = pressure.on() && side.servesPeer();
+        if (pressed) {
             pressure.beforeTouch(region, vpn, beforeKernelCall);
         }
         RegionPolicy policy = region.policy();
@@ -57,7 +58,7 @@ final class DmaEngine {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             if (t != RegionPolicy.MISS) {
                 if (memory.tryLockForDma(Tlb.frameOf(t), Tlb.generationOf(t))) {
-                    if (side.servesPeer()) {
+                    if (pressed) {
                         pressure.touched(region, vpn);
                     }
                     return t;

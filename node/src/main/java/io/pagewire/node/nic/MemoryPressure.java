@@ -52,6 +52,11 @@ public final class MemoryPressure {
         dueMinor.clear();
     }
 
+    /** Whether any pressure is set: one read on the per-page path when none is (setting none forgets the takes still due). */
+    boolean on() {
+        return rate > 0;
+    }
+
     public double rate() {
         return rate;
     }
@@ -62,13 +67,9 @@ public final class MemoryPressure {
 
     /** A peer's request touched page {@code vpn} of {@code region} (a resend that found it in counts: it is the touch that got through). */
     void touched(MemoryRegion region, long vpn) {
-        double r = rate;
-        if (r <= 0) {
-            return;
-        }
         boolean take;
         synchronized (random) {
-            take = random.nextDouble() < r;
+            take = random.nextDouble() < rate;
         }
         if (!take) {
             return;

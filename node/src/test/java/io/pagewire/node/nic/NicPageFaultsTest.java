@@ -76,20 +76,28 @@ class NicPageFaultsTest {
         }
     }
 
-    /** Writes one page {@code writes} times, letting each page-out the pressure draws finish before the next write. */
-    private static void writeOnePageRepeatedly(TwoNics nics, RegistrationMode mode, int writes) throws Exception {
+    /**
+     * Writes one page of a new region {@code writes} times, letting each page-out a MAJOR pressure draws
+     * finish before the next write (a MINOR take waits for the next touch; a PINNED page is never taken).
+     *
+     * @return the page's address
+     */
+    private static long writeOnePageRepeatedly(TwoNics nics, RegistrationMode mode, int writes) throws Exception {
         MemoryRegion from = source(nics, PAGE);
         long dst = nics.eb.space().allocate(PAGE);
         nics.eb.space().store(dst, new byte[PAGE], 0, PAGE);
         MemoryRegion to = nics.eb.register(dst, PAGE, mode, Access.all());
+        boolean awaitTakes = nics.b.memoryPressure().depth() == FaultKind.MAJOR && mode != RegistrationMode.PINNED;
+        long takenBefore = nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS, mode);
         for (int i = 1; i <= writes; i++) {
             nics.qa.post(WorkRequest.write(i, from.lkey(), from.address(), PAGE, dst, to.rkey()));
             nics.takeSuccess(nics.cqa, "write " + i);
-            if (nics.b.memoryPressure().depth() == FaultKind.MAJOR) { // a MINOR take waits for the next touch
-                long taken = i;
+            if (awaitTakes) {
+                long taken = takenBefore + i;
                 awaitTrue(() -> nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS, mode) == taken, 10_000, "the page paged out after write " + i);
             }
         }
+        return dst;
     }
 
     @Test
@@ -121,14 +129,7 @@ class NicPageFaultsTest {
 
             long majors = receiveFaults(nics, FaultKind.MAJOR);
             long taken = nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS);
-            MemoryRegion from = source(nics, PAGE);
-            long dst = nics.eb.space().allocate(PAGE);
-            nics.eb.space().store(dst, new byte[PAGE], 0, PAGE);
-            MemoryRegion pinned = nics.eb.register(dst, PAGE, RegistrationMode.PINNED, Access.all());
-            for (int i = 1; i <= 3; i++) {
-                nics.qa.post(WorkRequest.write(100 + i, from.lkey(), from.address(), PAGE, dst, pinned.rkey()));
-                nics.takeSuccess(nics.cqa, "write " + i + " onto a pinned page");
-            }
+            long dst = writeOnePageRepeatedly(nics, RegistrationMode.PINNED, 3);
             Thread.sleep(50); // the pressure's page-out looks again for 5 ms before it leaves a page in
             assertThat(receiveFaults(nics, FaultKind.MAJOR)).as("a pinned page is never taken").isEqualTo(majors);
             assertThat(nics.eb.space().isResident(dst >>> 12)).isTrue();
