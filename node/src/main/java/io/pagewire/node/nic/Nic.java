@@ -13,6 +13,7 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -62,6 +63,8 @@ public final class Nic implements AutoCloseable {
     private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
     private volatile WaitObserver waitObserver = (cause, nanos) -> { };
     private volatile boolean closed;
+    /** What responders answer a request that meets a NIC page fault; settable while the node runs, for fault experiments. */
+    private volatile FaultAnswer faultAnswer;
     /** Whether the timeout sweep is scheduled: only while some pair has work queued, so an idle NIC never wakes. */
     private final AtomicBoolean sweepArmed = new AtomicBoolean();
     /** Multicast groups by LID: the UD pairs of this NIC attached to each. */
@@ -93,6 +96,7 @@ public final class Nic implements AutoCloseable {
         this.contexts = new ContextCache(context.contextCacheEntries(), context.contextCacheWays(), context.contextCacheMissNs(), counters);
         this.pressure = new MemoryPressure(this, context.reclaimAfterAccess(), context.reclaimDepth(), context.randomSeed());
         this.dma = new DmaEngine(kernel.memory(), pressure);
+        this.faultAnswer = context.faultAnswer();
         this.firstCredits = partsPerPacket;
         this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
         this.sweepIntervalNs = Math.max(1_000_000, Math.min(context.ackTimeoutNs(), context.minAckTimeoutNs()) / 4);
@@ -292,6 +296,16 @@ public final class Nic implements AutoCloseable {
     /** The NIC's cache of queue pair and region contexts (none unless configured). */
     ContextCache contexts() {
         return contexts;
+    }
+
+    /** What responders answer a request that meets a NIC page fault. */
+    public FaultAnswer faultAnswer() {
+        return faultAnswer;
+    }
+
+    /** Sets what responders answer a request that meets a NIC page fault, from the next such request on. */
+    public void faultAnswer(FaultAnswer answer) {
+        this.faultAnswer = Objects.requireNonNull(answer, "a fault answer");
     }
 
     /** The injected memory pressure on pages peers touch (off unless configured). */

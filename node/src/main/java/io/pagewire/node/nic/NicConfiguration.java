@@ -36,6 +36,9 @@ public final class NicConfiguration {
     public static final Setting<FaultKind> RECLAIM_DEPTH = Setting.choice("pagewire.nic.reclaimDepth", FaultKind.class, FaultKind.MINOR,
             "What pagewire.nic.reclaimAfterAccess takes: MINOR, the NIC's translation (TLB entry and its pin, the on-demand mapping) while"
                     + " the page stays in memory; MAJOR, the page itself, to swap").where(v -> v != null, "set");
+    public static final Setting<FaultAnswer> FAULT_ANSWER = Setting.choice("pagewire.nic.faultAnswer", FaultAnswer.class, FaultAnswer.RNR_NAK,
+            "What a responder answers a request that meets a NIC page fault: RNR_NAK (the requester retries after the RNR delay) or DROP"
+                    + " (nothing; the requester's acknowledgement timeout brings the request back)").where(v -> v != null, "set");
     public static final Setting<Integer> MTU = Setting.intBytes("pagewire.nic.mtuBytes", 4096,
             "Largest payload of one packet; longer messages are segmented").between(64, 1 << 20);
     public static final Setting<Integer> SEND_WINDOW = Setting.count("pagewire.nic.sendWindowPackets", 256,

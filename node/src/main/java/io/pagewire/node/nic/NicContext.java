@@ -308,6 +308,15 @@ public final class NicContext {
         return settings.get(RECLAIM_DEPTH);
     }
 
+    public NicContext faultAnswer(FaultAnswer value) {
+        settings.set(FAULT_ANSWER, value);
+        return this;
+    }
+
+    public FaultAnswer faultAnswer() {
+        return settings.get(FAULT_ANSWER);
+    }
+
     public NicContext randomSeed(long value) {
         settings.set(RANDOM_SEED, value);
         return this;

@@ -47,6 +47,8 @@ public enum NicCounter implements CountedEvent {
     PREFETCHED_PAGES(Meter.counter("pagewire.prefetched.pages", "Pages brought in or translated by advise"), false),
     RNR_NAKS_SENT(Meter.counter("pagewire.rnr.naks.sent", "RNR NAKs sent: receive page faults, and SENDs with no receive posted"), false),
     RNR_NAKS_RECEIVED(Meter.counter("pagewire.rnr.naks.received", "RNR NAKs received from responders"), false),
+    FAULT_DROPPED_REQUESTS(Meter.counter("pagewire.fault.dropped.requests",
+            "Requests a responder dropped without an answer on a NIC page fault (pagewire.nic.faultAnswer=DROP)"), false),
     NO_RECEIVE_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "no_receive"),
     RECEIVE_BUFFER_RNR_NAKS_SENT(Family.RECEIVE_RNR_NAKS, false, "cause", "buffer_fault"),
     RETRANSMITTED_AFTER_ACK_TIMEOUT(Family.RETRANSMITTED, false, "cause", "ack_timeout"),

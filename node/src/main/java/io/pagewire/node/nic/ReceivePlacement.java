@@ -51,6 +51,8 @@ final class ReceivePlacement {
     private final Credits credits;
     private final int mtu;
     private String error;
+    /** Whether the last NOT_READY was a NIC page fault on the target (not a missing receive or a full system buffer). */
+    private boolean faulted;
 
     /** Parked parts not yet in place, by PSN. */
     private final TreeMap<Long, Integer> parkedByPsn = new TreeMap<>();
@@ -80,6 +82,13 @@ final class ReceivePlacement {
     /** Why the last result was an error. */
     String error() {
         return error;
+    }
+
+    /** Whether the NOT_READY just returned was a NIC page fault, forgetting it. */
+    boolean takeFaulted() {
+        boolean was = faulted;
+        faulted = false;
+        return was;
     }
 
     // ---- RDMA WRITE ------------------------------------------------------------------------------------------
@@ -474,6 +483,7 @@ final class ReceivePlacement {
                         parking = (s, address, part) -> park(s, address, part, psn);
                     }
                     if (policy.missing(region, vpn, at, operationEnd, src, side, parking) == RegionPolicy.Verdict.NOT_READY) {
+                        faulted = true;
                         return -1;
                     }
                 }

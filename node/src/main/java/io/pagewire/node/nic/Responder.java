@@ -244,7 +244,7 @@ final class Responder {
         }
         return switch (placement.write(region, packet, counter, out)) {
             case PLACED -> 1;
-            case NOT_READY -> receiverNotReady(packet.getPsn(), out);
+            case NOT_READY -> placement.takeFaulted() ? faulted(packet.getPsn(), out) : receiverNotReady(packet.getPsn(), out);
             case ACCESS_ERROR -> refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, placement.error(), out);
             default -> refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, placement.error(), out);
         };
@@ -260,7 +260,7 @@ final class Responder {
     private long executeSend(Packet packet, Outbox out) {
         return switch (placement.send(packet, out)) {
             case PLACED -> 1;
-            case NOT_READY -> receiverNotReady(packet.getPsn(), out);
+            case NOT_READY -> placement.takeFaulted() ? faulted(packet.getPsn(), out) : receiverNotReady(packet.getPsn(), out);
             case INVALID -> refuse(packet, Syndrome.NAK_INVALID_REQUEST, placement.error(), out);
             case LENGTH_ERROR -> failReceive(packet, CompletionStatus.LOCAL_LENGTH_ERROR, Syndrome.NAK_INVALID_REQUEST, out);
             case PROTECTION_ERROR, ACCESS_ERROR -> failReceive(packet, CompletionStatus.LOCAL_PROTECTION_ERROR,
@@ -368,7 +368,7 @@ final class Responder {
                 if (again) {
                     return 0;
                 }
-                receiverNotReady(psn + i, out);
+                faulted(psn + i, out);
                 return i;
             }
             if (!resent && region != null) {
@@ -423,7 +423,7 @@ final class Responder {
                         return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the atomic's target failed: " + failed, out);
                     }
                     nic.responderFaults().raise(region, vpn, true, Side.ATOMIC_TARGET);
-                    return receiverNotReady(psn, out);
+                    return faulted(psn, out);
                 }
             } catch (RegionInvalidException | BadAddressException e) {
                 return refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out);
@@ -482,6 +482,20 @@ final class Responder {
         out.add(acknowledgement(syndrome, packet.getPsn()).setError(error));
         stalled = true;
         return 1;
+    }
+
+    /**
+     * The request at {@code psn} met a NIC page fault (raised already): RNR NAK, or under
+     * {@link FaultAnswer#DROP} nothing, so the requester's acknowledgement timeout (or a sequence NAK
+     * that packets behind it draw) brings it back.
+     */
+    private long faulted(long psn, Outbox out) {
+        if (nic.faultAnswer() == FaultAnswer.DROP && !qp.unreliable()) {
+            counters.increment(NicCounter.FAULT_DROPPED_REQUESTS);
+            stalled = true;
+            return 0;
+        }
+        return receiverNotReady(psn, out);
     }
 
     private long receiverNotReady(long psn, Outbox out) {

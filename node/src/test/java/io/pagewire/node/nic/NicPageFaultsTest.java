@@ -136,4 +136,27 @@ class NicPageFaultsTest {
             assertThat(nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS)).as("nor counted as taken").isEqualTo(taken);
         }
     }
+
+    @Test
+    void underTheDropAnswerAFaultIsBroughtBackByTheRequestersTimeoutNotAnRnrNak() throws Exception {
+        long timeoutNs = 30_000_000L;
+        try (TwoNics nics = new TwoNics(new KernelContext().physicalMemoryBytes(4 << 20), new KernelContext().physicalMemoryBytes(4 << 20),
+                new NicContext().ackTimeoutNs(timeoutNs), new NicContext().rnrDelayNs(1_000_000L).faultAnswer(FaultAnswer.DROP))) {
+            nics.b.memoryPressure().set(1.0, FaultKind.MINOR);
+            long start = System.nanoTime();
+            writeOnePageRepeatedly(nics, RegistrationMode.ON_DEMAND, 4);
+            long elapsed = System.nanoTime() - start;
+            assertThat(receiveFaults(nics, FaultKind.MINOR)).as("minor faults" + nics.state()).isEqualTo(3);
+            assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("no RNR NAK under DROP").isZero();
+            assertThat(nics.b.counters().get(NicCounter.FAULT_DROPPED_REQUESTS)).as("a dropped request per fault" + nics.state()).isEqualTo(3);
+            assertThat(nics.a.counters().get(NicCounter.ACK_TIMEOUTS)).as("each fault recovered by a timeout" + nics.state()).isEqualTo(3);
+            assertThat(elapsed).as("three timeouts waited").isGreaterThanOrEqualTo(3 * timeoutNs);
+
+            nics.b.faultAnswer(FaultAnswer.RNR_NAK);
+            long timeouts = nics.a.counters().get(NicCounter.ACK_TIMEOUTS);
+            writeOnePageRepeatedly(nics, RegistrationMode.ON_DEMAND, 3);
+            assertThat(nics.b.counters().get(NicCounter.RNR_NAKS_SENT)).as("RNR NAKs once the answer is RNR_NAK again").isGreaterThanOrEqualTo(2);
+            assertThat(nics.a.counters().get(NicCounter.ACK_TIMEOUTS)).as("and no further timeout" + nics.state()).isEqualTo(timeouts);
+        }
+    }
 }

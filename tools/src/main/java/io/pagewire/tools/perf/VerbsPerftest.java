@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -160,6 +161,54 @@ public final class VerbsPerftest {
             return null;
         }
         return LatencyRow.parse(run(path, requester, responder, options, environment));
+    }
+
+    /**
+     * A latency run with its iterations' figures: perftest's result row and the latencies its {@code -H}
+     * lists, in microseconds, ascending. The list leaves out the two longest iterations; the longest is
+     * the row's maximum and is counted here, the second longest is not known.
+     */
+    public record LatencyRun(LatencyRow row, double[] iterationsUs) {
+        /** The listed iterations and the longest, which the list leaves out. */
+        private double[] known() {
+            double[] all = Arrays.copyOf(iterationsUs, iterationsUs.length + 1);
+            all[iterationsUs.length] = row.maxUs();
+            return all;
+        }
+
+        /** How many iterations took at least {@code us} (of those known: one more may have). */
+        public int atLeast(double us) {
+            return (int) Arrays.stream(known()).filter(v -> v >= us).count();
+        }
+
+        /** The mean of the known iterations that took at least {@code us}, or NaN when none did. */
+        public double meanAtLeast(double us) {
+            return Arrays.stream(known()).filter(v -> v >= us).average().orElse(Double.NaN);
+        }
+    }
+
+    /**
+     * Runs a perftest latency program as {@link #latency} does, with {@code -H}, which lists every
+     * iteration's latency: what a tail made of rare events needs, where the percentiles hide them.
+     *
+     * @return the row and the iterations, or null when the run failed ({@link #failure} says how)
+     */
+    public LatencyRun latencyWithIterations(String program, Place requester, Place responder, List<String> options,
+            Map<String, String> environment) {
+        String path = ExternalPrograms.onPath(program);
+        if (path == null || library == null) {
+            failure = program + " or the verbs library is not installed";
+            return null;
+        }
+        List<String> withHistogram = new ArrayList<>(options);
+        withHistogram.add("-H");
+        String out = pair(path, requester, responder, withHistogram, environment, output -> resultRow(output) != null);
+        LatencyRow row = out == null ? null : LatencyRow.parse(resultRow(out));
+        if (row == null) {
+            return null;
+        }
+        return new LatencyRun(row, out.lines().map(String::trim).filter(line -> line.matches("\\d+, [\\d.]+"))
+                .mapToDouble(line -> Double.parseDouble(line.substring(line.indexOf(',') + 1).trim())).sorted().toArray());
     }
 
     /** Why the last run failed: the client's output. */

@@ -7,6 +7,7 @@ import io.pagewire.tools.experiment.ExperimentReport;
 import io.pagewire.tools.experiment.ExperimentResult;
 import io.pagewire.tools.experiment.ExperimentSettings;
 import io.pagewire.tools.experiment.FaultCostExperiment;
+import io.pagewire.tools.experiment.OdpPitfallsExperiment;
 import io.pagewire.tools.experiment.PrefetchExperiment;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -78,5 +79,26 @@ class NicFaultExperimentsTest {
             Claim c = claim(result, counted);
             assertThat(c.reproduced()).as(c.line() + "\n" + table).isTrue();
         }
+    }
+
+    /**
+     * odp-pitfalls: a NIC fault answered with RNR NAK never waits for a timeout; one whose request is
+     * dropped waits for one each (a dropped request per fault, a timeout per dropped request, each of
+     * those iterations at least the timeout long); under loss every timeout is a lost packet's, a lost
+     * RNR NAK's included; and a fault served in place (PIN_ON_MISS) is never dropped.
+     */
+    @Test
+    void odpPitfallsCountATimeoutForEveryDroppedFaultAndLoss() throws Exception {
+        StringWriter progress = new StringWriter();
+        ExperimentResult result = print(new OdpPitfallsExperiment().run(new ExperimentSettings(1, true), new PrintWriter(progress)), progress);
+        String table = ExperimentReport.table(result);
+        assertThat(result.rows()).as("six cases").hasSize(6);
+        for (String counted : List.of("a fault whose request the NIC drops", "faults and loss together", "serving the fault in place")) {
+            Claim c = claim(result, counted);
+            assertThat(c.reproduced()).as(c.line() + "\n" + table).isTrue();
+        }
+        List<Object> rnr = result.rows().get(1);
+        assertThat(rnr.get(0)).isEqualTo("faults, RNR NAK");
+        assertThat((long) rnr.get(11)).as("timeouts with faults answered by RNR NAK and no loss\n" + table).isZero();
     }
 }
