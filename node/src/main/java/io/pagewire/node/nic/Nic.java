@@ -44,7 +44,8 @@ public final class Nic implements AutoCloseable {
     private final OnDemandPageTable onDemandPageTable = new OnDemandPageTable();
     private final DmaEngine dma;
     private final MemoryPressure pressure;
-    private final ContextCache contexts;
+    /** Replaced whole when an experiment resizes it; read once per lookup. */
+    private volatile ContextCache contexts;
     private final CreditPool credits;
     /** Credits a queue pair is granted when created: what one MTU-sized packet may need; it borrows more as it uses them. */
     private final int firstCredits;
@@ -296,6 +297,19 @@ public final class Nic implements AutoCloseable {
     /** The NIC's cache of queue pair and region contexts (none unless configured). */
     ContextCache contexts() {
         return contexts;
+    }
+
+    /**
+     * Replaces the context cache with an empty one of {@code entries} (0: none) in sets of {@code ways},
+     * a miss costing {@code missNs}: for experiments that sweep its size on one running node, as
+     * {@code pagewire.nic.contextCache*} set it at start.
+     */
+    public void contextCache(int entries, int ways, long missNs) {
+        if (entries < 0 || ways < 1 || (entries > 0 && (ways > entries || entries % ways != 0)) || missNs < 0 || missNs > 1_000_000) {
+            throw new IllegalArgumentException("a context cache has 0 or more entries in sets of 1 to that many ways that divide them, and"
+                    + " a miss of 0 to 1 ms; was " + entries + " entries, " + ways + " ways, " + missNs + " ns");
+        }
+        this.contexts = new ContextCache(entries, ways, missNs, counters);
     }
 
     /** What responders answer a request that meets a NIC page fault. */

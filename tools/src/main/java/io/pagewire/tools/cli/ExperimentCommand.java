@@ -7,6 +7,7 @@ import io.pagewire.tools.experiment.ExperimentReport;
 import io.pagewire.tools.experiment.ExperimentResult;
 import io.pagewire.tools.experiment.ExperimentSettings;
 import io.pagewire.tools.experiment.FaultCostExperiment;
+import io.pagewire.tools.experiment.ContextCacheExperiment;
 import io.pagewire.tools.experiment.OdpPitfallsExperiment;
 import io.pagewire.tools.experiment.PrefetchExperiment;
 import io.pagewire.tools.experiment.NotificationExperiment;
@@ -75,7 +76,7 @@ final class ExperimentCommand implements Callable<Integer> {
         Map<String, Experiment> all = new LinkedHashMap<>();
         for (Experiment experiment : List.of(new TlbSizeExperiment(indexing), new TranslationOverheadExperiment(), new NotificationExperiment(),
                 new ReceiveFaultsExperiment(), new OvercommitExperiment(), new PinCacheExperiment(),
-                new FaultCostExperiment(), new PrefetchExperiment(), new OdpPitfallsExperiment())) {
+                new FaultCostExperiment(), new PrefetchExperiment(), new OdpPitfallsExperiment(), new ContextCacheExperiment())) {
             all.put(experiment.name(), experiment);
         }
         return all;

@@ -105,6 +105,19 @@ public final class VerbsPerftest {
         }
     }
 
+    /**
+     * ib_write_bw's messages and their rate in millions a second (its MsgRate column), run with
+     * {@code options} on both sides, or null when the run failed ({@link #failure} says how).
+     */
+    public MessageRate writeMessageRate(Place requester, Place responder, List<String> options) {
+        String[] row = run(writeBw, requester, responder, options, Map.of());
+        return row == null || row.length < 5 ? null : new MessageRate(Long.parseLong(row[1]), Double.parseDouble(row[4]));
+    }
+
+    /** What ib_write_bw reports of a run: the messages it sent (its #iterations) and their rate in millions a second. */
+    public record MessageRate(long messages, double mpps) {
+    }
+
     /** ib_write_lat's one-way figures in microseconds (half a round trip): typical and 99th percentile. */
     record Latency(double typicalUs, double p99Us) {
     }
