@@ -249,38 +249,74 @@ public final class VerbsPerftest {
      */
     public String pair(String program, Place requester, Place responder, List<String> options, Map<String, String> environment,
             Predicate<String> finished) {
+        PairRun run = runPair(program, requester, responder, options, environment, finished);
+        if (run.output() == null) {
+            failure = run.failure();
+        }
+        return run.output();
+    }
+
+    /** How a program pair ended: the client's output when it finished, else why not (the client's or the server's output). */
+    public record PairRun(String output, String failure) {
+    }
+
+    /**
+     * As {@link #pair}, safe to call from several threads at once (each pair has its own port), for
+     * jobs of programs that run together. A server that exits before its client has finished (it
+     * could not register its buffer, say) ends the run at once, its output the failure.
+     */
+    public PairRun runPair(String program, Place requester, Place responder, List<String> options, Map<String, String> environment,
+            Predicate<String> finished) {
         int port = ExternalPrograms.freePort(18515);
         Process server = null;
+        Path serverOutput = null;
+        Path clientOutput = null;
         try {
-            server = start(program, responder, port, options, environment, null).start();
+            serverOutput = Files.createTempFile("pagewire-perftest-server", ".out");
+            clientOutput = Files.createTempFile("pagewire-perftest-client", ".out");
+            server = start(program, responder, port, options, environment, null).redirectOutput(serverOutput.toFile()).start();
             String serverHost = responder.container() == null ? "127.0.0.1" : containerAddress(responder.container());
+            String failed = "";
             for (int attempt = 0; attempt < 20; attempt++) {
                 Thread.sleep(200); // the server opens its device and listens for the client
-                Process client = start(program, requester, port, options, environment, serverHost).redirectErrorStream(true).start();
+                if (!server.isAlive()) {
+                    return new PairRun(null, "the server exited with status " + server.exitValue() + " before its client finished: "
+                            + Files.readString(serverOutput, StandardCharsets.UTF_8) + "\nthe client: " + failed);
+                }
+                // Into a file, not a pipe: perftest prints a line per queue pair, more than a pipe holds before the program blocks on it.
+                Process client = start(program, requester, port, options, environment, serverHost).redirectErrorStream(true)
+                        .redirectOutput(clientOutput.toFile()).start();
                 if (!client.waitFor(180, TimeUnit.SECONDS)) {
                     client.destroyForcibly();
-                    failure = program + " did not finish in 180 s";
-                    return null;
+                    return new PairRun(null, program + " did not finish in 180 s: " + Files.readString(clientOutput, StandardCharsets.UTF_8));
                 }
-                String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                String out = Files.readString(clientOutput, StandardCharsets.UTF_8);
                 if (finished.test(out)) {
-                    return out;
+                    return new PairRun(out, null);
                 }
-                failure = out;
+                failed = out;
                 if (!out.contains("Couldn't connect") && !out.contains("Unable to open") && !out.contains("Connection refused")) {
-                    return null;
+                    return new PairRun(null, out);
                 }
             }
-            return null;
+            return new PairRun(null, failed);
         } catch (IOException e) {
-            failure = e.toString();
-            return null;
+            return new PairRun(null, e.toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return null;
+            return new PairRun(null, "interrupted");
         } finally {
             if (server != null) {
                 server.destroyForcibly();
+            }
+            for (Path output : new Path[] {serverOutput, clientOutput}) {
+                try {
+                    if (output != null) {
+                        Files.deleteIfExists(output);
+                    }
+                } catch (IOException ignored) {
+                    // a temporary file left behind is no reason to fail the run
+                }
             }
         }
     }
@@ -308,7 +344,7 @@ public final class VerbsPerftest {
         }
         ProcessBuilder builder = new ProcessBuilder(command);
         if (serverHost == null) {
-            builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+            builder.redirectErrorStream(true);
         }
         if (place.container() == null) {
             builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
