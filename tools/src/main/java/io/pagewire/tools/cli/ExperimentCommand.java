@@ -37,6 +37,7 @@ import picocli.CommandLine.Spec;
         description = {"Runs an experiment that reproduces a research system's result, on nodes it starts in this JVM.",
             "Given two HOST:PORTs, it runs against two nodes of a running cluster instead, through the SDK, sized from what the nodes",
             "report (their TLB, memory, swap and pin limits); what only a node's configuration sets (a TLB size sweep, a link delay) is the cluster's.",
+            "fault-cost, prefetch, odp-pitfalls and context-cache set their nodes' memory pressure or caches as they run, and run only on their own.",
             "Prints the table beside the paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim.",
             "Exit status 1 when a claim was not reproduced, 2 when the experiment cannot run as asked.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
@@ -44,7 +45,11 @@ import picocli.CommandLine.Spec;
             "notification (NetVM: what noticing a notification costs by polling, a handler, or blocking),",
             "receive-faults (U-Net/MM's stall, NetVM's system buffer, ODP's RNR NAK: streaming into four times the receiver's memory),",
             "overcommit (ODP: applications registering more than can be pinned, run together on demand or in turns pinned),",
-            "pin-cache (NetVM against a pinning cache: hit rate, pins and unpins as buffer pools outgrow the cache)."})
+            "pin-cache (NetVM against a pinning cache: hit rate, pins and unpins as buffer pools outgrow the cache),",
+            "fault-cost (NP-RDMA: ib_write_lat and ib_read_lat with a page fault per iteration, by mechanism),",
+            "prefetch (ibv_advise_mr against ODP's first-use faults: ibv_rc_pingpong -o with and without -P),",
+            "odp-pitfalls (ISPASS 2021: ib_write_lat's tail when a fault meets loss or the requester's timeout),",
+            "context-cache (ScalaRNIC, Husky/Harmonic: ib_write_bw's message rate as -q outgrows the NIC's context cache)."})
 final class ExperimentCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

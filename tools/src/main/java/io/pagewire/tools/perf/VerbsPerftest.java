@@ -114,6 +114,14 @@ public final class VerbsPerftest {
         return row == null || row.length < 5 ? null : new MessageRate(Long.parseLong(row[1]), Double.parseDouble(row[4]));
     }
 
+    /**
+     * One ib_write_bw run with {@code options} on both sides, for jobs of several that run together
+     * (safe from several threads): its output when it finished with its result row, else why not.
+     */
+    public PairRun writeBwRun(Place requester, Place responder, List<String> options) {
+        return runPair(writeBw, requester, responder, options, Map.of(), output -> resultRow(output) != null);
+    }
+
     /** What ib_write_bw reports of a run: the messages it sent (its #iterations) and their rate in millions a second. */
     public record MessageRate(long messages, double mpps) {
     }
@@ -296,6 +304,10 @@ public final class VerbsPerftest {
                 }
                 failed = out;
                 if (!out.contains("Couldn't connect") && !out.contains("Unable to open") && !out.contains("Connection refused")) {
+                    // A client that fails after connecting often fails because its server did (it could not register, say): say why.
+                    if (server.waitFor(2, TimeUnit.SECONDS)) {
+                        out += "\nthe server exited with status " + server.exitValue() + ": " + Files.readString(serverOutput, StandardCharsets.UTF_8);
+                    }
                     return new PairRun(null, out);
                 }
             }
