@@ -39,6 +39,11 @@ final class ContextCache {
         }
     }
 
+    /** Whether {@code entries} (0: no cache) divide into sets of {@code ways}: what the settings and a resize both require. */
+    static boolean shapeFits(int entries, int ways) {
+        return entries == 0 || (ways >= 1 && ways <= entries && entries % ways == 0);
+    }
+
     boolean enabled() {
         return sets > 0;
     }

@@ -305,9 +305,12 @@ public final class Nic implements AutoCloseable {
      * {@code pagewire.nic.contextCache*} set it at start.
      */
     public void contextCache(int entries, int ways, long missNs) {
-        if (entries < 0 || ways < 1 || (entries > 0 && (ways > entries || entries % ways != 0)) || missNs < 0 || missNs > 1_000_000) {
-            throw new IllegalArgumentException("a context cache has 0 or more entries in sets of 1 to that many ways that divide them, and"
-                    + " a miss of 0 to 1 ms; was " + entries + " entries, " + ways + " ways, " + missNs + " ns");
+        NicConfiguration.CONTEXT_CACHE_ENTRIES.check(entries);
+        NicConfiguration.CONTEXT_CACHE_WAYS.check(ways);
+        NicConfiguration.CONTEXT_CACHE_MISS.check(missNs);
+        if (!ContextCache.shapeFits(entries, ways)) {
+            throw new IllegalArgumentException(NicConfiguration.CONTEXT_CACHE_WAYS.name() + " must be from 1 to the context cache's entries ("
+                    + entries + ") and divide them, was " + ways);
         }
         this.contexts = new ContextCache(entries, ways, missNs, counters);
     }

@@ -60,5 +60,10 @@ class ContextCacheTest {
     void waysMustDivideTheEntries() {
         assertThatThrownBy(() -> new NicContext().contextCacheEntries(100).contextCacheWays(8).conclude())
                 .hasMessageContaining("pagewire.nic.contextCacheWays");
+        // The settings and a running NIC's resize (Nic.contextCache) ask the same question.
+        assertThat(ContextCache.shapeFits(0, 8)).as("no cache: ways do not matter").isTrue();
+        assertThat(ContextCache.shapeFits(64, 8)).isTrue();
+        assertThat(ContextCache.shapeFits(100, 8)).isFalse();
+        assertThat(ContextCache.shapeFits(4, 8)).as("more ways than entries").isFalse();
     }
 }
