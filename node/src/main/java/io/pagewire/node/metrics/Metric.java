@@ -13,6 +13,8 @@ public enum Metric {
     // ---- NIC ------------------------------------------------------------------------------------------------
     TLB_ENTRIES(Meter.gauge("pagewire.tlb.entries", "TLB entries in use, by state (valid, pinned) and capacity"), "state"),
     SHADOW_ENTRIES(Meter.gauge("pagewire.shadow.entries", "Translations in the shadow page table")),
+    CONTEXT_CACHE_ENTRIES(Meter.gauge("pagewire.nic.context.cache.entries",
+            "Queue pair and region contexts the NIC's context cache holds (0: none modelled, every context on the chip)")),
     FAULT_SERVICE_TIME(Meter.timer("pagewire.nic.fault.service",
             "Time the kernel took to serve a page fault the NIC raised (swap I/O, the handler's overhead, waits for the page), by origin"
                     + " (send, read_source, receive, read_target, atomic_target, receive_buffer, prefetch) and kind (minor, major)"),

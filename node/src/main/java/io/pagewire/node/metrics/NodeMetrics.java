@@ -126,6 +126,7 @@ public final class NodeMetrics {
         gauge(Metric.TLB_ENTRIES, nic, Nic::tlbPinnedEntries, Tags.of("state", "pinned"));
         gauge(Metric.TLB_ENTRIES, nic, Nic::tlbEntries, Tags.of("state", "capacity"));
         gauge(Metric.SHADOW_ENTRIES, nic, Nic::shadowEntries, Tags.empty());
+        gauge(Metric.CONTEXT_CACHE_ENTRIES, nic, Nic::contextCacheEntries, Tags.empty());
         gauge(Metric.QUEUE_PAIRS, nic, n -> n.queuePairs().size(), Tags.empty());
         gauge(Metric.ENDPOINTS, nic, n -> n.endpoints().size(), Tags.empty());
         gauge(Metric.RECEIVE_CREDITS, nic, Nic::creditsGranted, Tags.of("state", "granted"));

@@ -44,6 +44,10 @@ final class ContextCache {
         return entries == 0 || (ways >= 1 && ways <= entries && entries % ways == 0);
     }
 
+    int entries() {
+        return sets * ways;
+    }
+
     boolean enabled() {
         return sets > 0;
     }

@@ -294,6 +294,11 @@ public final class Nic implements AutoCloseable {
         return tlb;
     }
 
+    /** Contexts the NIC's context cache holds now (0: none modelled). */
+    public int contextCacheEntries() {
+        return contexts.entries();
+    }
+
     /** The NIC's cache of queue pair and region contexts (none unless configured). */
     ContextCache contexts() {
         return contexts;

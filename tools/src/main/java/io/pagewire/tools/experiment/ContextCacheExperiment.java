@@ -1,5 +1,6 @@
 package io.pagewire.tools.experiment;
 
+import io.pagewire.client.Pagewire;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.tools.perf.VerbsPerftest;
@@ -25,7 +26,8 @@ import java.util.stream.Collectors;
  * default, a PCIe round trip, and in the smallest cache also {@link #SCALED_MISS_NS}), every size
  * alternating with none in each round, so each rate is
  * compared with the rate of the same pairs without the cache in the same round; the nodes' meters
- * give each run's miss ratio.
+ * give each run's miss ratio. Against a running cluster's nodes on this host it sweeps the pairs over
+ * the cache they were started with.
  */
 public final class ContextCacheExperiment implements Experiment {
     private static final String WRITE_BW = "ib_write_bw";
@@ -63,11 +65,21 @@ public final class ContextCacheExperiment implements Experiment {
                 + " pair and region state, the message rate of small operations falls by about half.";
     }
 
-    /** One run: queue pairs, the cache's entries (0: none) and what a miss costs, and whether each pair has its own region. */
+    /** What a miss costs in a running cluster's cache: whatever its nodes were started with, which they do not report. */
+    static final long CLUSTER_MISS = -1;
+
+    /**
+     * One run: queue pairs, the cache's entries (0: none) and what a miss costs ({@link #CLUSTER_MISS}:
+     * the running cluster's), and whether each pair has its own region.
+     */
     record Case(int queuePairs, int entries, long missNs, boolean regionPerPair) {
         String label() {
             return "-q " + queuePairs + (regionPerPair ? " --mr_per_qp" : "") + ", "
-                    + (entries == 0 ? "no cache" : entries + " entries, " + missNs / 1000 + " us a miss");
+                    + (entries == 0 ? "no cache" : entries + " entries, " + missCost());
+        }
+
+        String missCost() {
+            return missNs == CLUSTER_MISS ? "the cluster's miss cost" : missNs / 1000 + " us a miss";
         }
 
         /** Contexts one node's NIC reads in turn: a queue pair's each, and each region's. */
@@ -94,8 +106,7 @@ public final class ContextCacheExperiment implements Experiment {
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
         if (settings.cluster() != null) {
-            throw new IllegalArgumentException("context-cache runs ib_write_bw through the verbs library on nodes it starts and resizes their"
-                    + " NICs' context caches itself; run it without a cluster's addresses");
+            return runOnCluster(settings, progress);
         }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
         int most = shape.queuePairs().stream().mapToInt(Integer::intValue).max().orElse(1);
@@ -155,6 +166,80 @@ public final class ContextCacheExperiment implements Experiment {
         }
     }
 
+    /**
+     * Against two nodes of a running cluster on this host (the programs reach a node through its verbs
+     * socket, beside it): the queue pair sweep over the cache the nodes were started with
+     * ({@code pagewire.nic.contextCacheEntries}, read from {@code pagewire_nic_context_cache_entries}),
+     * misses counted from the nodes' meters. A running node's cache is not resized, so there is no
+     * run without it to compare rates with: the counting claims are judged, the rates printed.
+     */
+    private ExperimentResult runOnCluster(ExperimentSettings settings, PrintWriter progress) {
+        VerbsNodes.requirePrograms(WRITE_BW);
+        try (ApplicationPair pair = ApplicationPair.open(settings)) {
+            List<Pagewire> both = List.of(pair.requester(), pair.responder());
+            int entries = (int) NodeStats.read(pair.responder()).sum("pagewire_nic_context_cache_entries");
+            if (entries == 0) {
+                throw new IllegalArgumentException("context-cache: " + pair.responder().node().nodeId() + " models no context cache"
+                        + " (pagewire.nic.contextCacheEntries=0): start the cluster's nodes with one to run this experiment against them");
+            }
+            Shape shape = settings.reduced() ? REDUCED : DEFAULT;
+            VerbsPerftest programs = VerbsPerftest.find();
+            VerbsPerftest.Place requester = VerbsPerftest.Place.host(settings.cluster().requester());
+            VerbsPerftest.Place responder = VerbsPerftest.Place.host(settings.cluster().responder());
+            progress.printf(Locale.ROOT, "context-cache: %s, %s's cache of %d entries: ib_write_bw -s %d -t 4 over %s queue pairs, %d s a run,"
+                    + " %d round(s) ...%n", pair.where(), pair.responder().node().nodeId(), entries, SIZE, shape.queuePairs(), shape.seconds(),
+                    shape.rounds());
+            progress.flush();
+            List<Row> rows = new ArrayList<>();
+            sweep:
+            for (int queuePairs : shape.queuePairs()) {
+                Case c = new Case(queuePairs, entries, CLUSTER_MISS, false);
+                programs.writeMessageRate(requester, responder, options(c, shape)); // the first run at a new count is slower: not recorded
+                List<Sample> samples = new ArrayList<>();
+                for (int round = 0; round < shape.rounds(); round++) {
+                    List<NodeStats> before = both.stream().map(NodeStats::read).toList();
+                    VerbsPerftest.MessageRate rate = programs.writeMessageRate(requester, responder, options(c, shape));
+                    if (rate == null && !rows.isEmpty()) {
+                        // The cluster's nodes may allow fewer pairs a session (pagewire.quota.queuePairsPerSession), or hold fewer pairs' credits
+                        // (pagewire.kernel.systemBufferBytes), than the sweep asks.
+                        progress.printf(Locale.ROOT, "context-cache: ib_write_bw %s failed against the cluster, so the sweep stops at %d pairs:%n%s%n",
+                                c.label(), rows.get(rows.size() - 1).c().queuePairs(), programs.failure());
+                        break sweep;
+                    }
+                    if (rate == null) {
+                        throw new IllegalStateException("ib_write_bw " + c.label() + " against the cluster failed: " + programs.failure());
+                    }
+                    long[] grew = new long[4];
+                    String[][] lookups = {{"kind=queue_pair", "result=hit"}, {"kind=queue_pair", "result=miss"}, {"kind=region", "result=hit"},
+                        {"kind=region", "result=miss"}};
+                    for (int i = 0; i < both.size(); i++) {
+                        NodeStats after = NodeStats.read(both.get(i));
+                        for (int k = 0; k < lookups.length; k++) {
+                            grew[k] += (long) after.since(before.get(i), "pagewire_nic_context_cache_lookups_total", lookups[k]);
+                        }
+                    }
+                    Sample sample = new Sample(rate.messages(), rate.mpps(), grew[0], grew[1], grew[2], grew[3]);
+                    samples.add(sample);
+                    progress.printf(Locale.ROOT, "context-cache: %s, round %d: %.4f Mpps, %.2f misses a message%n", c.label(), round + 1,
+                            sample.mpps(), sample.missesPerMessage());
+                    progress.flush();
+                }
+                rows.add(new Row(c, VerbsNodes.median(samples, Sample::mpps), Double.NaN));
+            }
+            return result(new Shape(shape.queuePairs(), List.of(entries), 0, false, shape.seconds(), shape.rounds()), rows);
+        }
+    }
+
+    /** ib_write_bw's options for a case, the same on both sides. */
+    private static List<String> options(Case c, Shape shape) {
+        List<String> options = new ArrayList<>(List.of("-s", String.valueOf(SIZE), "-q", String.valueOf(c.queuePairs()), "-t", "4", "-D",
+                String.valueOf(shape.seconds())));
+        if (c.regionPerPair()) {
+            options.add("--mr_per_qp");
+        }
+        return options;
+    }
+
     private static Sample measure(VerbsNodes nodes, Case c, Shape shape) {
         List<PagewireNode> both = List.of(nodes.requester(), nodes.responder());
         for (PagewireNode node : both) {
@@ -162,12 +247,7 @@ public final class ContextCacheExperiment implements Experiment {
         }
         try {
             List<Map<NicCounter, Long>> before = both.stream().map(VerbsNodes::counters).toList();
-            List<String> options = new ArrayList<>(List.of("-s", String.valueOf(SIZE), "-q", String.valueOf(c.queuePairs()), "-t", "4", "-D",
-                    String.valueOf(shape.seconds())));
-            if (c.regionPerPair()) {
-                options.add("--mr_per_qp");
-            }
-            VerbsPerftest.MessageRate rate = nodes.programs().writeMessageRate(nodes.requesterPlace(), nodes.responderPlace(), options);
+            VerbsPerftest.MessageRate rate = nodes.programs().writeMessageRate(nodes.requesterPlace(), nodes.responderPlace(), options(c, shape));
             if (rate == null) {
                 throw new IllegalStateException("ib_write_bw " + c.label() + " failed: " + nodes.programs().failure() + "\ncounters:\n"
                         + nodes.requester().nic().counters() + "\n" + nodes.responder().nic().counters());
@@ -189,18 +269,24 @@ public final class ContextCacheExperiment implements Experiment {
         }
     }
 
+    /**
+     * The table, plot and claims. Rows without a rate to compare with (a running cluster's: its cache is
+     * not resized) plot their misses a message instead, and judge no rate claim.
+     */
     static ExperimentResult result(Shape shape, List<Row> rows) {
         List<List<Object>> table = new ArrayList<>();
         Map<String, double[][]> series = new LinkedHashMap<>();
+        boolean rates = rows.stream().noneMatch(r -> r.c().missNs() == CLUSTER_MISS);
         for (Row r : rows) {
             Sample s = r.median();
             table.add(List.of(r.c().queuePairs(), r.c().regionPerPair() ? "one per pair" : "one", r.c().contexts(),
-                    r.c().entries() == 0 ? "none" : String.valueOf(r.c().entries()), r.c().entries() == 0 ? "-" : String.valueOf(r.c().missNs() / 1000),
+                    r.c().entries() == 0 ? "none" : String.valueOf(r.c().entries()),
+                    r.c().entries() == 0 ? "-" : r.c().missNs() == CLUSTER_MISS ? "the cluster's" : String.valueOf(r.c().missNs() / 1000),
                     Math.round(s.mpps() * 1e6) / 1e3, String.format(Locale.ROOT, "%.2f", s.missesPerMessage()),
-                    r.c().entries() == 0 ? "-" : String.format(Locale.ROOT, "%.2f", r.ratio())));
+                    r.c().entries() == 0 || Double.isNaN(r.ratio()) ? "-" : String.format(Locale.ROOT, "%.2f", r.ratio())));
             if (r.c().entries() > 0) {
-                String name = r.c().entries() + " entries, " + r.c().missNs() / 1000 + " us a miss" + (r.c().regionPerPair() ? ", a region per pair" : "");
-                ExperimentResult.Plot.addPoint(series, name, r.c().queuePairs(), r.ratio());
+                String name = r.c().entries() + " entries, " + r.c().missCost() + (r.c().regionPerPair() ? ", a region per pair" : "");
+                ExperimentResult.Plot.addPoint(series, name, r.c().queuePairs(), rates ? r.ratio() : s.missesPerMessage());
             }
         }
         // Fitting: the contexts in use are at most half the cache (so a set's share of them fits its ways too). Thrashing: at least
@@ -219,7 +305,7 @@ public final class ContextCacheExperiment implements Experiment {
                 !thrashing.isEmpty() && thrashing.stream().allMatch(r -> r.median().missesPerMessage() >= 0.25),
                 thrashing.stream().map(r -> String.format(Locale.ROOT, "%s: %.2f misses a message", r.c().label(), r.median().missesPerMessage()))
                         .collect(Collectors.joining("; "))));
-        for (long missNs : cached.stream().map(r -> r.c().missNs()).distinct().sorted().toList()) {
+        for (long missNs : cached.stream().map(r -> r.c().missNs()).filter(missNs -> missNs != CLUSTER_MISS).distinct().sorted().toList()) {
             double fittingRatio = fitting.stream().filter(r -> r.c().missNs() == missNs).mapToDouble(Row::ratio).min().orElse(Double.NaN);
             double thrashingRatio = thrashing.stream().filter(r -> r.c().missNs() == missNs).mapToDouble(Row::ratio).max().orElse(Double.NaN);
             claims.add(new Claim(String.format(Locale.ROOT, "with a miss costing %d us, the message rate falls where the cache thrashes"
@@ -243,8 +329,10 @@ public final class ContextCacheExperiment implements Experiment {
         }
         return new ExperimentResult(List.of("queue pairs", "regions", "contexts per node", "cache entries", "us a miss", "Kmsg/s",
                 "misses a message", "rate against no cache"), table,
-                new ExperimentResult.Plot("context-cache: ib_write_bw's message rate against no cache", "queue pairs (-q)", "rate against no cache",
-                        true, series),
+                rates ? new ExperimentResult.Plot("context-cache: ib_write_bw's message rate against no cache", "queue pairs (-q)",
+                        "rate against no cache", true, series)
+                        : new ExperimentResult.Plot("context-cache: ib_write_bw's misses in the cluster's context cache", "queue pairs (-q)",
+                                "misses a message", true, series),
                 claims);
     }
 

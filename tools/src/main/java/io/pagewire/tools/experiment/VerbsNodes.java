@@ -39,6 +39,21 @@ final class VerbsNodes implements AutoCloseable {
      * @throws IllegalStateException naming what is missing when the library or {@code programs} are not installed
      */
     static VerbsNodes start(Consumer<NodeContext> configure, String... programs) {
+        requirePrograms(programs);
+        EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> {
+            c.security().plaintext();
+            c.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20);
+            configure.accept(c);
+        });
+        return new VerbsNodes(cluster, VerbsPerftest.find());
+    }
+
+    /**
+     * Checks that the library and {@code programs} are installed.
+     *
+     * @throws IllegalStateException naming what is missing
+     */
+    static void requirePrograms(String... programs) {
         if (VerbsPerftest.library() == null) {
             throw new IllegalStateException("this experiment runs verbs programs through the verbs library, which is not built here"
                     + " (mvn -B verify builds it into verbs-c/target, or set PAGEWIRE_VERBS_LIBRARY)");
@@ -49,12 +64,6 @@ final class VerbsNodes implements AutoCloseable {
                         + " ibverbs-utils packages; verbs-c/ensure-packages.sh installs them)");
             }
         }
-        EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> {
-            c.security().plaintext();
-            c.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20);
-            configure.accept(c);
-        });
-        return new VerbsNodes(cluster, VerbsPerftest.find());
     }
 
     PagewireNode requester() {
