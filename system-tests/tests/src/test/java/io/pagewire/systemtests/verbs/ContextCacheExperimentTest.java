@@ -30,8 +30,7 @@ import org.junit.jupiter.api.Timeout;
 class ContextCacheExperimentTest {
     @BeforeAll
     static void theLibraryOfThisBuild() {
-        VerbsPrograms.requireLibrary();
-        System.setProperty("pagewire.verbs.library", VerbsPrograms.LIBRARY.toString());
+        VerbsPrograms.useLibraryOfThisBuild();
     }
 
     @Test

@@ -27,8 +27,7 @@ import org.junit.jupiter.api.Timeout;
 class NicFaultExperimentsTest {
     @BeforeAll
     static void theLibraryOfThisBuild() {
-        VerbsPrograms.requireLibrary();
-        System.setProperty("pagewire.verbs.library", VerbsPrograms.LIBRARY.toString());
+        VerbsPrograms.useLibraryOfThisBuild();
     }
 
     private static ExperimentResult print(ExperimentResult result, StringWriter progress) {

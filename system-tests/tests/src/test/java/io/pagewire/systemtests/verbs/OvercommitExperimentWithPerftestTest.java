@@ -26,8 +26,7 @@ import org.junit.jupiter.api.Timeout;
 class OvercommitExperimentWithPerftestTest {
     @BeforeAll
     static void theLibraryOfThisBuild() {
-        VerbsPrograms.requireLibrary();
-        System.setProperty("pagewire.verbs.library", VerbsPrograms.LIBRARY.toString());
+        VerbsPrograms.useLibraryOfThisBuild();
     }
 
     @Test

@@ -32,6 +32,15 @@ final class VerbsPrograms {
         Assumptions.assumeTrue(Files.isRegularFile(LIBRARY), "the verbs library was not built at " + LIBRARY);
     }
 
+    /**
+     * For tests that run the tools' experiments and bench, which find the library themselves: skips as
+     * {@link #requireLibrary} does, else points them at this build's library.
+     */
+    static void useLibraryOfThisBuild() {
+        requireLibrary();
+        System.setProperty("pagewire.verbs.library", LIBRARY.toString());
+    }
+
     /** A program's run: its exit code and everything it printed. */
     record Run(String command, int exitCode, String output) {
         Run succeeded() {
