@@ -340,8 +340,8 @@ public final class NicContext {
         settings.check();
         require(tlbWays() <= tlbEntries() && tlbEntries() % tlbWays() == 0, TLB_WAYS.name(),
                 "from 1 to the TLB entries (" + tlbEntries() + ") and divide them", tlbWays());
-        require(ContextCache.shapeFits(contextCacheEntries(), contextCacheWays()), CONTEXT_CACHE_WAYS.name(), "from 1 to the context cache's entries (" + contextCacheEntries() + ") and divide them",
-                contextCacheWays());
+        require(ContextCache.shapeFits(contextCacheEntries(), contextCacheWays()), CONTEXT_CACHE_WAYS.name(),
+                "from 1 to the context cache's entries (" + contextCacheEntries() + ") and divide them", contextCacheWays());
         require(readRequestPackets() <= sendWindowPackets(), READ_REQUEST_PACKETS.name(),
                 "from 1 to the send window (" + sendWindowPackets() + ")", readRequestPackets());
         require(clock != null, "clock", "set", null);
