@@ -48,6 +48,11 @@ public final class FaultInjector {
         reorderRate = reorder;
     }
 
+    /** The per-packet loss probability now. */
+    public double lossRate() {
+        return lossRate;
+    }
+
     /** Sets the delay added to every batch and the random extra up to {@code jitterNs}. */
     public void delay(long ns, long jitterNs) {
         delayNs = ns;

@@ -15,6 +15,13 @@ public enum Metric {
     SHADOW_ENTRIES(Meter.gauge("pagewire.shadow.entries", "Translations in the shadow page table")),
     CONTEXT_CACHE_ENTRIES(Meter.gauge("pagewire.nic.context.cache.entries",
             "Queue pair and region contexts the NIC's context cache holds (0: none modelled, every context on the chip)")),
+    MEMORY_PRESSURE(Meter.gauge("pagewire.nic.memory.pressure",
+            "The share of peers' touches after which the injected memory pressure takes the page from the NIC"
+                    + " (pagewire.nic.reclaimAfterAccess), at the depth it takes it to (pagewire.nic.reclaimDepth: minor, major; 0 at the"
+                    + " other)"), "depth"),
+    FAULT_ANSWER(Meter.gauge("pagewire.nic.fault.answer",
+            "How the responder answers a request that meets a NIC page fault (pagewire.nic.faultAnswer): 1 for the answer set (rnr_nak,"
+                    + " drop), 0 for the other"), "answer"),
     FAULT_SERVICE_TIME(Meter.timer("pagewire.nic.fault.service",
             "Time the kernel took to serve a page fault the NIC raised (swap I/O, the handler's overhead, waits for the page), by origin"
                     + " (send, read_source, receive, read_target, atomic_target, receive_buffer, prefetch) and kind (minor, major)"),
@@ -40,6 +47,8 @@ public enum Metric {
             "CPU time the kernel spends per page it pins or unpins (pagewire.kernel.pinCostNs)")),
     PHYSICAL_MEMORY(Meter.gauge("pagewire.physical.memory", "bytes", "Physical memory of the node")),
     SWAP_CAPACITY(Meter.gauge("pagewire.swap.capacity", "bytes", "Swap space of the node")),
+    SWAP_READ_LATENCY(Meter.gauge("pagewire.swap.read.latency", "seconds",
+            "What the modelled swap device takes to read a page in (pagewire.kernel.swapDevice, pagewire.kernel.swapReadLatencyNs)")),
     CALLER_SHARE(Meter.gauge("pagewire.caller.share",
             "The most of each node-wide pool (sessions, frames and swap, pins, credits, work requests) one application may hold")),
     SYSTEM_BUFFER_USED(Meter.gauge("pagewire.system.buffer.used", "bytes", "System buffer holding parked data")),
@@ -56,6 +65,8 @@ public enum Metric {
     LINK_RECEIVE_STALL(Meter.counter("pagewire.link.receive.stall", "seconds",
             "Time packets from a peer waited while PIN_ON_MISS pinned their destination pages (U-Net/MM's stall, per lane)"), "peer"),
     LINK_LANES_LOST(Meter.counter("pagewire.link.lanes.lost", "Lanes to a peer that broke"), "peer"),
+    INJECTED_LOSS(Meter.gauge("pagewire.fabric.loss.rate",
+            "The share of sent packets the fabric's fault injection drops (pagewire.fabric.lossRate)")),
     INJECTED_FAULTS(Meter.counter("pagewire.injected.faults", "Faults injected on sent packets, by kind"), "kind"),
     LINK_BATCHES_FAILED(Meter.counter("pagewire.link.batches.failed",
             "Received batches whose handling threw in the NIC: a bug, each logged with its stack trace")),

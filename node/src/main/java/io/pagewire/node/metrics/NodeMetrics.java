@@ -20,6 +20,7 @@ import io.pagewire.node.fabric.FaultInjector;
 import io.pagewire.node.fabric.LinkStats;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionStatus;
+import io.pagewire.node.nic.FaultAnswer;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.NicCounters;
@@ -127,6 +128,13 @@ public final class NodeMetrics {
         gauge(Metric.TLB_ENTRIES, nic, Nic::tlbEntries, Tags.of("state", "capacity"));
         gauge(Metric.SHADOW_ENTRIES, nic, Nic::shadowEntries, Tags.empty());
         gauge(Metric.CONTEXT_CACHE_ENTRIES, nic, Nic::contextCacheEntries, Tags.empty());
+        for (FaultKind depth : FaultKind.values()) {
+            gauge(Metric.MEMORY_PRESSURE, nic, n -> n.memoryPressure().depth() == depth ? n.memoryPressure().rate() : 0,
+                    Tags.of("depth", depth.name().toLowerCase(Locale.ROOT)));
+        }
+        for (FaultAnswer answer : FaultAnswer.values()) {
+            gauge(Metric.FAULT_ANSWER, nic, n -> n.faultAnswer() == answer ? 1 : 0, Tags.of("answer", answer.name().toLowerCase(Locale.ROOT)));
+        }
         gauge(Metric.QUEUE_PAIRS, nic, n -> n.queuePairs().size(), Tags.empty());
         gauge(Metric.ENDPOINTS, nic, n -> n.endpoints().size(), Tags.empty());
         gauge(Metric.RECEIVE_CREDITS, nic, Nic::creditsGranted, Tags.of("state", "granted"));
@@ -148,6 +156,7 @@ public final class NodeMetrics {
         gauge(Metric.KERNEL_PIN_COST, kernel, x -> x.context().pinCostNs() / 1e9, Tags.empty());
         gauge(Metric.PHYSICAL_MEMORY, kernel, x -> x.context().physicalMemoryBytes(), Tags.empty());
         gauge(Metric.SWAP_CAPACITY, kernel, x -> x.context().swapBytes(), Tags.empty());
+        gauge(Metric.SWAP_READ_LATENCY, kernel, x -> x.context().swapDevice().readLatencyNs() / 1e9, Tags.empty());
         gauge(Metric.CALLER_SHARE, kernel, x -> x.context().callerShare(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_USED, kernel, x -> (double) x.systemBuffer().slotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
         gauge(Metric.SYSTEM_BUFFER_PEAK, kernel, x -> (double) x.systemBuffer().peakSlotsInUse() * x.systemBuffer().slotBytes(), Tags.empty());
@@ -157,6 +166,7 @@ public final class NodeMetrics {
 
     private void bindFabric(Fabric fabric, Nic nic) {
         FaultInjector faults = fabric.faults();
+        gauge(Metric.INJECTED_LOSS, faults, FaultInjector::lossRate, Tags.empty());
         counter(Metric.INJECTED_FAULTS, faults, FaultInjector::dropped, Tags.of("kind", "loss"));
         counter(Metric.INJECTED_FAULTS, faults, FaultInjector::duplicated, Tags.of("kind", "duplicate"));
         counter(Metric.INJECTED_FAULTS, faults, FaultInjector::reordered, Tags.of("kind", "reorder"));
@@ -287,6 +297,7 @@ public final class NodeMetrics {
             String help = id.getDescription() == null ? "" : id.getDescription();
             if (meter instanceof Timer timer) {
                 stats.add(stat(name + "_count", help, timer.count(), tags, true));
+                stats.add(stat(name + "_sum", help, timer.totalTime(TimeUnit.SECONDS), tags, true));
                 stats.add(stat(name + "_max", help, timer.max(TimeUnit.SECONDS), tags, false));
                 CountAtBucket[] buckets = timer.takeSnapshot().histogramCounts();
                 for (double quantile : SNAPSHOT_QUANTILES) {

@@ -30,9 +30,10 @@ public final class NicConfiguration {
     public static final Setting<Long> CONTEXT_CACHE_MISS = Setting.nanos("pagewire.nic.contextCacheMissNs", 1_000,
             "NIC time a context cache miss costs: the fetch of the context from host memory over PCIe")
             .where(v -> v >= 0 && v <= 1_000_000, "0 to 1 ms");
-    public static final Setting<Double> RECLAIM_AFTER_ACCESS = Setting.probability("pagewire.nic.reclaimAfterAccess", 0,
+    public static final Setting<Double> RECLAIM_AFTER_ACCESS = Setting.of("pagewire.nic.reclaimAfterAccess", SettingType.PROBABILITY, 0.0,
             "Memory pressure for fault experiments: probability that the kernel takes a page away from the NIC just after a peer's"
-                    + " request touched it, so that the next request to touch it faults (0: never)");
+                    + " request touched it, so that the next request to touch it faults (0: never; 1: after every touch)")
+            .where(p -> p >= 0 && p <= 1, "a probability from 0 to 1");
     public static final Setting<FaultKind> RECLAIM_DEPTH = Setting.choice("pagewire.nic.reclaimDepth", FaultKind.class, FaultKind.MINOR,
             "What pagewire.nic.reclaimAfterAccess takes: MINOR, the NIC's translation (TLB entry and its pin, the on-demand mapping) while"
                     + " the page stays in memory; MAJOR, the page itself, to swap").where(v -> v != null, "set");

@@ -46,6 +46,13 @@ class NicContextTest {
     }
 
     @Test
+    void memoryPressureTakesEveryTouchAtMostAndSaysSoBeyondIt() {
+        assertThat(new NicContext().reclaimAfterAccess(1.0).conclude().reclaimAfterAccess()).as("after every touch").isEqualTo(1.0);
+        assertThatThrownBy(() -> new NicContext().reclaimAfterAccess(1.5).conclude())
+                .hasMessageContaining("pagewire.nic.reclaimAfterAccess must be a probability from 0 to 1, was 1.5");
+    }
+
+    @Test
     void creditsPerQpMustCoverOnePacket() {
         try (KernelAgent kernel = KernelAgent.start(new KernelContext().physicalMemoryBytes(1 << 20).swapBytes(0))) {
             assertThatThrownBy(() -> new Nic("n", kernel, new NicContext().creditsPerQp(1), NicTimers.threaded("n"), null))
