@@ -35,7 +35,11 @@ final class ApplicationPair implements AutoCloseable {
                 throw e;
             }
         }
-        EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.security().plaintext());
+        return over(EmbeddedCluster.start(2, Transport.NETTY, c -> c.security().plaintext()));
+    }
+
+    /** Connects to the first two nodes of {@code cluster}, which must take plaintext, and closes it when closed. */
+    static ApplicationPair over(EmbeddedCluster cluster) {
         ConnectOptions plaintext = ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext());
         try {
             Pagewire a = Pagewire.connect(cluster.node(1).target(), plaintext);

@@ -2,6 +2,7 @@ package io.pagewire.tools.experiment;
 
 import io.pagewire.client.Pagewire;
 import io.pagewire.node.PagewireNode;
+import io.pagewire.node.metrics.Metric;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.tools.perf.VerbsPerftest;
 import java.io.PrintWriter;
@@ -174,51 +175,34 @@ public final class ContextCacheExperiment implements Experiment {
      * run without it to compare rates with: the counting claims are judged, the rates printed.
      */
     private ExperimentResult runOnCluster(ExperimentSettings settings, PrintWriter progress) {
-        VerbsNodes.requirePrograms(WRITE_BW);
-        try (ApplicationPair pair = ApplicationPair.open(settings)) {
-            List<Pagewire> both = List.of(pair.requester(), pair.responder());
-            int entries = (int) NodeStats.read(pair.responder()).sum("pagewire_nic_context_cache_entries");
+        try (VerbsNodes nodes = VerbsNodes.attach(settings, WRITE_BW)) {
+            int entries = (int) nodes.responderStats().sum(Metric.CONTEXT_CACHE_ENTRIES.meter().prometheusName());
             if (entries == 0) {
-                throw new IllegalArgumentException("context-cache: " + pair.responder().node().nodeId() + " models no context cache"
+                throw new IllegalArgumentException("context-cache: " + nodes.responderId() + " models no context cache"
                         + " (pagewire.nic.contextCacheEntries=0): start the cluster's nodes with one to run this experiment against them");
             }
             Shape shape = settings.reduced() ? REDUCED : DEFAULT;
-            VerbsPerftest programs = VerbsPerftest.find();
-            VerbsPerftest.Place requester = VerbsPerftest.Place.host(settings.cluster().requester());
-            VerbsPerftest.Place responder = VerbsPerftest.Place.host(settings.cluster().responder());
             progress.printf(Locale.ROOT, "context-cache: %s, %s's cache of %d entries: ib_write_bw -s %d -t 4 over %s queue pairs, %d s a run,"
-                    + " %d round(s) ...%n", pair.where(), pair.responder().node().nodeId(), entries, SIZE, shape.queuePairs(), shape.seconds(),
-                    shape.rounds());
+                    + " %d round(s) ...%n", nodes.where(), nodes.responderId(), entries, SIZE, shape.queuePairs(), shape.seconds(), shape.rounds());
             progress.flush();
             List<Row> rows = new ArrayList<>();
             sweep:
             for (int queuePairs : shape.queuePairs()) {
                 Case c = new Case(queuePairs, entries, CLUSTER_MISS, false);
-                programs.writeMessageRate(requester, responder, options(c, shape)); // the first run at a new count is slower: not recorded
+                run(nodes, c, shape); // the first run at a new count is slower: not recorded
                 List<Sample> samples = new ArrayList<>();
                 for (int round = 0; round < shape.rounds(); round++) {
-                    List<NodeStats> before = both.stream().map(NodeStats::read).toList();
-                    VerbsPerftest.MessageRate rate = programs.writeMessageRate(requester, responder, options(c, shape));
-                    if (rate == null && !rows.isEmpty()) {
+                    Sample sample = run(nodes, c, shape);
+                    if (sample == null && !rows.isEmpty()) {
                         // The cluster's nodes may allow fewer pairs a session (pagewire.quota.queuePairsPerSession), or hold fewer pairs' credits
                         // (pagewire.kernel.systemBufferBytes), than the sweep asks.
                         progress.printf(Locale.ROOT, "context-cache: ib_write_bw %s failed against the cluster, so the sweep stops at %d pairs:%n%s%n",
-                                c.label(), rows.get(rows.size() - 1).c().queuePairs(), programs.failure());
+                                c.label(), rows.get(rows.size() - 1).c().queuePairs(), nodes.programs().failure());
                         break sweep;
                     }
-                    if (rate == null) {
-                        throw new IllegalStateException("ib_write_bw " + c.label() + " against the cluster failed: " + programs.failure());
+                    if (sample == null) {
+                        throw new IllegalStateException("ib_write_bw " + c.label() + " against the cluster failed: " + nodes.programs().failure());
                     }
-                    long[] grew = new long[4];
-                    String[][] lookups = {{"kind=queue_pair", "result=hit"}, {"kind=queue_pair", "result=miss"}, {"kind=region", "result=hit"},
-                        {"kind=region", "result=miss"}};
-                    for (int i = 0; i < both.size(); i++) {
-                        NodeStats after = NodeStats.read(both.get(i));
-                        for (int k = 0; k < lookups.length; k++) {
-                            grew[k] += (long) after.since(before.get(i), "pagewire_nic_context_cache_lookups_total", lookups[k]);
-                        }
-                    }
-                    Sample sample = new Sample(rate.messages(), rate.mpps(), grew[0], grew[1], grew[2], grew[3]);
                     samples.add(sample);
                     progress.printf(Locale.ROOT, "context-cache: %s, round %d: %.4f Mpps, %.2f misses a message%n", c.label(), round + 1,
                             sample.mpps(), sample.missesPerMessage());
@@ -241,24 +225,36 @@ public final class ContextCacheExperiment implements Experiment {
     }
 
     private static Sample measure(VerbsNodes nodes, Case c, Shape shape) {
-        List<PagewireNode> both = List.of(nodes.requester(), nodes.responder());
+        Sample sample = run(nodes, c, shape);
+        if (sample == null) {
+            throw new IllegalStateException("ib_write_bw " + c.label() + " failed: " + nodes.programs().failure() + "\ncounters:\n"
+                    + nodes.requesterStats().counted() + "\n" + nodes.responderStats().counted());
+        }
+        return sample;
+    }
+
+    /**
+     * One run of a case, or null when ib_write_bw failed ({@code nodes.programs().failure()} says why);
+     * on nodes this experiment started, with the case's cache set on both NICs for the run.
+     */
+    private static Sample run(VerbsNodes nodes, Case c, Shape shape) {
+        List<PagewireNode> both = nodes.embedded() ? List.of(nodes.requester(), nodes.responder()) : List.of();
         for (PagewireNode node : both) {
             node.nic().contextCache(c.entries(), Math.min(WAYS, Math.max(1, c.entries())), c.missNs());
         }
         try {
-            List<Map<NicCounter, Long>> before = both.stream().map(VerbsNodes::counters).toList();
+            List<NodeStats> before = List.of(nodes.requesterStats(), nodes.responderStats());
             VerbsPerftest.MessageRate rate = nodes.programs().writeMessageRate(nodes.requesterPlace(), nodes.responderPlace(), options(c, shape));
             if (rate == null) {
-                throw new IllegalStateException("ib_write_bw " + c.label() + " failed: " + nodes.programs().failure() + "\ncounters:\n"
-                        + nodes.requester().nic().counters() + "\n" + nodes.responder().nic().counters());
+                return null;
             }
+            List<NodeStats> after = List.of(nodes.requesterStats(), nodes.responderStats());
             long[] grew = new long[4];
             NicCounter[] kinds = {NicCounter.CONTEXT_QP_HITS, NicCounter.CONTEXT_QP_MISSES, NicCounter.CONTEXT_REGION_HITS,
                 NicCounter.CONTEXT_REGION_MISSES};
             for (int i = 0; i < 2; i++) {
-                Map<NicCounter, Long> after = VerbsNodes.counters(both.get(i));
                 for (int k = 0; k < kinds.length; k++) {
-                    grew[k] += VerbsNodes.grew(before.get(i), after, kinds[k]);
+                    grew[k] += after.get(i).since(before.get(i), kinds[k]);
                 }
             }
             return new Sample(rate.messages(), rate.mpps(), grew[0], grew[1], grew[2], grew[3]);

@@ -1,7 +1,10 @@
 package io.pagewire.tools.experiment;
 
+import io.pagewire.config.CountedEvent;
+import io.pagewire.config.Meter;
 import io.pagewire.kernel.FaultKind;
 import io.pagewire.node.PagewireNode;
+import io.pagewire.node.metrics.Metric;
 import io.pagewire.node.nic.FaultAnswer;
 import io.pagewire.node.nic.NicCounter;
 import io.pagewire.node.nic.RegistrationMode;
@@ -12,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.ToLongFunction;
 
 /**
  * {@code odp-pitfalls} (Fukuoka, Sato and Taura, ISPASS 2021): where an on-demand NIC's page fault
@@ -24,7 +28,8 @@ import java.util.Map;
  * fabric's loss, and the registration (ON_DEMAND, or PIN_ON_MISS, which serves the fault in place).
  * What a case's events cost is read from perftest's average against the case without them, and the
  * nodes' meters count the events: faults, RNR NAKs sent and received, requests dropped on a fault,
- * packets lost, timeouts.
+ * packets lost, timeouts. Against a running cluster on this host the pressure, answer and loss are
+ * what its nodes were started with, on throughout, and the registration is what the cases vary.
  */
 public final class OdpPitfallsExperiment implements Experiment {
     private static final String WRITE_LAT = "ib_write_lat";
@@ -38,7 +43,12 @@ public final class OdpPitfallsExperiment implements Experiment {
      * at worst).
      */
     static final double TAIL_FRACTION = 0.8;
-    private static final String NIC_WAIT = "pagewire.nic.wait";
+    private static final Meter NIC_WAIT = Metric.NIC_WAIT_TIME.meter();
+    /** What a running cluster's nodes were started with: the pressure, the fault answer and the fabric's loss. */
+    private static final String PRESSURE = Metric.MEMORY_PRESSURE.meter().prometheusName();
+    private static final String ANSWER = Metric.FAULT_ANSWER.meter().prometheusName();
+    private static final String LOSS = Metric.INJECTED_LOSS.meter().prometheusName();
+    private static final String INJECTED = Metric.INJECTED_FAULTS.meter().prometheusName();
 
     /** How big a run is: iterations per case, the share of touches after which a page is taken, and the fabric's loss rate. */
     record Shape(int iterations, double faultRate, double lossRate) {
@@ -108,23 +118,34 @@ public final class OdpPitfallsExperiment implements Experiment {
 
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
-        if (settings.cluster() != null) {
-            throw new IllegalArgumentException("odp-pitfalls runs perftest through the verbs library on nodes it starts and sets their memory"
-                    + " pressure, fault answer and loss itself; run it without a cluster's addresses");
-        }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
-        try (VerbsNodes nodes = VerbsNodes.start(c -> {
+        try (VerbsNodes nodes = VerbsNodes.open(settings, c -> {
             c.nic().randomSeed(settings.seed());
             c.fabric().faultSeed(settings.seed());
         }, WRITE_LAT, "ib_write_bw")) {
-            progress.printf(Locale.ROOT, "odp-pitfalls: ib_write_lat, %d iterations of %d bytes, a page taken after %.1f %% of touches, %.2f %%"
-                    + " of packets lost, acknowledgement timeout %.1f ms ...%n", shape.iterations(), SIZE, 100 * shape.faultRate(),
-                    100 * shape.lossRate(), ACK_TIMEOUT_NS / 1e6);
+            List<Case> cases = CASES;
+            if (!nodes.embedded()) {
+                NodeStats responder = nodes.responderStats();
+                double pressure = responder.sum(PRESSURE);
+                if (pressure == 0) {
+                    throw new IllegalArgumentException("odp-pitfalls: " + nodes.responderId() + " takes no pages from its NIC"
+                            + " (pagewire.nic.reclaimAfterAccess=0): start the cluster's nodes with --set pagewire.nic.reclaimAfterAccess=0.02"
+                            + " and, for the pitfalls, --set pagewire.nic.faultAnswer=DROP or --set pagewire.fabric.lossRate=0.004 to run"
+                            + " this experiment against them");
+                }
+                FaultAnswer answer = responder.sum(ANSWER, "answer=drop") > 0 ? FaultAnswer.DROP : FaultAnswer.RNR_NAK;
+                double loss = Math.max(responder.sum(LOSS), nodes.requesterStats().sum(LOSS));
+                shape = new Shape(shape.iterations(), pressure, loss);
+                cases = clusterCases(answer, loss > 0);
+            }
+            progress.printf(Locale.ROOT, "odp-pitfalls: %s, ib_write_lat, %d iterations of %d bytes, a page taken after %.1f %% of touches,"
+                    + " %.2f %% of packets lost, acknowledgement timeout %.1f ms ...%n", nodes.where(), shape.iterations(), SIZE,
+                    100 * shape.faultRate(), 100 * shape.lossRate(), ACK_TIMEOUT_NS / 1e6);
             progress.flush();
             nodes.programs().writeBandwidthMbPerSec(nodes.requesterPlace(), nodes.responderPlace(), 65536, settings.reduced() ? 2 : 10);
-            measure(nodes, CASES.get(0), shape); // the latency path's first run, which compiles it, is not recorded
+            measure(nodes, cases.get(0), shape); // the latency path's first run, which compiles it, is not recorded
             Map<Case, Sample> samples = new LinkedHashMap<>();
-            for (Case c : CASES) {
+            for (Case c : cases) {
                 Sample s = measure(nodes, c, shape);
                 samples.put(c, s);
                 progress.printf(Locale.ROOT, "odp-pitfalls: %s: typical %.1f us, longest %.0f us, %d faults, %d RNR NAKs, %d dropped, %d lost,"
@@ -132,76 +153,68 @@ public final class OdpPitfallsExperiment implements Experiment {
                         s.timeouts());
                 progress.flush();
             }
-            return result(shape, samples);
+            return nodes.embedded() ? result(shape, samples) : clusterResult(samples);
         }
     }
 
+    /**
+     * The cases against a running cluster, whose pressure, fault answer and loss are what its nodes were
+     * started with and stay on: the registration is what differs. PINNED, whose pages the pressure never
+     * takes, shows the loss alone; ON_DEMAND meets the faults with the cluster's answer and loss;
+     * PIN_ON_MISS serves the same faults in place, the mitigation.
+     */
+    static List<Case> clusterCases(FaultAnswer answer, boolean loss) {
+        String events = (answer == FaultAnswer.DROP ? "dropped" : "RNR NAK") + (loss ? ", loss" : "");
+        return List.of(new Case(loss ? "PINNED: loss" : "PINNED: none", RegistrationMode.PINNED, answer, Faults.NONE, loss),
+                new Case("ON_DEMAND: faults, " + events, RegistrationMode.ON_DEMAND, answer, Faults.SOME, loss),
+                new Case("PIN_ON_MISS: faults, " + events, RegistrationMode.PIN_ON_MISS, answer, Faults.SOME, loss));
+    }
+
+    /** One case's run; on nodes this experiment started, with the case's pressure, fault answer and loss set for the run. */
     private static Sample measure(VerbsNodes nodes, Case c, Shape shape) {
-        List<PagewireNode> both = List.of(nodes.requester(), nodes.responder());
-        nodes.responder().nic().memoryPressure().set(c.faultRate(shape), FaultKind.MINOR);
-        nodes.responder().nic().faultAnswer(c.answer());
-        for (PagewireNode node : both) {
-            node.fabric().faults().rates(c.loss() ? shape.lossRate() : 0, 0, 0);
+        if (nodes.embedded()) {
+            nodes.responder().nic().memoryPressure().set(c.faultRate(shape), FaultKind.MINOR);
+            nodes.responder().nic().faultAnswer(c.answer());
+            for (PagewireNode node : List.of(nodes.requester(), nodes.responder())) {
+                node.fabric().faults().rates(c.loss() ? shape.lossRate() : 0, 0, 0);
+            }
         }
         try {
-            List<Map<NicCounter, Long>> before = both.stream().map(VerbsNodes::counters).toList();
-            long lostBefore = both.stream().mapToLong(n -> n.fabric().faults().dropped()).sum();
-            VerbsNodes.TimerTotal rnrBefore = VerbsNodes.timer(nodes.requester(), NIC_WAIT, "cause", "rnr");
+            NodeStats requesterBefore = nodes.requesterStats();
+            NodeStats responderBefore = nodes.responderStats();
             VerbsPerftest.LatencyRun run = nodes.programs().latencyWithIterations(WRITE_LAT, nodes.requesterPlace(), nodes.responderPlace(),
                     List.of("-s", String.valueOf(SIZE), "-n", String.valueOf(shape.iterations()), "-u", String.valueOf(TIMEOUT_EXPONENT)),
                     Map.of("PAGEWIRE_VERBS_REGISTRATION", c.mode().name()));
             if (run == null) {
-                throw new IllegalStateException(c.label() + " failed: " + nodes.programs().failure() + "\ncounters:\n"
-                        + nodes.requester().nic().counters() + "\n" + nodes.responder().nic().counters());
+                throw new IllegalStateException(c.label() + " failed: " + nodes.programs().failure() + "\nmeters:\n"
+                        + nodes.requesterStats().counted() + "\n" + nodes.responderStats().counted());
             }
-            long lost = both.stream().mapToLong(n -> n.fabric().faults().dropped()).sum() - lostBefore;
-            Map<NicCounter, Long> requesterAfter = VerbsNodes.counters(nodes.requester());
-            Map<NicCounter, Long> responderAfter = VerbsNodes.counters(nodes.responder());
-            Map<NicCounter, Long> requesterBefore = before.get(0);
-            Map<NicCounter, Long> responderBefore = before.get(1);
-            // Both programs write and both nodes time out: ib_write_lat is a ping-pong of WRITEs.
-            long timeouts = VerbsNodes.grew(requesterBefore, requesterAfter, NicCounter.ACK_TIMEOUTS)
-                    + VerbsNodes.grew(responderBefore, responderAfter, NicCounter.ACK_TIMEOUTS);
-            return new Sample(run, VerbsNodes.grew(responderBefore, responderAfter, NicCounter.PRESSURE_RECLAIMS),
-                    VerbsNodes.grew(responderBefore, responderAfter, NicCounter.RECEIVE_FAULTS_MINOR)
-                            + VerbsNodes.grew(responderBefore, responderAfter, NicCounter.RECEIVE_FAULTS_MAJOR),
-                    VerbsNodes.grew(responderBefore, responderAfter, NicCounter.TLB_DESTINATION_FIRST_MISSES),
-                    VerbsNodes.grew(responderBefore, responderAfter, NicCounter.RNR_NAKS_SENT),
-                    VerbsNodes.grew(requesterBefore, requesterAfter, NicCounter.RNR_NAKS_RECEIVED),
-                    VerbsNodes.grew(responderBefore, responderAfter, NicCounter.FAULT_DROPPED_REQUESTS), lost, timeouts,
-                    VerbsNodes.timer(nodes.requester(), NIC_WAIT, "cause", "rnr").since(rnrBefore).meanUs());
+            NodeStats requester = nodes.requesterStats();
+            NodeStats responder = nodes.responderStats();
+            // ib_write_lat is a ping-pong of WRITEs: both nodes answer requests and time out, and a running cluster's nodes all
+            // carry its pressure, so each event is counted on both (on nodes this experiment starts, only the responder faults).
+            ToLongFunction<CountedEvent> both = e -> requester.since(requesterBefore, e) + responder.since(responderBefore, e);
+            long lost = Math.round(requester.since(requesterBefore, INJECTED, "kind=loss") + responder.since(responderBefore, INJECTED, "kind=loss"));
+            return new Sample(run, both.applyAsLong(NicCounter.PRESSURE_RECLAIMS),
+                    both.applyAsLong(NicCounter.RECEIVE_FAULTS_MINOR) + both.applyAsLong(NicCounter.RECEIVE_FAULTS_MAJOR),
+                    both.applyAsLong(NicCounter.TLB_DESTINATION_FIRST_MISSES), both.applyAsLong(NicCounter.RNR_NAKS_SENT),
+                    both.applyAsLong(NicCounter.RNR_NAKS_RECEIVED), both.applyAsLong(NicCounter.FAULT_DROPPED_REQUESTS), lost,
+                    both.applyAsLong(NicCounter.ACK_TIMEOUTS),
+                    requester.timer(NIC_WAIT, "cause=rnr").since(requesterBefore.timer(NIC_WAIT, "cause=rnr")).meanUs());
         } finally {
-            nodes.responder().nic().memoryPressure().set(0, FaultKind.MINOR);
-            nodes.responder().nic().faultAnswer(FaultAnswer.RNR_NAK);
-            for (PagewireNode node : both) {
-                node.fabric().faults().rates(0, 0, 0);
+            if (nodes.embedded()) {
+                nodes.responder().nic().memoryPressure().set(0, FaultKind.MINOR);
+                nodes.responder().nic().faultAnswer(FaultAnswer.RNR_NAK);
+                for (PagewireNode node : List.of(nodes.requester(), nodes.responder())) {
+                    node.fabric().faults().rates(0, 0, 0);
+                }
             }
         }
     }
 
+    /** The result on nodes this experiment started: every case, each claim judged on the case that isolates it. */
     static ExperimentResult result(Shape shape, Map<Case, Sample> samples) {
         double timeoutMs = ACK_TIMEOUT_NS / 1e6;
-        List<List<Object>> table = new ArrayList<>();
-        List<String> categories = new ArrayList<>();
-        double[] max = new double[samples.size()];
-        double[] p999 = new double[samples.size()];
-        int i = 0;
-        for (Map.Entry<Case, Sample> e : samples.entrySet()) {
-            Case c = e.getKey();
-            Sample s = e.getValue();
-            table.add(List.of(c.label(), c.mode().name(), c.answer().name(), s.row().iterations(), s.taken(),
-                    c.mode() == RegistrationMode.PIN_ON_MISS ? s.tlbMisses() + " (TLB misses)" : s.faults(), s.rnrSent(), s.rnrReceived(),
-                    round(s.rnrBackoffUs() / 1e3), s.dropped(), s.lost(), s.timeouts(), s.tail(),
-                    s.tail() == 0 ? "-" : round(s.tailRoundTripMs()), s.row().typicalUs(), round(2 * s.row().maxUs() / 1e3)));
-            categories.add(c.label());
-            max[i] = 2 * s.row().maxUs() / 1e3;
-            p999[i] = 2 * s.row().p999Us() / 1e3;
-            i++;
-        }
-        Map<String, double[][]> series = new LinkedHashMap<>();
-        series.put("99.9th percentile round trip (ms)", new double[][] {new double[samples.size()], p999});
-        series.put("longest round trip (ms)", new double[][] {new double[samples.size()], max});
-
         Sample rnr = sample(samples, "faults, RNR NAK");
         Sample dropped = sample(samples, "faults, dropped");
         Sample loss = sample(samples, "loss");
@@ -244,6 +257,65 @@ public final class OdpPitfallsExperiment implements Experiment {
                         String.format(Locale.ROOT, "%d pages taken, %d TLB misses served in place, %d dropped, %d RNR NAKs, %d packets lost,"
                                 + " %d timeouts, %d iterations in the tail", mitigated.taken(), mitigated.tlbMisses(), mitigated.dropped(),
                                 mitigated.rnrSent(), mitigated.lost(), mitigated.timeouts(), mitigated.tail())));
+        return report(samples, claims);
+    }
+
+    /**
+     * The result against a running cluster: what its pressure, fault answer and loss cost ON_DEMAND,
+     * judged by the meters (every timeout a dropped request's or a loss's, every tail iteration a
+     * timeout's), and that PIN_ON_MISS, meeting the same, drops no request and waits for no fault.
+     */
+    static ExperimentResult clusterResult(Map<Case, Sample> samples) {
+        List<Sample> rows = List.copyOf(samples.values());
+        Sample pinned = rows.get(0);
+        Sample onDemand = rows.get(1);
+        Sample mitigated = rows.get(2);
+        long slack = 2;
+        double timeoutMs = ACK_TIMEOUT_NS / 1e6;
+        List<Claim> claims = List.of(
+                new Claim("over the cluster's pressure, fault answer and loss, an on-demand NIC's tail is its timeouts, each a dropped"
+                        + " request's or a loss's",
+                        onDemand.faults() > 0 && onDemand.timeouts() <= onDemand.dropped() + onDemand.lost() + slack
+                                && onDemand.timeouts() >= onDemand.dropped() - slack && onDemand.tail() <= onDemand.timeouts() + slack,
+                        String.format(Locale.ROOT, "ON_DEMAND: %d faults, %d RNR NAKs, %d requests dropped, %d packets lost, %d timeouts, %d"
+                                + " iterations in the tail%s", onDemand.faults(), onDemand.rnrSent(), onDemand.dropped(), onDemand.lost(),
+                                onDemand.timeouts(), onDemand.tail(), onDemand.tail() == 0 ? ""
+                                        : String.format(Locale.ROOT, " taking %.1f ms against the %.1f ms timeout", onDemand.tailRoundTripMs(),
+                                                timeoutMs))),
+                new Claim("serving the fault in place (PIN_ON_MISS) removes the pitfall: no request dropped, no RNR NAK, and the only"
+                        + " timeouts left are the losses', as PINNED's",
+                        mitigated.tlbMisses() > 0 && mitigated.dropped() == 0 && mitigated.rnrSent() == 0
+                                && mitigated.timeouts() <= mitigated.lost() + slack && mitigated.tail() <= mitigated.timeouts() + slack,
+                        String.format(Locale.ROOT, "PIN_ON_MISS: %d pages taken, %d TLB misses served in place, %d dropped, %d RNR NAKs, %d"
+                                + " packets lost, %d timeouts, %d iterations in the tail; PINNED: %d lost, %d timeouts, %d in the tail",
+                                mitigated.taken(), mitigated.tlbMisses(), mitigated.dropped(), mitigated.rnrSent(), mitigated.lost(),
+                                mitigated.timeouts(), mitigated.tail(), pinned.lost(), pinned.timeouts(), pinned.tail())));
+        return report(samples, claims);
+    }
+
+    /** The table and plot of the cases' samples, with {@code claims}. */
+    private static ExperimentResult report(Map<Case, Sample> samples, List<Claim> claims) {
+        List<List<Object>> table = new ArrayList<>();
+        List<String> categories = new ArrayList<>();
+        double[] max = new double[samples.size()];
+        double[] p999 = new double[samples.size()];
+        int i = 0;
+        for (Map.Entry<Case, Sample> e : samples.entrySet()) {
+            Case c = e.getKey();
+            Sample s = e.getValue();
+            table.add(List.of(c.label(), c.mode().name(), c.answer().name(), s.row().iterations(), s.taken(),
+                    c.mode() == RegistrationMode.PIN_ON_MISS ? s.tlbMisses() + " (TLB misses)" : s.faults(), s.rnrSent(), s.rnrReceived(),
+                    round(s.rnrBackoffUs() / 1e3), s.dropped(), s.lost(), s.timeouts(), s.tail(),
+                    s.tail() == 0 ? "-" : round(s.tailRoundTripMs()), s.row().typicalUs(), round(2 * s.row().maxUs() / 1e3)));
+            categories.add(c.label());
+            max[i] = 2 * s.row().maxUs() / 1e3;
+            p999[i] = 2 * s.row().p999Us() / 1e3;
+            i++;
+        }
+        Map<String, double[][]> series = new LinkedHashMap<>();
+        series.put("99.9th percentile round trip (ms)", new double[][] {new double[samples.size()], p999});
+        series.put("longest round trip (ms)", new double[][] {new double[samples.size()], max});
+
         return new ExperimentResult(List.of("case", "mode", "fault answer", "iterations", "pages taken", "NIC faults", "RNR NAKs sent",
                 "RNR NAKs received", "RNR back-off ms", "requests dropped", "packets lost", "timeouts", "tail iterations", "tail round trip ms",
                 "typical us (one way)", "longest round trip ms"), table,

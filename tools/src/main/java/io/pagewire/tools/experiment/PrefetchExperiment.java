@@ -1,10 +1,8 @@
 package io.pagewire.tools.experiment;
 
-import io.pagewire.node.PagewireNode;
 import io.pagewire.node.nic.NicCounter;
 import java.io.PrintWriter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -23,6 +21,8 @@ import java.util.stream.Collectors;
  * SEND's source and the receive buffer, on each side), the RNR NAKs they caused and the pages
  * prefetched. An explicit registration maps the pages already resident (mlx5's snapshot), and the
  * library's registration makes the buffer resident, so {@code -o} has no first-touch fault to remove.
+ * It changes no node's settings, so it runs as well against two nodes of a running cluster on this
+ * host, whose meters then count their other traffic too.
  */
 public final class PrefetchExperiment implements Experiment {
     private static final String PINGPONG = "ibv_rc_pingpong";
@@ -72,13 +72,9 @@ public final class PrefetchExperiment implements Experiment {
 
     @Override
     public ExperimentResult run(ExperimentSettings settings, PrintWriter progress) throws Exception {
-        if (settings.cluster() != null) {
-            throw new IllegalArgumentException("prefetch runs ibv_rc_pingpong through the verbs library on nodes it starts;"
-                    + " run it without a cluster's addresses");
-        }
         Shape shape = settings.reduced() ? REDUCED : DEFAULT;
-        try (VerbsNodes nodes = VerbsNodes.start(c -> c.nic().randomSeed(settings.seed()), PINGPONG, "ib_write_bw")) {
-            progress.println("prefetch: warming up ...");
+        try (VerbsNodes nodes = VerbsNodes.open(settings, c -> c.nic().randomSeed(settings.seed()), PINGPONG, "ib_write_bw")) {
+            progress.println("prefetch: " + nodes.where() + ", warming up ...");
             progress.flush();
             nodes.programs().writeBandwidthMbPerSec(nodes.requesterPlace(), nodes.responderPlace(), 65536, settings.reduced() ? 2 : 10);
             List<Case> cases = new ArrayList<>();
@@ -103,12 +99,12 @@ public final class PrefetchExperiment implements Experiment {
     }
 
     private static Sample measure(VerbsNodes nodes, Case c) {
-        List<Map<NicCounter, Long>> before = List.of(VerbsNodes.counters(nodes.requester()), VerbsNodes.counters(nodes.responder()));
+        List<NodeStats> before = List.of(nodes.requesterStats(), nodes.responderStats());
         String out = nodes.programs().pair(PINGPONG, nodes.requesterPlace(), nodes.responderPlace(), c.options(), Map.of(),
                 output -> ITERS.matcher(output).find());
         if (out == null) {
-            throw new IllegalStateException("ibv_rc_pingpong " + c.label() + " failed: " + nodes.programs().failure() + "\ncounters:\n"
-                    + nodes.requester().nic().counters() + "\n" + nodes.responder().nic().counters());
+            throw new IllegalStateException("ibv_rc_pingpong " + c.label() + " failed: " + nodes.programs().failure() + "\nmeters:\n"
+                    + nodes.requesterStats().counted() + "\n" + nodes.responderStats().counted());
         }
         Matcher m = ITERS.matcher(out);
         m.find();
@@ -116,17 +112,17 @@ public final class PrefetchExperiment implements Experiment {
         long rnr = 0;
         long prefetched = 0;
         long prefetchFaults = 0;
-        List<PagewireNode> both = List.of(nodes.requester(), nodes.responder());
+        List<NodeStats> after = List.of(nodes.requesterStats(), nodes.responderStats());
         for (int i = 0; i < 2; i++) {
-            Map<NicCounter, Long> after = VerbsNodes.counters(both.get(i));
+            NodeStats was = before.get(i);
+            NodeStats now = after.get(i);
             for (NicCounter fault : List.of(NicCounter.SEND_FAULTS_MINOR, NicCounter.SEND_FAULTS_MAJOR, NicCounter.RECEIVE_FAULTS_MINOR,
                     NicCounter.RECEIVE_FAULTS_MAJOR, NicCounter.RECEIVE_BUFFER_FAULTS_MINOR, NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR)) {
-                faults += VerbsNodes.grew(before.get(i), after, fault);
+                faults += now.since(was, fault);
             }
-            rnr += VerbsNodes.grew(before.get(i), after, NicCounter.RNR_NAKS_SENT);
-            prefetched += VerbsNodes.grew(before.get(i), after, NicCounter.PREFETCHED_PAGES);
-            prefetchFaults += VerbsNodes.grew(before.get(i), after, NicCounter.PREFETCH_FAULTS_MINOR)
-                    + VerbsNodes.grew(before.get(i), after, NicCounter.PREFETCH_FAULTS_MAJOR);
+            rnr += now.since(was, NicCounter.RNR_NAKS_SENT);
+            prefetched += now.since(was, NicCounter.PREFETCHED_PAGES);
+            prefetchFaults += now.since(was, NicCounter.PREFETCH_FAULTS_MINOR) + now.since(was, NicCounter.PREFETCH_FAULTS_MAJOR);
         }
         return new Sample(Double.parseDouble(m.group(3)), faults, rnr, prefetched, prefetchFaults);
     }

@@ -3,33 +3,35 @@ package io.pagewire.tools.experiment;
 import io.pagewire.node.NodeContext;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
-import io.pagewire.node.nic.NicCounter;
-import io.pagewire.node.nic.NicCounters;
 import io.pagewire.tools.perf.VerbsPerftest;
 import io.pagewire.tools.testbed.EmbeddedCluster;
-import io.micrometer.core.instrument.Timer;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.ToDoubleFunction;
 
 /**
- * Two nodes in this JVM for experiments that run stock verbs programs (perftest, rdma-core's
- * pingpongs) through the verbs library: the requester's program on node-1, the responder's on node-2,
- * and the nodes' counters read directly. The library and the programs must be installed (the build's
- * verbs-c module and its packages); without them an experiment says so instead of running.
+ * The two nodes an experiment runs stock verbs programs (perftest, rdma-core's pingpongs) between,
+ * through the verbs library: the requester's program on the first, the responder's on the second.
+ * Either nodes started in this JVM, whose settings the experiment may change while they run, or two
+ * nodes of a running cluster on this host (a program reaches its node through the node's verbs
+ * socket, beside it), whose settings are what they were started with. Both are read through the
+ * SDK's meters ({@link NodeStats}), so one measurement serves both. The library and the programs
+ * must be installed (the build's verbs-c module and its packages); without them an experiment says
+ * so instead of running.
  */
 final class VerbsNodes implements AutoCloseable {
-    private final EmbeddedCluster cluster;
+    private final ApplicationPair nodes;
     private final VerbsPerftest programs;
+    private final VerbsPerftest.Place requesterPlace;
+    private final VerbsPerftest.Place responderPlace;
 
-    private VerbsNodes(EmbeddedCluster cluster, VerbsPerftest programs) {
-        this.cluster = cluster;
-        this.programs = programs;
+    private VerbsNodes(ApplicationPair nodes, String requesterTarget, String responderTarget) {
+        this.nodes = nodes;
+        this.programs = VerbsPerftest.find();
+        this.requesterPlace = VerbsPerftest.Place.host(requesterTarget);
+        this.responderPlace = VerbsPerftest.Place.host(responderTarget);
     }
 
     /**
@@ -45,7 +47,23 @@ final class VerbsNodes implements AutoCloseable {
             c.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20);
             configure.accept(c);
         });
-        return new VerbsNodes(cluster, VerbsPerftest.find());
+        return new VerbsNodes(ApplicationPair.over(cluster), cluster.node(1).target(), cluster.node(2).target());
+    }
+
+    /**
+     * Connects to the two nodes of a running cluster on this host.
+     *
+     * @throws IllegalStateException naming what is missing when the library or {@code programs} are not installed
+     */
+    static VerbsNodes attach(ExperimentSettings settings, String... programs) {
+        requirePrograms(programs);
+        ExperimentSettings.RunningCluster cluster = settings.cluster();
+        return new VerbsNodes(ApplicationPair.open(settings), cluster.requester(), cluster.responder());
+    }
+
+    /** Starts two nodes configured by {@code configure}, or connects to the settings' running cluster (configured as it was started). */
+    static VerbsNodes open(ExperimentSettings settings, Consumer<NodeContext> configure, String... programs) {
+        return settings.cluster() == null ? start(configure, programs) : attach(settings, programs);
     }
 
     /**
@@ -66,12 +84,43 @@ final class VerbsNodes implements AutoCloseable {
         }
     }
 
-    PagewireNode requester() {
-        return cluster.node(1);
+    /** Whether the nodes run in this JVM, their settings the experiment's to change. */
+    boolean embedded() {
+        return nodes.embedded().isPresent();
     }
 
+    /** The requester's node in this JVM: only for nodes this experiment started. */
+    PagewireNode requester() {
+        return embeddedCluster().node(1);
+    }
+
+    /** The responder's node in this JVM: only for nodes this experiment started. */
     PagewireNode responder() {
-        return cluster.node(2);
+        return embeddedCluster().node(2);
+    }
+
+    private EmbeddedCluster embeddedCluster() {
+        return nodes.embedded().orElseThrow(() -> new IllegalStateException("the nodes of a running cluster are not in this JVM"));
+    }
+
+    /** The requester's node's meters now. */
+    NodeStats requesterStats() {
+        return NodeStats.read(nodes.requester());
+    }
+
+    /** The responder's node's meters now. */
+    NodeStats responderStats() {
+        return NodeStats.read(nodes.responder());
+    }
+
+    /** The responder's node's id, for progress lines and errors. */
+    String responderId() {
+        return nodes.responder().node().nodeId();
+    }
+
+    /** Where the programs run, for a progress line. */
+    String where() {
+        return nodes.where();
     }
 
     VerbsPerftest programs() {
@@ -79,47 +128,11 @@ final class VerbsNodes implements AutoCloseable {
     }
 
     VerbsPerftest.Place requesterPlace() {
-        return VerbsPerftest.Place.host(requester().target());
+        return requesterPlace;
     }
 
     VerbsPerftest.Place responderPlace() {
-        return VerbsPerftest.Place.host(responder().target());
-    }
-
-    /** Every NIC counter of a node, summed over the registration modes, now. */
-    static Map<NicCounter, Long> counters(PagewireNode node) {
-        NicCounters counters = node.nic().counters();
-        Map<NicCounter, Long> now = new EnumMap<>(NicCounter.class);
-        for (NicCounter counter : NicCounter.values()) {
-            now.put(counter, counters.get(counter));
-        }
-        return now;
-    }
-
-    /** A node's timer totals of one meter (all its tag combinations, or those whose {@code tag} is {@code value}): count and nanoseconds. */
-    record TimerTotal(long count, double nanos) {
-        TimerTotal since(TimerTotal before) {
-            return new TimerTotal(count - before.count, nanos - before.nanos);
-        }
-
-        /** The mean in microseconds, or 0 when nothing was timed. */
-        double meanUs() {
-            return count == 0 ? 0 : nanos / count / 1e3;
-        }
-    }
-
-    static TimerTotal timer(PagewireNode node, String name, String tag, String value) {
-        var search = node.registry().find(name);
-        if (tag != null) {
-            search = search.tag(tag, value);
-        }
-        long count = 0;
-        double nanos = 0;
-        for (Timer timer : search.timers()) {
-            count += timer.count();
-            nanos += timer.totalTime(TimeUnit.NANOSECONDS);
-        }
-        return new TimerTotal(count, nanos);
+        return responderPlace;
     }
 
     /** The median of a run's samples by {@code figure} (the upper one of an even count). */
@@ -129,13 +142,8 @@ final class VerbsNodes implements AutoCloseable {
         return sorted.get(sorted.size() / 2);
     }
 
-    /** What {@code counter} grew by from {@code before} to {@code after}. */
-    static long grew(Map<NicCounter, Long> before, Map<NicCounter, Long> after, NicCounter counter) {
-        return after.get(counter) - before.get(counter);
-    }
-
     @Override
     public void close() {
-        cluster.close();
+        nodes.close();
     }
 }

@@ -1,7 +1,13 @@
 package io.pagewire.systemtests.verbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.pagewire.client.ClientSecurity;
+import io.pagewire.client.ConnectOptions;
+import io.pagewire.node.NodeContext;
+import io.pagewire.node.Transport;
+import io.pagewire.node.nic.FaultAnswer;
 import io.pagewire.tools.experiment.Claim;
 import io.pagewire.tools.experiment.ExperimentReport;
 import io.pagewire.tools.experiment.ExperimentResult;
@@ -9,10 +15,12 @@ import io.pagewire.tools.experiment.ExperimentSettings;
 import io.pagewire.tools.experiment.FaultCostExperiment;
 import io.pagewire.tools.experiment.OdpPitfallsExperiment;
 import io.pagewire.tools.experiment.PrefetchExperiment;
+import io.pagewire.tools.testbed.EmbeddedCluster;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -99,5 +107,89 @@ class NicFaultExperimentsTest {
         List<Object> rnr = result.rows().get(1);
         assertThat(rnr.get(0)).isEqualTo("faults, RNR NAK");
         assertThat((long) rnr.get(11)).as("timeouts with faults answered by RNR NAK and no loss\n" + table).isZero();
+    }
+
+    /**
+     * Against a running cluster on this host (two nodes started with a MINOR pressure after every
+     * touch), fault-cost runs over the pressure the nodes were started with: PINNED, whose pages are
+     * never taken, is each program's reference, the other modes meet a fault an iteration and the
+     * meters account for each. Nodes started without a pressure are refused, saying how to start them.
+     */
+    @Test
+    void faultCostRunsOverTheMemoryPressureARunningClustersNodesWereStartedWith() throws Exception {
+        try (EmbeddedCluster running = cluster(c -> c.nic().reclaimAfterAccess(1.0))) {
+            StringWriter progress = new StringWriter();
+            ExperimentResult result = print(new FaultCostExperiment().run(new ExperimentSettings(1, true, against(running)),
+                    new PrintWriter(progress)), progress);
+            String table = ExperimentReport.table(result);
+            assertThat(progress.toString()).contains("of a running cluster").contains("a page taken after 100 % of touches");
+            assertThat(result.rows()).as("PINNED and the three modes it takes pages from, under both programs").hasSize(8);
+            for (String accounted : List.of("a shadow page table follows the kernel's", "the node's meters account for the faults")) {
+                Claim c = claim(result, accounted);
+                assertThat(c.reproduced()).as(c.line() + "\n" + table + "\n" + counters(running)).isTrue();
+            }
+        }
+        try (EmbeddedCluster unpressed = cluster(c -> { })) {
+            assertThatThrownBy(() -> new FaultCostExperiment().run(new ExperimentSettings(1, true, against(unpressed)),
+                    new PrintWriter(new StringWriter()))).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("takes no pages from its NIC (pagewire.nic.reclaimAfterAccess=0)");
+        }
+    }
+
+    /**
+     * Against a running cluster whose nodes drop a request that faults and lose packets, odp-pitfalls
+     * varies the registration: ON_DEMAND's timeouts are each a dropped request's or a loss's, and
+     * PIN_ON_MISS, meeting the same pressure, drops nothing and sends no RNR NAK.
+     */
+    @Test
+    void odpPitfallsRunOverTheFaultAnswerAndLossARunningClustersNodesWereStartedWith() throws Exception {
+        try (EmbeddedCluster running = cluster(c -> {
+            c.nic().reclaimAfterAccess(0.02).faultAnswer(FaultAnswer.DROP);
+            c.fabric().lossRate(0.004).faultSeed(1);
+        })) {
+            StringWriter progress = new StringWriter();
+            ExperimentResult result = print(new OdpPitfallsExperiment().run(new ExperimentSettings(1, true, against(running)),
+                    new PrintWriter(progress)), progress);
+            String table = ExperimentReport.table(result);
+            assertThat(result.rows()).as("PINNED, ON_DEMAND and PIN_ON_MISS").hasSize(3);
+            assertThat(result.rows().get(1).get(0)).isEqualTo("ON_DEMAND: faults, dropped, loss");
+            for (Claim c : result.claims()) {
+                assertThat(c.reproduced()).as(c.line() + "\n" + table + "\n" + counters(running)).isTrue();
+            }
+        }
+    }
+
+    /** prefetch changes no node's settings, so against a running cluster it counts the same first-use faults. */
+    @Test
+    void prefetchRunsAgainstARunningCluster() throws Exception {
+        try (EmbeddedCluster running = cluster(c -> { })) {
+            StringWriter progress = new StringWriter();
+            ExperimentResult result = print(new PrefetchExperiment().run(new ExperimentSettings(1, true, against(running)),
+                    new PrintWriter(progress)), progress);
+            String table = ExperimentReport.table(result);
+            assertThat(progress.toString()).contains("of a running cluster");
+            for (String counted : List.of("prefetching an implicit on-demand registration", "an explicit on-demand registration maps")) {
+                Claim c = claim(result, counted);
+                assertThat(c.reproduced()).as(c.line() + "\n" + table + "\n" + counters(running)).isTrue();
+            }
+        }
+    }
+
+    /** Two nodes standing in for a running cluster: plaintext, the experiments' memory, then {@code configure}. */
+    private static EmbeddedCluster cluster(Consumer<NodeContext> configure) {
+        return EmbeddedCluster.start(2, Transport.NETTY, c -> {
+            c.security().plaintext();
+            c.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20);
+            configure.accept(c);
+        });
+    }
+
+    private static ExperimentSettings.RunningCluster against(EmbeddedCluster running) {
+        return new ExperimentSettings.RunningCluster(running.node(1).target(), running.node(2).target(),
+                ConnectOptions.defaults().withSecurity(ClientSecurity.plaintext()));
+    }
+
+    private static String counters(EmbeddedCluster running) {
+        return "counters:\n" + running.node(1).nic().counters() + "\n" + running.node(2).nic().counters();
     }
 }
