@@ -6,8 +6,16 @@ import io.pagewire.client.ClientSecurity;
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.client.Pagewire;
 import io.pagewire.examples.FirstProgram;
+import io.pagewire.systemtests.verbs.VerbsPrograms;
+import io.pagewire.tools.experiment.Claim;
+import io.pagewire.tools.experiment.ExperimentReport;
+import io.pagewire.tools.experiment.ExperimentResult;
+import io.pagewire.tools.experiment.ExperimentSettings;
+import io.pagewire.tools.experiment.PrefetchExperiment;
 import io.pagewire.tools.testbed.TestbedCertificates;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -29,7 +37,8 @@ import org.junit.jupiter.api.Timeout;
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
  * healthy, an application on the host maps a node's rings through the shared ring directory and writes
  * between two nodes, rdma-core's, perftest's and rsockets' programs (RC, UC, UD, rdma_cm, SIDR) and UCX
- * run in two nodes' containers through the image's verbs library, Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
+ * run in two nodes' containers through the image's verbs library, so does the prefetch experiment's ibv_rc_pingpong (its counts
+ * from the nodes' meters), Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
  */
 class ComposeSmokeIT {
@@ -102,6 +111,18 @@ class ComposeSmokeIT {
             Result ucxClient = pairInContainers(node1, node2, ucx, "timeout 60 ucx_perftest -p 13337",
                     "timeout 60 ucx_perftest -p 13337 node-2 -t tag_lat -n 100");
             assertThat(ucxClient.output()).contains("Final:").doesNotContain("ERROR", "pagewire-verbs error");
+
+            // An experiment that runs stock verbs programs against the testbed: prefetch's ibv_rc_pingpong in the two containers,
+            // its counts read from the nodes' meters through the SDK.
+            VerbsPrograms.useLibraryOfThisBuild();
+            StringWriter progress = new StringWriter();
+            ExperimentResult prefetch = new PrefetchExperiment().run(new ExperimentSettings(1, true, new ExperimentSettings.RunningCluster(
+                    "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app,
+                    List.of(node1, node2))), new PrintWriter(progress));
+            String table = ExperimentReport.table(prefetch);
+            System.out.println(progress + table);
+            assertThat(prefetch.claims()).as("prefetch against the testbed\n" + progress + table)
+                    .filteredOn(c -> !c.statement().startsWith("so the first exchange is faster")).allMatch(Claim::reproduced);
 
             FirstProgram.Result first = FirstProgram.run("localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE1"), "localhost:" + env.get("PAGEWIRE_HOST_PORT_NODE2"), app);
             assertThat(first.message()).isEqualTo("hello, pagewire");

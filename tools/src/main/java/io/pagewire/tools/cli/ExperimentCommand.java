@@ -37,8 +37,9 @@ import picocli.CommandLine.Spec;
         description = {"Runs an experiment that reproduces a research system's result, on nodes it starts in this JVM.",
             "Given two HOST:PORTs, it runs against two nodes of a running cluster instead, through the SDK, sized from what the nodes",
             "report (their TLB, memory, swap and pin limits); what only a node's configuration sets (a TLB size sweep, a link delay) is the cluster's.",
-            "The four that run stock verbs programs need the cluster's nodes on this host and run over what they were started with:",
-            "fault-cost and odp-pitfalls over their memory pressure (and fault answer and loss), context-cache over their context cache.",
+            "The four that run stock verbs programs run them on this host, beside the nodes, or in the nodes' containers (--containers),",
+            "over what the nodes were started with: fault-cost and odp-pitfalls their memory pressure (and fault answer and loss),",
+            "context-cache their context cache.",
             "Prints the table beside the paper's claim, writes NAME.csv and NAME.png, and ends with one line per claim.",
             "Exit status 1 when a claim was not reproduced, 2 when the experiment cannot run as asked.",
             "Experiments: tlb-size (U-Net/MM: TLB hit rate and pinned pages against the TLB's size),",
@@ -73,6 +74,11 @@ final class ExperimentCommand implements Callable<Integer> {
 
     @Option(names = "--reduced", description = "Run at the reduced size the test suite runs (seconds instead of minutes).")
     boolean reduced;
+
+    @Option(names = "--containers", paramLabel = "NAME,NAME", split = ",",
+            description = "With a running cluster's addresses: the two nodes' containers (the sending node's first), where the experiments"
+                    + " that run stock verbs programs run them, with the image's library (default: on this host, beside the nodes).")
+    List<String> containers = new ArrayList<>();
 
     @Option(names = "--tlb-indexing", defaultValue = "hashed", description = "tlb-size: how a page picks its TLB set, hashed or low-bits (default ${DEFAULT-VALUE}).")
     String tlbIndexing;
@@ -116,8 +122,14 @@ final class ExperimentCommand implements Callable<Integer> {
                 throw new ParameterException(spec.commandLine(), "give two node addresses (the sending application's, then the receiving"
                         + " one's), or none to run on nodes in this JVM");
             }
+            if (!containers.isEmpty() && containers.size() != 2) {
+                throw new ParameterException(spec.commandLine(), "--containers takes the two nodes' containers, NAME,NAME (the sending"
+                        + " node's first), not " + containers);
+            }
             cluster = new ExperimentSettings.RunningCluster(targets.get(0), targets.get(1),
-                    ConnectOptions.defaults().withSecurity(security.security()));
+                    ConnectOptions.defaults().withSecurity(security.security()), containers);
+        } else if (!containers.isEmpty()) {
+            throw new ParameterException(spec.commandLine(), "--containers goes with a running cluster's two addresses");
         }
         long runSeed = seed == null ? System.nanoTime() : seed;
         printer.printf("experiment %s, seed %d (repeat with --seed)%s%n", name, runSeed, reduced ? ", reduced size" : "");

@@ -1,6 +1,7 @@
 package io.pagewire.tools.experiment;
 
 import io.pagewire.client.ConnectOptions;
+import java.util.List;
 
 /**
  * How to run an experiment: the seed of every random choice in it (access patterns, RANDOM TLB
@@ -16,8 +17,21 @@ public record ExperimentSettings(long seed, boolean reduced, RunningCluster clus
 
     /**
      * Two nodes of a cluster that is already running: the experiment's first application connects to
-     * {@code requester}, its second to {@code responder}, with {@code options}.
+     * {@code requester}, its second to {@code responder}, with {@code options}. The experiments that
+     * run stock verbs programs run them on this host, beside the nodes, or, given the two nodes'
+     * {@code containers} (the requester's first), inside them with the image's library.
      */
-    public record RunningCluster(String requester, String responder, ConnectOptions options) {
+    public record RunningCluster(String requester, String responder, ConnectOptions options, List<String> containers) {
+        public RunningCluster {
+            containers = List.copyOf(containers);
+            if (!containers.isEmpty() && containers.size() != 2) {
+                throw new IllegalArgumentException("give the containers of both nodes (the requester's, then the responder's), was " + containers);
+            }
+        }
+
+        /** Two nodes whose verbs programs run on this host. */
+        public RunningCluster(String requester, String responder, ConnectOptions options) {
+            this(requester, responder, options, List.of());
+        }
     }
 }

@@ -15,8 +15,9 @@ import java.util.function.ToDoubleFunction;
  * The two nodes an experiment runs stock verbs programs (perftest, rdma-core's pingpongs) between,
  * through the verbs library: the requester's program on the first, the responder's on the second.
  * Either nodes started in this JVM, whose settings the experiment may change while they run, or two
- * nodes of a running cluster on this host (a program reaches its node through the node's verbs
- * socket, beside it), whose settings are what they were started with. Both are read through the
+ * nodes of a running cluster, whose settings are what they were started with; a program reaches its
+ * node through the node's verbs socket, so it runs beside the node: on this host, or in the node's
+ * container. Both are read through the
  * SDK's meters ({@link NodeStats}), so one measurement serves both. The library and the programs
  * must be installed (the build's verbs-c module and its packages); without them an experiment says
  * so instead of running.
@@ -27,11 +28,11 @@ final class VerbsNodes implements AutoCloseable {
     private final VerbsPerftest.Place requesterPlace;
     private final VerbsPerftest.Place responderPlace;
 
-    private VerbsNodes(ApplicationPair nodes, String requesterTarget, String responderTarget) {
+    private VerbsNodes(ApplicationPair nodes, VerbsPerftest.Place requesterPlace, VerbsPerftest.Place responderPlace) {
         this.nodes = nodes;
         this.programs = VerbsPerftest.find();
-        this.requesterPlace = VerbsPerftest.Place.host(requesterTarget);
-        this.responderPlace = VerbsPerftest.Place.host(responderTarget);
+        this.requesterPlace = requesterPlace;
+        this.responderPlace = responderPlace;
     }
 
     /**
@@ -47,18 +48,25 @@ final class VerbsNodes implements AutoCloseable {
             c.kernel().physicalMemoryBytes(256L << 20).swapBytes(256L << 20);
             configure.accept(c);
         });
-        return new VerbsNodes(ApplicationPair.over(cluster), cluster.node(1).target(), cluster.node(2).target());
+        return new VerbsNodes(ApplicationPair.over(cluster), VerbsPerftest.Place.host(cluster.node(1).target()),
+                VerbsPerftest.Place.host(cluster.node(2).target()));
     }
 
     /**
-     * Connects to the two nodes of a running cluster on this host.
+     * Connects to the two nodes of a running cluster: its programs run on this host, beside the nodes,
+     * or in the nodes' containers when the settings name them (the image has the library and programs).
      *
-     * @throws IllegalStateException naming what is missing when the library or {@code programs} are not installed
+     * @throws IllegalStateException naming what is missing when the programs run here and the library or {@code programs} are not installed
      */
     static VerbsNodes attach(ExperimentSettings settings, String... programs) {
-        requirePrograms(programs);
         ExperimentSettings.RunningCluster cluster = settings.cluster();
-        return new VerbsNodes(ApplicationPair.open(settings), cluster.requester(), cluster.responder());
+        if (cluster.containers().isEmpty()) {
+            requirePrograms(programs);
+            return new VerbsNodes(ApplicationPair.open(settings), VerbsPerftest.Place.host(cluster.requester()),
+                    VerbsPerftest.Place.host(cluster.responder()));
+        }
+        return new VerbsNodes(ApplicationPair.open(settings), VerbsPerftest.Place.inContainer(cluster.containers().get(0)),
+                VerbsPerftest.Place.inContainer(cluster.containers().get(1)));
     }
 
     /** Starts two nodes configured by {@code configure}, or connects to the settings' running cluster (configured as it was started). */

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Assumptions;
  * nodes: each with the verbs library preloaded and {@code PAGEWIRE_NODE} naming its node, at the lowest
  * CPU priority so that a program that spins never starves the node threads that are its NIC.
  */
-final class VerbsPrograms {
+public final class VerbsPrograms {
     /** Where the build put the library (verbs-c/target). */
     static final Path DIRECTORY = Path.of(System.getProperty("pagewire.verbs.directory", "../../verbs-c/target")).toAbsolutePath().normalize();
     static final Path LIBRARY = DIRECTORY.resolve("libpagewire-verbs.so");
@@ -36,7 +36,7 @@ final class VerbsPrograms {
      * For tests that run the tools' experiments and bench, which find the library themselves: skips as
      * {@link #requireLibrary} does, else points them at this build's library.
      */
-    static void useLibraryOfThisBuild() {
+    public static void useLibraryOfThisBuild() {
         requireLibrary();
         System.setProperty("pagewire.verbs.library", LIBRARY.toString());
     }
