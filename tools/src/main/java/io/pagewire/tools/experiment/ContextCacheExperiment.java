@@ -1,6 +1,5 @@
 package io.pagewire.tools.experiment;
 
-import io.pagewire.client.Pagewire;
 import io.pagewire.node.PagewireNode;
 import io.pagewire.node.metrics.Metric;
 import io.pagewire.node.nic.NicCounter;
@@ -27,8 +26,8 @@ import java.util.stream.Collectors;
  * default, a PCIe round trip, and in the smallest cache also {@link #SCALED_MISS_NS}), every size
  * alternating with none in each round, so each rate is
  * compared with the rate of the same pairs without the cache in the same round; the nodes' meters
- * give each run's miss ratio. Against a running cluster's nodes on this host it sweeps the pairs over
- * the cache they were started with.
+ * give each run's miss ratio. Against a running cluster's nodes it sweeps the pairs over the cache
+ * they were started with.
  */
 public final class ContextCacheExperiment implements Experiment {
     private static final String WRITE_BW = "ib_write_bw";
@@ -168,8 +167,8 @@ public final class ContextCacheExperiment implements Experiment {
     }
 
     /**
-     * Against two nodes of a running cluster on this host (the programs reach a node through its verbs
-     * socket, beside it): the queue pair sweep over the cache the nodes were started with
+     * Against two nodes of a running cluster (the programs run beside them, on this host or in their
+     * containers: see {@link VerbsNodes#attach}): the queue pair sweep over the cache the nodes were started with
      * ({@code pagewire.nic.contextCacheEntries}, read from {@code pagewire_nic_context_cache_entries}),
      * misses counted from the nodes' meters. A running node's cache is not resized, so there is no
      * run without it to compare rates with: the counting claims are judged, the rates printed.

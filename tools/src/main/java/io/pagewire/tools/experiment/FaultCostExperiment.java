@@ -36,7 +36,7 @@ import java.util.stream.Collectors;
  * mode's cases back to back, without the pressure first; what a fault adds is the median over rounds
  * of each run's typical round trip less that of the run without pressure in its round (ib_write_lat
  * reports half a round trip), and the responder's meters show how many iterations met one. Against
- * a running cluster on this host the pressure is what the responding node was started with, on
+ * a running cluster the pressure is what the responding node was started with, on
  * throughout: PINNED, whose pages it never takes, is then each program's reference.
  */
 public final class FaultCostExperiment implements Experiment {

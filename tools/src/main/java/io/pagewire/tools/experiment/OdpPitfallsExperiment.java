@@ -28,7 +28,7 @@ import java.util.function.ToLongFunction;
  * fabric's loss, and the registration (ON_DEMAND, or PIN_ON_MISS, which serves the fault in place).
  * What a case's events cost is read from perftest's average against the case without them, and the
  * nodes' meters count the events: faults, RNR NAKs sent and received, requests dropped on a fault,
- * packets lost, timeouts. Against a running cluster on this host the pressure, answer and loss are
+ * packets lost, timeouts. Against a running cluster the pressure, answer and loss are
  * what its nodes were started with, on throughout, and the registration is what the cases vary.
  */
 public final class OdpPitfallsExperiment implements Experiment {
