@@ -26,8 +26,8 @@ RUN command -v protoc-c >/dev/null && [ -f /usr/include/infiniband/verbs.h ] && 
 COPY . .
 RUN mvn -B -q -DskipTests -pl tools -am package && cp tools/target/pagewire.jar /pagewire.jar \
  && make -s -C verbs-c all && mkdir -p /verbs/lib \
- && cp verbs-c/target/libpagewire-verbs.so verbs-c/target/libpagewire-rdmacm.so /verbs/ \
- && cp verbs-c/target/lib/libibverbs.so.1 verbs-c/target/lib/librdmacm.so.1 /verbs/lib/
+ && cp verbs-c/target/libpagewire-verbs.so verbs-c/target/bin/pagewire-run /verbs/ \
+ && cp -a verbs-c/target/lib/libibverbs.so.1 verbs-c/target/lib/librdmacm.so.1 /verbs/lib/
 
 FROM ${RUNTIME_IMAGE} AS node
 # What verbs programs beside the node need: libibverbs and librdmacm (they link them), protobuf-c (the
@@ -43,10 +43,11 @@ RUN groupadd --system --gid 7100 pagewire \
  && mkdir -p /var/lib/pagewire/swap /var/lib/pagewire/rings /var/lib/pagewire/certs \
  && chown -R pagewire:pagewire /var/lib/pagewire
 COPY --from=build /pagewire.jar /opt/pagewire/pagewire.jar
-# The verbs library and its connection manager (docs/verbs.md): a program in this container, or in one
-# that shares its ring directory, runs on the node with
-# LD_PRELOAD="/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so".
+# The verbs library, which answers libibverbs and librdmacm both (docs/verbs.md): a program in this container,
+# or in one that shares its ring directory, runs on the node with `pagewire-run PROGRAM ARGS`
+# (LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so).
 COPY --from=build /verbs/ /usr/lib/pagewire/
+RUN ln -s /usr/lib/pagewire/pagewire-run /usr/local/bin/pagewire-run
 COPY deploy/docker/pagewire-health /usr/lib/pagewire/pagewire-health
 # Makes /dev/infiniband/uverbs0..3 for software that looks for a device's file (UCX): it needs root,
 # and /dev is the container's own, so a one-shot root container runs it (--null) into a volume the

@@ -16,6 +16,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "pw.h"
+#include "rdma_private.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -284,24 +285,30 @@ EXPORT int ibv_dofork_range(void *base, size_t size)
 
 /* ---- sysfs: a Pagewire device has none ---------------------------------------------------------------- */
 
-EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+/* libibverbs' answer where SYSFS_PATH is not set; rdma-core's own libraries (librdmacm, the providers) call it. */
+EXPORT const char *ibv_get_sysfs_path(void)
 {
-	snprintf(buf, size, "/sys");
-	return 0;
+	return "/sys";
 }
 
+/*
+ * No file of a Pagewire device is in sysfs. rdma-core's librdmacm reads the rdma_cm ABI version here when it
+ * starts: it is running over this library's verbs instead of the library's own connection manager, so it is
+ * told how to start the program (it then fails its own call, as on a host without rdma_cm).
+ */
 EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
 	(void)dir;
-	(void)file;
 	(void)buf;
 	(void)size;
+	if (file && strstr(file, "rdma_cm"))
+		pw_refuse_mixed_stack("rdma-core's librdmacm asked for the rdma_cm device");
 	errno = ENOENT;
 	return -1;
 }
 
 /* Registers a provider with libibverbs: the library is the only provider of its devices. */
-EXPORT void ibv_register_driver(const char *name, void *init_func)
+EXPORT void ibv_register_driver(const char *name, ibv_driver_init_func_1_1 init_func)
 {
 	(void)init_func;
 	pw_log(PW_INFO, "ibv_register_driver(%s): ignored; the Pagewire verbs library serves its own devices only", name ? name : "?");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "rdma_private.h"
 
 /* verbs.h makes these macros around inline helpers; the library defines the functions themselves. */
 #undef ibv_query_port
@@ -464,7 +465,6 @@ EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uin
 	return 0;
 }
 
-/* libibverbs' private ibv_query_gid_type, which ibv_devinfo calls: every GID here is an InfiniBand one (sysfs type 0). */
 EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags,
 				    size_t entry_size)
 {
@@ -476,12 +476,13 @@ EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_
 	return e ? -e : 1;
 }
 
-EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
+/* libibverbs' private ibv_query_gid_type, which ibv_devinfo calls: every GID here is an InfiniBand one (sysfs type 0). */
+EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, enum ibv_gid_type_sysfs *type)
 {
 	(void)context;
 	if (port_num != 1 || index != 0)
 		return EINVAL;
-	*type = 0;
+	*type = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

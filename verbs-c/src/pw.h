@@ -31,6 +31,9 @@
 enum pw_level { PW_ERROR = 0, PW_WARN = 1, PW_INFO = 2, PW_DEBUG = 3 };
 void pw_log(enum pw_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- stack.c: rdma-core's libraries running over this one's objects are refused, with how to start the program ---- */
+void pw_refuse_mixed_stack(const char *what);
+
 /* ---- wire.c: the node's verbs socket ---- */
 
 /* One connection to the node's verbs socket. */
@@ -40,6 +43,8 @@ struct pw_conn {
 };
 
 int pw_conn_open(struct pw_conn *conn, const char *socket_path);
+/* As pw_conn_open, without a log line when the node is not there (for a probe that does without it). */
+int pw_conn_open_quiet(struct pw_conn *conn, const char *socket_path);
 void pw_conn_close(struct pw_conn *conn);
 
 /*

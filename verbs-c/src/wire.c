@@ -44,7 +44,7 @@ void pw_log(enum pw_level level, const char *fmt, ...)
 	}
 }
 
-int pw_conn_open(struct pw_conn *conn, const char *socket_path)
+static int conn_open(struct pw_conn *conn, const char *socket_path, int quiet)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(socket_path) >= sizeof(addr.sun_path)) {
@@ -57,7 +57,8 @@ int pw_conn_open(struct pw_conn *conn, const char *socket_path)
 		return errno;
 	if (connect(conn->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		int e = errno;
-		pw_log(PW_ERROR, "cannot reach the node's verbs socket %s: %s (is the node running on this host, and is "
+		if (!quiet)
+			pw_log(PW_ERROR, "cannot reach the node's verbs socket %s: %s (is the node running on this host, and is "
 		       "PAGEWIRE_NODE or PAGEWIRE_VERBS_SOCKET right?)", socket_path, strerror(e));
 		close(conn->fd);
 		conn->fd = -1;
@@ -65,6 +66,16 @@ int pw_conn_open(struct pw_conn *conn, const char *socket_path)
 	}
 	pthread_mutex_init(&conn->lock, NULL);
 	return 0;
+}
+
+int pw_conn_open(struct pw_conn *conn, const char *socket_path)
+{
+	return conn_open(conn, socket_path, 0);
+}
+
+int pw_conn_open_quiet(struct pw_conn *conn, const char *socket_path)
+{
+	return conn_open(conn, socket_path, 1);
 }
 
 void pw_conn_close(struct pw_conn *conn)
@@ -214,8 +225,26 @@ int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *re
 	uint32_t code;
 	memcpy(&code, body + 1, 4);
 	if (code != 0) {
-		/* out of memory is often passing (reclaim is getting pages back): callers that wait say so if it lasts */
-		pw_log(code == 8 ? PW_DEBUG : PW_WARN, "%s refused by the node: %.*s", method, (int)(length - 5), (const char *)body + 5);
+		/*
+		 * RESOURCE_EXHAUSTED (8) is often passing (reclaim is getting pages back) and middleware retries it (UCX grows
+		 * its pools again and again), so a method's first one is said with the node's reason, which names the setting
+		 * to raise, and the rest only at debug.
+		 */
+		int level = PW_WARN;
+		if (code == 8) {
+			static const char *said[32]; /* methods already said (a race says one twice at worst) */
+			level = PW_DEBUG;
+			for (int i = 0; i < 32; i++) {
+				if (said[i] && !strcmp(said[i], method))
+					break;
+				if (!said[i]) {
+					said[i] = method;
+					level = PW_WARN;
+					break;
+				}
+			}
+		}
+		pw_log(level, "%s refused by the node: %.*s", method, (int)(length - 5), (const char *)body + 5);
 		free(body);
 		return pw_errno_of_status(code);
 	}

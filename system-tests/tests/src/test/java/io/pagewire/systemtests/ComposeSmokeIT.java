@@ -83,7 +83,7 @@ class ComposeSmokeIT {
             // programs, unmodified, between node-1's and node-2's containers, each node answering to its
             // container's address (clients name node-2 by host name).
             String node2 = compose(env, project, 30, "ps", "-q", "node-2").output().strip();
-            String preload = "LD_PRELOAD='/usr/lib/pagewire/libpagewire-verbs.so /usr/lib/pagewire/libpagewire-rdmacm.so'";
+            String preload = "LD_PRELOAD=/usr/lib/pagewire/libpagewire-verbs.so";
             String[][] programs = {
                 {"ibv_rc_pingpong -d pagewire0 -n 100 -p 18515", "ibv_rc_pingpong -d pagewire0 -n 100 -p 18515 node-2", "100 iters in"},
                 {"ibv_uc_pingpong -d pagewire0 -n 100 -p 18516", "ibv_uc_pingpong -d pagewire0 -n 100 -p 18516 node-2", "100 iters in"},

@@ -20,9 +20,10 @@ import org.junit.jupiter.api.Assumptions;
 public final class VerbsPrograms {
     /** Where the build put the library (verbs-c/target). */
     static final Path DIRECTORY = Path.of(System.getProperty("pagewire.verbs.directory", "../../verbs-c/target")).toAbsolutePath().normalize();
+    /** The one library a program preloads: libibverbs' and librdmacm's APIs both. */
     static final Path LIBRARY = DIRECTORY.resolve("libpagewire-verbs.so");
-    /** The connection manager (librdmacm's API), preloaded beside the verbs library. */
-    static final Path CM_LIBRARY = DIRECTORY.resolve("libpagewire-rdmacm.so");
+    /** The launcher that starts a program with it ({@code pagewire run}). */
+    static final Path LAUNCHER = DIRECTORY.resolve("bin/pagewire-run");
 
     private VerbsPrograms() {
     }
@@ -91,7 +92,7 @@ public final class VerbsPrograms {
         log.deleteOnExit();
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log);
         builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_"));
-        builder.environment().put("LD_PRELOAD", Files.isRegularFile(CM_LIBRARY) ? LIBRARY + " " + CM_LIBRARY : LIBRARY.toString());
+        builder.environment().put("LD_PRELOAD", LIBRARY.toString());
         builder.environment().put("PAGEWIRE_NODE", nodes);
         for (String entry : environment) {
             int eq = entry.indexOf('=');
