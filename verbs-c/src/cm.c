@@ -156,7 +156,9 @@ static int cm_call(struct cm_id *id, Pagewire__Verbs__V1__CmCallRequest *req, Pa
 		return e;
 	if (reply->error_number) {
 		e = reply->error_number;
-		pw_log(e == EADDRINUSE ? PW_INFO : PW_WARN, "rdma_cm: %s", reply->error);
+		/* Probing is normal: middleware binds every address of the host to find its RDMA devices. */
+		int probe = e == EADDRINUSE || e == EADDRNOTAVAIL || e == ENODEV;
+		pw_log(probe ? PW_INFO : PW_WARN, "rdma_cm: %s", reply->error);
 		protobuf_c_message_free_unpacked(&reply->base, NULL);
 		return e;
 	}
@@ -435,13 +437,41 @@ EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
 
 /* ---- connecting ---- */
 
+/* The device's RDMA READ and atomic depths (max_qp_rd_atom, max_qp_init_rd_atom): librdmacm's cma_dev limits. */
+static void device_rd_atomic(uint8_t *responder_resources, uint8_t *initiator_depth)
+{
+	static uint8_t responder, initiator;
+	if (!responder) {
+		struct ibv_device_attr attr;
+		int ok = device_context && ibv_query_device(device_context, &attr) == 0;
+		responder = ok && attr.max_qp_rd_atom > 0 ? (uint8_t)(attr.max_qp_rd_atom < 0xfe ? attr.max_qp_rd_atom : 0xfe) : 1;
+		initiator = ok && attr.max_qp_init_rd_atom > 0 ? (uint8_t)(attr.max_qp_init_rd_atom < 0xfe ? attr.max_qp_init_rd_atom : 0xfe) : 1;
+	}
+	*responder_resources = responder;
+	*initiator_depth = initiator;
+}
+
+/* librdmacm's ucma_valid_param: an explicit depth above the device's is EINVAL (RDMA_MAX_* asks for the device's). */
+static int valid_depths(struct cm_id *id, const struct rdma_conn_param *param)
+{
+	if (id->id.ps != RDMA_PS_TCP || !param)
+		return id->id.ps == RDMA_PS_TCP && !param && !id->id.qp ? EINVAL : 0;
+	uint8_t responder, initiator;
+	device_rd_atomic(&responder, &initiator);
+	if (param->responder_resources != RDMA_MAX_RESP_RES && param->responder_resources > responder)
+		return EINVAL;
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > initiator)
+		return EINVAL;
+	return 0;
+}
+
 static void conn_params(Pagewire__Verbs__V1__CmConnParams *p, struct cm_id *id, const struct rdma_conn_param *param)
 {
+	p->responder_resources = id->responder_resources;
+	p->initiator_depth = id->initiator_depth;
 	if (param) {
 		p->private_data.data = (uint8_t *)param->private_data;
 		p->private_data.len = param->private_data ? param->private_data_len : 0;
-		p->responder_resources = param->responder_resources;
-		p->initiator_depth = param->initiator_depth;
 		p->retry_count = param->retry_count;
 		p->rnr_retry_count = param->rnr_retry_count;
 		p->srq = param->srq;
@@ -460,12 +490,19 @@ EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_p
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
 		return cm_fail(EINVAL);
+	int invalid = valid_depths(id, conn_param);
+	if (invalid)
+		return cm_fail(invalid);
+	uint8_t responder, initiator;
+	device_rd_atomic(&responder, &initiator);
+	id->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ? conn_param->initiator_depth : initiator;
+	id->responder_resources = conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ? conn_param->responder_resources
+												       : responder;
 	id->psn = cm_random_psn();
 	if (conn_param) {
-		id->responder_resources = conn_param->responder_resources;
-		id->initiator_depth = conn_param->initiator_depth;
-		id->retry_count = conn_param->retry_count;
-		id->rnr_retry_count = conn_param->rnr_retry_count;
+		/* 3-bit fields of the REQ: the kernel's rdma_connect takes at most 7 of each */
+		id->retry_count = conn_param->retry_count < 7 ? conn_param->retry_count : 7;
+		id->rnr_retry_count = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
 	} else {
 		id->retry_count = 7;
 		id->rnr_retry_count = 7;
@@ -486,13 +523,23 @@ EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_pa
 	struct cm_id *id = (struct cm_id *)cm_id;
 	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
 		return cm_fail(EINVAL);
-	id->psn = cm_random_psn();
-	if (conn_param) {
-		/* what this side's RTR and RTS take: its resources as accepted, the retries the requester asked for */
-		id->responder_resources = conn_param->responder_resources;
+	int invalid = valid_depths(id, conn_param);
+	if (invalid)
+		return cm_fail(invalid);
+	/* what this side's RTR and RTS take: its resources as accepted (RDMA_MAX_*: the request's, within the device's) */
+	uint8_t responder, initiator;
+	device_rd_atomic(&responder, &initiator);
+	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		id->initiator_depth = id->initiator_depth < initiator ? id->initiator_depth : initiator;
+	else
 		id->initiator_depth = conn_param->initiator_depth;
-		id->rnr_retry_count = conn_param->rnr_retry_count;
-	}
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
+		id->responder_resources = id->responder_resources < responder ? id->responder_resources : responder;
+	else
+		id->responder_resources = conn_param->responder_resources;
+	id->psn = cm_random_psn();
+	if (conn_param)
+		id->rnr_retry_count = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
 	if (id->id.qp && id->id.qp_type != IBV_QPT_UD) {
 		if (cm_qp_to_rtr(id) || cm_qp_to_rts(id)) {
 			int e = errno ? errno : EINVAL;
@@ -566,13 +613,19 @@ EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
 	return e ? cm_fail(e) : 0;
 }
 
+/*
+ * As librdmacm: the node moves the id (and its events not yet read) to the new channel; the event a synchronous
+ * id holds is acknowledged and its private channel goes; then the call waits for the events already read on the
+ * old channel to be acknowledged, so that none is handled there after it returns.
+ */
 EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *channel)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
+	if (id->sync && !channel)
+		return cm_fail(EINVAL);
 	int sync = !channel;
 	if (sync && !(channel = rdma_create_event_channel()))
 		return -1;
-	wait_for_acks(id);
 	struct cm_channel *to = (struct cm_channel *)channel;
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	Pagewire__Verbs__V1__CmChannelRef ref = PAGEWIRE__VERBS__V1__CM_CHANNEL_REF__INIT;
@@ -593,8 +646,11 @@ EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *
 		}
 		rdma_destroy_event_channel(id->id.channel);
 	}
-	id->id.channel = channel;
+	pthread_mutex_lock(&id->lock);
 	id->sync = sync;
+	id->id.channel = channel;
+	pthread_mutex_unlock(&id->lock);
+	wait_for_acks(id);
 	return 0;
 }
 
@@ -664,8 +720,8 @@ static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 		if (e->params) {
 			id->responder_resources = (uint8_t)e->params->initiator_depth;
 			id->initiator_depth = (uint8_t)e->params->responder_resources;
-			id->retry_count = (uint8_t)e->params->retry_count;
-			id->rnr_retry_count = (uint8_t)e->params->rnr_retry_count;
+			id->retry_count = (uint8_t)(e->params->retry_count < 7 ? e->params->retry_count : 7);
+			id->rnr_retry_count = (uint8_t)(e->params->rnr_retry_count < 7 ? e->params->rnr_retry_count : 7);
 		}
 	} else {
 		id = ids_find(e->id);

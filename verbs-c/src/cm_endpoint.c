@@ -6,54 +6,76 @@
 
 /* ---- endpoints (rdma_getaddrinfo, rdma_create_ep, rdma_get_request) ---- */
 
-EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+static int copy_address(struct sockaddr **to, socklen_t *to_len, const struct sockaddr *from, socklen_t len)
+{
+	*to = malloc(len);
+	if (!*to)
+		return ENOMEM;
+	memcpy(*to, from, len);
+	*to_len = len;
+	return 0;
+}
+
+/* A name (or a service) through getaddrinfo, into rai's source (passive) or destination, as librdmacm converts it. */
+static int resolve_name(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo *rai)
 {
 	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM };
-	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
-	if (hints) {
-		if (hints->ai_flags & RAI_NUMERICHOST)
-			ai_hints.ai_flags |= AI_NUMERICHOST;
-		if (passive)
-			ai_hints.ai_flags |= AI_PASSIVE;
-		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
-			ai_hints.ai_family = hints->ai_family;
-		else if (hints->ai_family == AF_IB)
-			return cm_fail(EAFNOSUPPORT);
-	}
+	int passive = hints->ai_flags & RAI_PASSIVE;
+	if (hints->ai_flags & RAI_NUMERICHOST)
+		ai_hints.ai_flags |= AI_NUMERICHOST;
+	if (passive)
+		ai_hints.ai_flags |= AI_PASSIVE;
+	if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+		ai_hints.ai_family = hints->ai_family;
+	else if (hints->ai_family == AF_IB)
+		return EAFNOSUPPORT;
 	if (!ai_hints.ai_family)
 		ai_hints.ai_family = AF_INET;
 	struct addrinfo *ai = NULL;
 	int r = getaddrinfo(node, service, &ai_hints, &ai);
 	if (r)
-		return cm_fail(r == EAI_SYSTEM ? errno : ENOENT);
-	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
-	struct sockaddr *addr = rai ? malloc(ai->ai_addrlen) : NULL;
-	if (!rai || !addr) {
-		free(rai);
-		freeaddrinfo(ai);
-		return cm_fail(ENOMEM);
-	}
-	memcpy(addr, ai->ai_addr, ai->ai_addrlen);
-	rai->ai_flags = hints ? hints->ai_flags : 0;
+		return r == EAI_SYSTEM ? errno : ENOENT;
+	rai->ai_flags = hints->ai_flags;
 	rai->ai_family = ai->ai_family;
-	rai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-	rai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-			   : rai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
-	if (passive) {
-		rai->ai_src_addr = addr;
-		rai->ai_src_len = ai->ai_addrlen;
-	} else {
-		rai->ai_dst_addr = addr;
-		rai->ai_dst_len = ai->ai_addrlen;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			rai->ai_src_addr = malloc(hints->ai_src_len);
-			if (rai->ai_src_addr) {
-				memcpy(rai->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
-				rai->ai_src_len = hints->ai_src_len;
-			}
-		}
-	}
+	rai->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	rai->ai_port_space = hints->ai_port_space ? hints->ai_port_space : rai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	int e = passive ? copy_address(&rai->ai_src_addr, &rai->ai_src_len, ai->ai_addr, ai->ai_addrlen)
+			: copy_address(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(ai);
+	return e;
+}
+
+/*
+ * As librdmacm: a node or service is resolved; without either the hints' addresses are the answer (libfabric
+ * asks so for the address it already has); the hints' source fills in one the resolution did not give.
+ */
+EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	static const struct rdma_addrinfo no_hints;
+	if (!node && !service && !hints)
+		return cm_fail(EINVAL);
+	if (!hints)
+		hints = &no_hints;
+	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
+	if (!rai)
+		return cm_fail(ENOMEM);
+	int e = 0;
+	if (node || service) {
+		e = resolve_name(node, service, hints, rai);
+	} else {
+		rai->ai_flags = hints->ai_flags;
+		rai->ai_family = hints->ai_family;
+		rai->ai_qp_type = hints->ai_qp_type;
+		rai->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len)
+			e = copy_address(&rai->ai_dst_addr, &rai->ai_dst_len, hints->ai_dst_addr, hints->ai_dst_len);
+	}
+	if (!e && !rai->ai_src_len && hints->ai_src_len)
+		e = copy_address(&rai->ai_src_addr, &rai->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+	if (e) {
+		rdma_freeaddrinfo(rai);
+		return cm_fail(e);
+	}
 	*res = rai;
 	return 0;
 }

@@ -517,11 +517,15 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		       to, mask);
 		e = EINVAL;
 	} else if ((mask & IBV_QP_PORT) && attr->port_num != 1) {
+		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u: the device has port 1 only, not %u", ibqp->qp_num, attr->port_num);
 		e = EINVAL;
 	} else if ((mask & IBV_QP_PATH_MTU) && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096)) {
+		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u: path_mtu %d is not an IBV_MTU", ibqp->qp_num, attr->path_mtu);
 		e = EINVAL;
 	} else if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) || (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7)
 		   || (mask & IBV_QP_TIMEOUT && attr->timeout > 31) || (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31)) {
+		pw_log(PW_DEBUG, "ibv_modify_qp: queue pair %u: retry_cnt and rnr_retry take 0 to 7, timeout and min_rnr_timer 0 to 31",
+		       ibqp->qp_num);
 		e = EINVAL;
 	}
 	Pagewire__Verbs__V1__ModifyQueuePairRequest req = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__INIT;

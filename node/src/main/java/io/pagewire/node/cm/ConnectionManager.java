@@ -3,7 +3,9 @@ package io.pagewire.node.cm;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.pagewire.proto.fabric.CmMessage;
+import java.io.IOException;
 import java.net.InetAddress;
+import java.net.NetworkInterface;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -217,8 +219,7 @@ public final class ConnectionManager implements AutoCloseable {
             throw new CmException(CmException.Code.INVALID, "rdma_bind_addr: id " + id.id + " is " + id.state + ", not IDLE");
         }
         if (ip.length != 0 && !isAny(ip) && !Arrays.equals(ip, address) && !isLocalHost(ip)) {
-            throw new CmException(CmException.Code.ADDRESS_NOT_AVAILABLE, "rdma_bind_addr: " + show(ip) + " is not this node's address "
-                    + show(address) + " (node " + nodeId + "): bind to it, or to the any address");
+            throw notThisNode("rdma_bind_addr: ", ip);
         }
         take(id, port);
         id.src = address.clone();
@@ -275,8 +276,7 @@ public final class ConnectionManager implements AutoCloseable {
         }
         if (id.srcPort == 0) {
             if (src.length != 0 && !isAny(src) && !Arrays.equals(src, address) && !isLocalHost(src)) {
-                throw new CmException(CmException.Code.ADDRESS_NOT_AVAILABLE, "rdma_resolve_addr: source " + show(src)
-                        + " is not this node's address " + show(address));
+                throw notThisNode("rdma_resolve_addr: source ", src);
             }
             take(id, 0);
             id.src = address.clone();
@@ -903,6 +903,22 @@ public final class ConnectionManager implements AutoCloseable {
     }
 
     // ---- addresses ----
+
+    /**
+     * A bind to an address that is not this node's, refused as the kernel's rdma_cm refuses it: ENODEV for an
+     * address of an interface of this host (one with no RDMA device), EADDRNOTAVAIL for one no interface has.
+     * Middleware probes every interface's address this way, so the refusal is routine.
+     */
+    private CmException notThisNode(String call, byte[] ip) {
+        boolean onThisHost;
+        try {
+            onThisHost = NetworkInterface.getByInetAddress(InetAddress.getByAddress(ip)) != null;
+        } catch (IOException e) {
+            onThisHost = false;
+        }
+        return new CmException(onThisHost ? CmException.Code.UNAVAILABLE : CmException.Code.ADDRESS_NOT_AVAILABLE, call + show(ip)
+                + " is not this node's address " + show(address) + " (node " + nodeId + "): bind to it, or to the any address");
+    }
 
     private static boolean isAny(byte[] ip) {
         for (byte b : ip) {

@@ -1,5 +1,6 @@
 package io.pagewire.node.verbs;
 
+import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
 import io.pagewire.node.fabric.Fabric;
 import io.pagewire.node.metrics.ProcessCpu;
@@ -26,9 +27,11 @@ final class NodeCalls {
     private final Fabric fabric;
     private final Sessions sessions;
     private final Supplier<List<Stat>> stats;
+    private final ByteString address;
 
-    NodeCalls(String nodeId, Nic nic, Fabric fabric, Sessions sessions, Supplier<List<Stat>> stats) {
+    NodeCalls(String nodeId, Nic nic, Fabric fabric, Sessions sessions, Supplier<List<Stat>> stats, byte[] address) {
         this.nodeId = nodeId;
+        this.address = ByteString.copyFrom(address);
         this.nic = nic;
         this.fabric = fabric;
         this.sessions = sessions;
@@ -46,6 +49,7 @@ final class NodeCalls {
                 .setLid(Lids.of(nodeId))
                 .putAllPeerLids(fabric.links().keySet().stream().collect(java.util.stream.Collectors.toMap(p -> p, Lids::of)))
                 .setInitialCredits(nic.firstCredits())
+                .setAddress(address)
                 .build());
     }
 

@@ -109,7 +109,7 @@ public final class VerbsService extends VerbsGrpc.VerbsImplBase implements AutoC
         this.memory = new MemoryCalls(context, sessions, control);
         this.queuePairs = new QueuePairCalls(nodeId, nic, fabric, sessions, control);
         this.counters = new CounterCalls(sessions, control, scheduler);
-        this.node = new NodeCalls(nodeId, nic, fabric, sessions, stats);
+        this.node = new NodeCalls(nodeId, nic, fabric, sessions, stats, connections == null ? new byte[0] : connections.address());
         this.cm = new CmCalls(connections);
     }
 
