@@ -419,17 +419,20 @@ public final class KernelAgent implements AutoCloseable {
         if (spaceWould > context.memlockLimitBytes()) {
             counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
             throw new PinLimitExceededException(PinLimitExceededException.Limit.MEMLOCK, context.memlockLimitBytes(), spaceWould,
-                    String.format("memlock limit %s exceeded: %s would pin %s (%s pinned now, %s more requested)",
+                    String.format("memlock limit %s exceeded: %s would pin %s (%s pinned now, %s more requested); the node's %s sets it",
                             ByteSizes.format(context.memlockLimitBytes()), space, ByteSizes.format(spaceWould),
-                            ByteSizes.format(space.pinnedPages() * pageSize), ByteSizes.format(additionalPages * pageSize)));
+                            ByteSizes.format(space.pinnedPages() * pageSize), ByteSizes.format(additionalPages * pageSize),
+                            KernelConfiguration.MEMLOCK_LIMIT.name()));
         }
         long nodeWould = (pinnedPages + additionalPages) * pageSize;
         if (nodeWould > context.nodePinLimitBytes()) {
             counters.increment(KernelCounter.PIN_LIMIT_REJECTIONS);
             throw new PinLimitExceededException(PinLimitExceededException.Limit.NODE, context.nodePinLimitBytes(), nodeWould,
-                    String.format("node pin limit %s exceeded: node %s would pin %s (%s pinned now, %s more requested by %s)",
+                    String.format("node pin limit %s exceeded: node %s would pin %s (%s pinned now, %s more requested by %s); the node's %s "
+                            + "sets it (0: three quarters of %s)",
                             ByteSizes.format(context.nodePinLimitBytes()), context.name(), ByteSizes.format(nodeWould),
-                            ByteSizes.format(pinnedPages * pageSize), ByteSizes.format(additionalPages * pageSize), space));
+                            ByteSizes.format(pinnedPages * pageSize), ByteSizes.format(additionalPages * pageSize), space,
+                            KernelConfiguration.NODE_PIN_LIMIT.name(), KernelConfiguration.PHYSICAL_MEMORY.name()));
         }
         Account account = space.account();
         long accountWould = account.pinnedPages() + additionalPages;

@@ -21,8 +21,9 @@ public final class KernelConfiguration {
             "Size of the swap device, a multiple of the page size; 0 for no swap");
     public static final Setting<Path> SWAP_FILE = Setting.path("pagewire.kernel.swapFile",
             "File that backs the swap device; empty for a temporary file deleted when the agent stops");
-    public static final Setting<Long> MEMLOCK_LIMIT = Setting.bytes("pagewire.kernel.memlockLimitBytes", 64L << 20,
-            "Memory one endpoint may have pinned, like RLIMIT_MEMLOCK").atLeast(0);
+    public static final Setting<Long> MEMLOCK_LIMIT = Setting.bytes("pagewire.kernel.memlockLimitBytes", 128L << 20,
+            "Memory one endpoint may have pinned, like RLIMIT_MEMLOCK (the default takes the receive pools one UCX process pins, "
+            + "about 100 MiB)").atLeast(0);
     public static final Setting<Long> NODE_PIN_LIMIT = Setting.bytes("pagewire.kernel.nodePinLimitBytes", 0,
             "Memory the whole node may have pinned; 0 for three quarters of physical memory");
     public static final Setting<Double> CALLER_SHARE = Setting.of("pagewire.quota.callerShare", SettingType.DECIMAL, 0.5,

@@ -176,7 +176,7 @@ abstract class SdkErrorsSuite {
         long huge = a.allocate(1L << 30);
         assertThatThrownBy(() -> a.register(huge, 1L << 30, RegistrationMode.PINNED, Access.all()))
                 .isInstanceOf(PagewireException.ResourceExhaustedException.class)
-                .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + a.id() + " would pin 1025 MiB (1 MiB pinned now, 1 GiB more requested)");
+                .hasMessageStartingWith("memlock limit 128 MiB exceeded: endpoint " + a.id() + " would pin 1025 MiB (1 MiB pinned now, 1 GiB more requested)");
         assertThat(a.createEventCounter(Access.all()).awaitAsync(1, Duration.ofMillis(1)).join())
                 .as("a wait that times out is not an error: it returns the value").isZero();
         bystanderStillServed();
