@@ -130,12 +130,16 @@ EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *
 	return cq ? &cq->cq : NULL;
 }
 
-/* ibv_resize_cq: to at least as many entries as the CQ holds now, as Soft-RoCE requires. */
+/*
+ * ibv_resize_cq: to at least as many entries as the CQ holds now, as Soft-RoCE requires. What the node has
+ * written to the event ring is in the CQ already (an HCA's CQEs are in the CQ's buffer), so it is drained first.
+ */
 EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct pw_cq *cq = (struct pw_cq *)ibcq;
 	if (cqe < 1 || cqe > PW_MAX_CQE)
 		return EINVAL;
+	pw_drain_all(pw_ctx(ibcq->context));
 	pthread_mutex_lock(&cq->lock);
 	struct pw_wc_queue *q = &cq->queue;
 	if (cqe < q->count) {

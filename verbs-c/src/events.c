@@ -112,6 +112,11 @@ static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_
 	/* An error completion moves the pair to the error state, as an HCA's does; a UD receive's does not (a datagram too long for it). */
 	if (status != IBV_WC_SUCCESS && !(receive && qp->qp.qp_type == IBV_QPT_UD && status != IBV_WC_WR_FLUSH_ERR))
 		qp->qp.state = IBV_QPS_ERR;
+	if (receive) {
+		uint32_t *posted = qp->qp.srq ? &((struct pw_srq *)qp->qp.srq)->receives_posted : &qp->receives_posted;
+		if (__atomic_load_n(posted, __ATOMIC_ACQUIRE) > 0)
+			__atomic_sub_fetch(posted, 1, __ATOMIC_ACQ_REL);
+	}
 	struct ibv_cq *cq = receive ? qp->qp.recv_cq : qp->qp.send_cq;
 	if (cq)
 		pw_cq_push(ctx, (struct pw_cq *)cq, &wc, (flags & PW_COMPLETION_SOLICITED) != 0, time_ns);
@@ -210,6 +215,15 @@ void pw_drain(struct pw_context *ctx)
 {
 	if (pthread_mutex_trylock(&ctx->event_lock))
 		return;
+	while (pw_ring_read(&ctx->events, on_event, ctx, 256) > 0)
+		;
+	pthread_mutex_unlock(&ctx->event_lock);
+}
+
+/* As pw_drain, waiting for a drainer at work to finish: on return, everything the ring held at the call is in the CQs. */
+void pw_drain_all(struct pw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->event_lock);
 	while (pw_ring_read(&ctx->events, on_event, ctx, 256) > 0)
 		;
 	pthread_mutex_unlock(&ctx->event_lock);

@@ -451,7 +451,7 @@ static void remove_mr(struct pw_context *ctx, struct pw_mr *m)
 	}
 }
 
-static Pagewire__Verbs__V1__Access *access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5])
+Pagewire__Verbs__V1__Access *pw_access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5])
 {
 	*n = 0;
 	if (access & IBV_ACCESS_LOCAL_WRITE)
@@ -531,7 +531,8 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	req.length = length;
 	req.implicit = implicit;
 	req.mode = (access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND : pw_plain_mode();
-	req.access = access_list(access, &req.n_access, list);
+	req.access = pw_access_list(access, &req.n_access, list);
+	req.protection_domain = pd->handle;
 	Pagewire__Verbs__V1__RegisterRegionResponse *reply = NULL;
 	e = pw_call(&ctx->control, "RegisterRegion", &req.base, &pagewire__verbs__v1__register_region_response__descriptor,
 		    (ProtobufCMessage **)&reply);

@@ -40,7 +40,7 @@ void pw_ring_node(struct pw_context *ctx)
 int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct pw_srq *srq = (struct pw_srq *)ibsrq;
-	return pw_post_receives(pw_ctx(ibsrq->context), 0, srq->srq_id, srq->max_sge, wr, bad);
+	return pw_post_receives(pw_ctx(ibsrq->context), 0, srq->srq_id, srq->max_sge, &srq->receives_posted, srq->max_wr, wr, bad);
 }
 
 /* ---- posting ------------------------------------------------------------------------------------- */
@@ -315,8 +315,13 @@ int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	return e;
 }
 
-int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
-			 struct ibv_recv_wr **bad)
+/*
+ * Posts receives to a queue pair's receive queue or a shared one. The queue holds `depth` (max_recv_wr, the SRQ's
+ * max_wr): a post past it is ENOMEM and names its request, as a provider's full queue is; *posted counts what is
+ * posted and not completed (the reader takes each completion off).
+ */
+int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, uint32_t *posted, uint32_t depth,
+		     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	uint8_t record[PW_RECV_HEADER + 64 * PW_RECV];
 	int count = 0;
@@ -325,6 +330,12 @@ int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > (int)max_sge) {
 			e = EINVAL;
+			break;
+		}
+		if (__atomic_load_n(posted, __ATOMIC_ACQUIRE) >= depth) {
+			pw_log(PW_DEBUG, "post_recv: the receive queue holds its %u receives; work request 0x%lx is refused", depth,
+			       (unsigned long)wr->wr_id);
+			e = ENOMEM;
 			break;
 		}
 		uint32_t lkey, length;
@@ -354,6 +365,7 @@ int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint
 		} else {
 			count++;
 		}
+		__atomic_add_fetch(posted, 1, __ATOMIC_ACQ_REL);
 	}
 	if (count > 0) {
 		int e2 = put_receives(ctx, record, qpn, srq_id, count);
@@ -374,7 +386,9 @@ int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 			*bad = wr;
 		return EINVAL;
 	}
-	return pw_post_receives(pw_ctx(ibqp->context), ibqp->qp_num, 0, ((struct pw_qp *)ibqp)->cap.max_recv_sge, wr, bad);
+	struct pw_qp *qp = (struct pw_qp *)ibqp;
+	return pw_post_receives(pw_ctx(ibqp->context), ibqp->qp_num, 0, qp->cap.max_recv_sge, &qp->receives_posted, qp->cap.max_recv_wr, wr,
+				bad);
 }
 
 /* ---- the extended send API: ibv_wr_start, ibv_wr_<op>, ibv_wr_set_*, ibv_wr_complete ------------- */

@@ -34,6 +34,9 @@ void pw_log(enum pw_level level, const char *fmt, ...) __attribute__((format(pri
 /* ---- stack.c: rdma-core's libraries running over this one's objects are refused, with how to start the program ---- */
 void pw_refuse_mixed_stack(const char *what);
 
+/* ---- memory.c: verbs' access flags as the node's list (at most five) ---- */
+Pagewire__Verbs__V1__Access *pw_access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5]);
+
 /* ---- wire.c: the node's verbs socket ---- */
 
 /* One connection to the node's verbs socket. */
@@ -239,6 +242,7 @@ struct pw_qp {
 	uint32_t inline_next;
 	pthread_mutex_t modify_lock; /* one state change at a time */
 	int sqd_notify;              /* the drain under way was asked to end with IBV_EVENT_SQ_DRAINED */
+	uint32_t receives_posted;    /* posted and not completed (atomic): at cap.max_recv_wr a post is ENOMEM */
 };
 
 static inline void pw_cq_use(struct ibv_cq *cq, int delta)
@@ -261,6 +265,7 @@ struct pw_srq {
 	uint32_t max_sge;
 	uint32_t limit;
 	int users;                   /* queue pairs drawing from it: it cannot be destroyed while any does */
+	uint32_t receives_posted;    /* posted and not completed (atomic): at max_wr a post is ENOMEM */
 };
 
 /* A protection domain and how many objects use it (MRs, QPs, SRQs, MWs): it cannot go while any does. */
@@ -343,6 +348,7 @@ extern int pw_armed_cqs; /* CQs armed across contexts: the reader drains the eve
 struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn);
 void pw_queue_async_event(struct pw_context *ctx, const struct ibv_async_event *ae);
 void pw_drain(struct pw_context *ctx);
+void pw_drain_all(struct pw_context *ctx);
 void *pw_reader_main(void *arg);
 
 /* cq.c */
@@ -364,8 +370,8 @@ int pw_wr_init(struct pw_qp *qp);
 void pw_wr_free(struct pw_qp *qp);
 int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad);
+int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, uint32_t *posted, uint32_t depth,
+		     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /* pd.c */
 /* A window's rights as the node counts them (its Access ordinals: layout.h's PW_RIGHT_*). */

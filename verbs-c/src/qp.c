@@ -240,6 +240,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 	req.endpoint = &ref;
 	if (attr->srq)
 		req.srq_id = ((struct pw_srq *)attr->srq)->srq_id;
+	req.protection_domain = pd->handle;
 	if (attr->qp_type == IBV_QPT_UC)
 		req.transport = PAGEWIRE__VERBS__V1__QUEUE_PAIR_TRANSPORT__UNRELIABLE_CONNECTED;
 	else if (attr->qp_type == IBV_QPT_UD)
@@ -530,6 +531,7 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 	}
 	Pagewire__Verbs__V1__ModifyQueuePairRequest req = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__INIT;
 	Pagewire__Verbs__V1__QpAddress address = PAGEWIRE__VERBS__V1__QP_ADDRESS__INIT;
+	Pagewire__Verbs__V1__Access remote_access[5];
 	if (!e && to == IBV_QPS_RESET && from != IBV_QPS_RESET) {
 		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__RESET;
 		e = modify_on_node(ctx, ibqp->qp_num, &req);
@@ -539,6 +541,7 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 			memset(&fresh, 0, sizeof(fresh));
 			qp->attr = fresh;
 			qp->sqd_notify = 0;
+			__atomic_store_n(&qp->receives_posted, 0, __ATOMIC_RELEASE); /* dropped without completions */
 		}
 	} else if (!e && to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
 		req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__ERROR;
@@ -563,8 +566,10 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 			address.page_size = ctx->page_size;
 			req.state = PAGEWIRE__VERBS__V1__MODIFY_QUEUE_PAIR_REQUEST__STATE__READY_TO_RECEIVE;
 			req.peer = &address;
-			req.attributes = ATTRIBUTE(RECEIVE_PSN) | ATTRIBUTE(RNR_DELAY);
+			req.attributes = ATTRIBUTE(RECEIVE_PSN) | ATTRIBUTE(RNR_DELAY) | ATTRIBUTE(REMOTE_ACCESS);
 			req.receive_psn = attr->rq_psn & 0xffffff;
+			req.remote_access = pw_access_list((mask & IBV_QP_ACCESS_FLAGS) ? attr->qp_access_flags : qp->attr.qp_access_flags,
+							   &req.n_remote_access, remote_access);
 			req.rnr_delay_ns = rnr_timer_ns(attr->min_rnr_timer);
 			e = modify_on_node(ctx, ibqp->qp_num, &req);
 		}
@@ -573,6 +578,10 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 		if (mask & IBV_QP_QKEY) {
 			req.attributes |= ATTRIBUTE(QKEY);
 			req.qkey = attr->qkey;
+		}
+		if (mask & IBV_QP_ACCESS_FLAGS) {
+			req.attributes |= ATTRIBUTE(REMOTE_ACCESS);
+			req.remote_access = pw_access_list(attr->qp_access_flags, &req.n_remote_access, remote_access);
 		}
 		if (mask & IBV_QP_SQ_PSN) {
 			req.attributes |= ATTRIBUTE(SEND_PSN);

@@ -802,6 +802,260 @@ static void destroy_after_posts(void)
 	CHECK("destroy-right-after-posts", ok, "a destroy failed: %s", strerror(errno));
 }
 
+/* ibv_rereg_mr: access, protection domain and translation changed, then traffic through the new registration. */
+static void rereg(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 0, 0);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	struct ibv_wc wc;
+	uint32_t old_rkey = b.mr->rkey;
+	/* access: remote write taken away, so the peer's WRITE is refused (and that pair is in error) */
+	int r = ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	e = e || r || post_send(a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("rereg-access-refuses-what-it-took-away", n == 1 && wc.status == IBV_WC_REM_ACCESS_ERR, "rereg %d, post %d, %d completions, %s",
+	      r, e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	close_side(&a);
+	open_side(&a, 0, 64, NULL);
+	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+	e = ibv_modify_qp(b.qp, &reset, IBV_QP_STATE) || connect_pair(&a, &b, 0, 0);
+	sge.lkey = a.mr->lkey;
+	r = ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, ACCESS);
+	memset(a.buf, 0x3c, 64);
+	e = e || r || post_send(a.qp, 2, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("rereg-access-gives-what-it-adds", n == 1 && wc.status == IBV_WC_SUCCESS && b.buf[63] == 0x3c, "rereg %d, post %d, %d "
+	      "completions, %s", r, e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	if (b.mr->rkey != old_rkey) {
+		e = post_send(a.qp, 3, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)b.buf, old_rkey, 0);
+		n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+		CHECK("rereg-old-rkey-refused", n == 1 && wc.status == IBV_WC_REM_ACCESS_ERR, "post %d, %d completions, %s", e, n,
+		      n ? ibv_wc_status_str(wc.status) : "-");
+		close_side(&a);
+		open_side(&a, 0, 64, NULL);
+		e = ibv_modify_qp(b.qp, &reset, IBV_QP_STATE) || connect_pair(&a, &b, 0, 0);
+		sge.lkey = a.mr->lkey;
+	}
+	/* translation: the registration now covers another buffer; the peer's WRITE lands there */
+	uint8_t *other = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(other, 0, SIZE);
+	r = ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other, SIZE, 0);
+	memset(a.buf, 0x6d, 128);
+	sge.length = 128;
+	e = e || r || post_send(a.qp, 4, IBV_WR_RDMA_WRITE, &sge, 1, (uintptr_t)other + 4096, b.mr->rkey, 0);
+	n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("rereg-translation-moves-the-registration", n == 1 && wc.status == IBV_WC_SUCCESS && other[4096 + 127] == 0x6d && b.mr->addr == other,
+	      "rereg %d, post %d, %d completions, %s", r, e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	/* protection domain: the region moves to a PD of its own; a send from it through a's pair (the old PD) is refused locally */
+	struct ibv_pd *pd2 = ibv_alloc_pd(b.ctx);
+	r = pd2 ? ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0) : -1;
+	struct ibv_sge bsge = {(uintptr_t)other, 64, b.mr->lkey};
+	e = r || post_send(b.qp, 5, IBV_WR_RDMA_WRITE, &bsge, 1, (uintptr_t)a.buf, a.mr->rkey, 0);
+	n = e ? 0 : poll_n(b.cq, &wc, 1, 10000);
+	CHECK("rereg-pd-takes-the-region-from-the-old-pd", n == 1 && wc.status == IBV_WC_LOC_PROT_ERR && b.mr->pd == pd2, "rereg %d, post %d, "
+	      "%d completions, %s", r, e, n, n ? ibv_wc_status_str(wc.status) : "-");
+	ibv_dereg_mr(b.mr);
+	b.mr = ibv_reg_mr(b.pd, b.buf, SIZE, ACCESS);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	munmap(other, SIZE);
+	close_side(&a);
+	close_side(&b);
+}
+
+/* ibv_resize_cq below what the CQ holds fails, as Soft-RoCE's rxe_cq_chk_attr has it; the CQ keeps its completions. */
+static void resize_below_held(void)
+{
+	struct side a;
+	open_side(&a, 0, 64, NULL);
+	struct ibv_sge sge = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	int e = to_init(a.qp);
+	for (int i = 0; i < 10 && !e; i++)
+		e = post_recv(a.qp, (uint64_t)i, &sge, 1);
+	/* ten receives flushed into the CQ by the move to ERROR, none polled */
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	e = e || ibv_req_notify_cq(a.cq, 0) || ibv_modify_qp(a.qp, &err, IBV_QP_STATE);
+	/* the node flushes the ten at once: once the first is in the CQ, the rest are in the event ring behind it */
+	e = e || !channel_event(&a, 10000);
+	int r = e ? -1 : ibv_resize_cq(a.cq, 4);
+	CHECK("resize-cq-below-held-fails", r == EINVAL, "set-up %d, ibv_resize_cq(4) with ten completions held returned %d", e, r);
+	struct ibv_wc wc[10];
+	int n = poll_n(a.cq, wc, 10, 10000);
+	CHECK("resize-cq-refused-keeps-completions", n == 10 && wc[9].wr_id == 9 && wc[9].status == IBV_WC_WR_FLUSH_ERR,
+	      "%d completions after the refused resize", n);
+	CHECK("resize-cq-when-empty", ibv_resize_cq(a.cq, 16) == 0 && a.cq->cqe >= 16, "resize to 16 failed or cqe %d", a.cq->cqe);
+	close_side(&a);
+}
+
+/* An atomic on a pair without remote atomic access completes with a remote access error. */
+static void atomic_without_access(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	int e = to_init(a.qp) || ibv_modify_qp(b.qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+		|| to_rtr(&a, &b, 0, 1) || to_rtr(&b, &a, 0, 1) || to_rts(&a, 0, 14, 7, 7) || to_rts(&b, 0, 14, 7, 7);
+	uint64_t *word = (uint64_t *)(b.buf + 4096);
+	*word = 5;
+	struct ibv_sge eight = {(uintptr_t)a.buf, 8, a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &eight, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED, .wr.atomic = {.remote_addr = (uintptr_t)word, .rkey = b.mr->rkey, .compare_add = 1}},
+			   *bad;
+	e = e || ibv_post_send(a.qp, &wr, &bad);
+	struct ibv_wc wc;
+	int n = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	CHECK("atomic-without-remote-atomic-access", n == 1 && wc.status == IBV_WC_REM_ACCESS_ERR && *word == 5,
+	      "set-up %d, %d completions, %s, word %" PRIu64, e, n, n ? ibv_wc_status_str(wc.status) : "-", *word);
+	close_side(&a);
+	close_side(&b);
+}
+
+/* A post to a full receive queue fails with ENOMEM and names the request; the queue takes posts again once one is used. */
+static void receive_queue_full(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	int e = connect_pair(&a, &b, 0, 0);
+	struct ibv_sge r = {(uintptr_t)b.buf, 64, b.mr->lkey};
+	int posted = 0;
+	while (!e && posted < 1000 && post_recv(b.qp, (uint64_t)posted, &r, 1) == 0)
+		posted++;
+	struct ibv_recv_wr wr = {.wr_id = 9999, .sg_list = &r, .num_sge = 1}, *bad = NULL;
+	int full = ibv_post_recv(b.qp, &wr, &bad);
+	CHECK("post-recv-to-a-full-queue-is-enomem", posted == 64 && full == ENOMEM && bad == &wr, "%d posted, then %d, bad %s", posted, full,
+	      bad == &wr ? "the request" : "not the request");
+	struct ibv_sge s = {(uintptr_t)a.buf, 64, a.mr->lkey};
+	memset(a.buf, 0x11, 64);
+	e = e || post_send(a.qp, 1, IBV_WR_SEND, &s, 1, 0, 0, 0);
+	struct ibv_wc wc;
+	int n = e ? 0 : poll_n(b.cq, &wc, 1, 10000);
+	int again = n == 1 ? ibv_post_recv(b.qp, &wr, &bad) : -1;
+	CHECK("full-receive-queue-stays-usable", n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 0 && again == 0,
+	      "%d receives, then a post %d", n, again);
+	close_side(&a);
+	close_side(&b);
+}
+
+/* ---- UD ---- */
+
+/* A UD pair on s (in RTS, Q_Key 0x11111111), its CQ an extended one when cq_ex, made through ibv_create_qp_ex when qp_ex. */
+static struct ibv_qp *ud_pair(struct side *s, struct ibv_cq *cq, int qp_ex)
+{
+	struct ibv_qp *qp;
+	if (qp_ex) {
+		struct ibv_qp_init_attr_ex x = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD, .pd = s->pd,
+						.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+						.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+						.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+		qp = ibv_create_qp_ex(s->ctx, &x);
+	} else {
+		struct ibv_qp_init_attr init = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+						.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+		qp = ibv_create_qp(s->pd, &init);
+	}
+	if (!qp)
+		return NULL;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return NULL;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return NULL;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return NULL;
+	return qp;
+}
+
+static int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t qpn, struct ibv_sge *sge, int n, uint64_t id, int flags)
+{
+	struct ibv_send_wr wr = {.wr_id = id, .sg_list = sge, .num_sge = n, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED | flags,
+				 .wr.ud = {.ah = ah, .remote_qpn = qpn, .remote_qkey = 0x11111111}},
+			   *bad;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* Zero-byte datagrams; datagrams through ibv_create_qp_ex and ibv_create_cq_ex; completion events on a UD pair's CQ. */
+static void ud(void)
+{
+	struct side a, b;
+	open_side(&a, 0, 64, NULL);
+	open_side(&b, 1, 64, NULL);
+	struct ibv_qp *qa = ud_pair(&a, a.cq, 0), *qb = ud_pair(&b, b.cq, 0);
+	struct ibv_ah_attr aha = {.dlid = b.lid, .port_num = 1};
+	struct ibv_ah *ah = ibv_create_ah(a.pd, &aha);
+	int e = !qa || !qb || !ah;
+	struct ibv_sge r = {(uintptr_t)b.buf, 40 + 256, b.mr->lkey};
+	e = e || post_recv(qb, 1, &r, 1) || post_recv(qb, 2, &r, 1) || ibv_req_notify_cq(b.cq, 0);
+	e = e || ud_send(qa, ah, qb ? qb->qp_num : 0, NULL, 0, 10, 0);
+	struct ibv_wc wc;
+	int sent = e ? 0 : poll_n(a.cq, &wc, 1, 10000);
+	int woke = !e && channel_event(&b, 10000);
+	int n = woke ? poll_n(b.cq, &wc, 1, 10000) : 0;
+	CHECK("ud-zero-byte-send-arrives-as-grh-only", sent == 1 && n == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 40
+						      && wc.src_qp == qa->qp_num && wc.wr_id == 1,
+	      "set-up %d, sent %d, woke %d, %d receives, byte_len %u", e, sent, woke, n, n ? wc.byte_len : 0);
+	/* armed again, the next datagram wakes the channel too */
+	struct ibv_sge s = {(uintptr_t)a.buf, 200, a.mr->lkey};
+	memset(a.buf, 0x2b, 200);
+	e = e || ibv_req_notify_cq(b.cq, 0) || ud_send(qa, ah, qb->qp_num, &s, 1, 11, 0);
+	woke = !e && channel_event(&b, 10000);
+	n = woke ? poll_n(b.cq, &wc, 1, 10000) : 0;
+	CHECK("ud-completion-event-wakes-the-channel", woke && n == 1 && wc.byte_len == 240 && b.buf[40 + 199] == 0x2b, "woke %d, %d receives",
+	      woke, n);
+	poll_n(a.cq, &wc, 1, 1000);
+	ibv_destroy_qp(qb);
+	ibv_destroy_qp(qa);
+
+	/* the extended API on both ends */
+	struct ibv_cq_init_attr_ex cx = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID
+								    | IBV_WC_EX_WITH_IMM};
+	struct ibv_cq_ex *cqb = ibv_create_cq_ex(b.ctx, &cx);
+	qa = ud_pair(&a, a.cq, 1);
+	qb = cqb ? ud_pair(&b, ibv_cq_ex_to_cq(cqb), 1) : NULL;
+	struct ibv_qp_ex *x = qa ? ibv_qp_to_qp_ex(qa) : NULL;
+	e = !cqb || !qa || !qb || !x;
+	e = e || post_recv(qb, 3, &r, 1);
+	if (!e) {
+		ibv_wr_start(x);
+		x->wr_id = 12;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send_imm(x, htobe32(0x77));
+		ibv_wr_set_ud_addr(x, ah, qb->qp_num, 0x11111111);
+		ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf, 100);
+		e = ibv_wr_complete(x);
+	}
+	int got = 0, ok = 0;
+	uint64_t until = now_ms() + 10000;
+	struct ibv_poll_cq_attr pa = {0};
+	while (!e && !got && now_ms() < until) {
+		if (ibv_start_poll(cqb, &pa) == ENOENT)
+			continue;
+		got = 1;
+		ok = cqb->wr_id == 3 && cqb->status == IBV_WC_SUCCESS && ibv_wc_read_byte_len(cqb) == 140 && ibv_wc_read_src_qp(cqb) == qa->qp_num
+		     && ibv_wc_read_slid(cqb) == a.lid && ibv_wc_read_imm_data(cqb) == htobe32(0x77);
+		ibv_end_poll(cqb);
+	}
+	CHECK("ud-through-qp-ex-and-cq-ex", got && ok, "set-up %d, %d receives, fields right %d", e, got, ok);
+	poll_n(a.cq, &wc, 1, 1000);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (cqb)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqb));
+	if (ah)
+		ibv_destroy_ah(ah);
+	close_side(&a);
+	close_side(&b);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -821,6 +1075,11 @@ static const struct {
 	{"mw", memory_windows},
 	{"in-use", resources_in_use},
 	{"destroy", destroy_after_posts},
+	{"rereg", rereg},
+	{"resize", resize_below_held},
+	{"atomic-access", atomic_without_access},
+	{"rq-full", receive_queue_full},
+	{"ud", ud},
 };
 
 int main(int argc, char **argv)

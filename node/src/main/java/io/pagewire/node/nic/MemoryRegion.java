@@ -25,6 +25,8 @@ public final class MemoryRegion {
     private final long firstVpn;
     private final RegionCounters counters = new RegionCounters();
     private volatile String invalidReason;
+    /** The protection domain it belongs to (verbs' ibv_pd); 0 for none, which every queue pair of its endpoint may use. */
+    private volatile int protectionDomain;
     /** Memory windows bound to the region: it cannot be deregistered while any is, as with ibv_dereg_mr. */
     private final java.util.concurrent.atomic.AtomicInteger windowsBound = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -89,6 +91,26 @@ public final class MemoryRegion {
     }
 
     /** The key local work requests name the region by. */
+    /** The protection domain it belongs to; 0 for none. */
+    public int protectionDomain() {
+        return protectionDomain;
+    }
+
+    /** Puts it in a protection domain (at registration, before its keys are handed out). */
+    public void protectionDomain(int domain) {
+        this.protectionDomain = domain;
+    }
+
+    /**
+     * Why a queue pair of protection domain {@code domain} may not use it, or null: a region and a pair that
+     * both name a domain must name the same one, as a verbs memory region and queue pair must share their PD.
+     */
+    public String protectionMismatch(int domain) {
+        int own = protectionDomain;
+        return own != 0 && domain != 0 && own != domain
+                ? String.format("lkey %d belongs to protection domain %d, not to the queue pair's %d", lkey, own, domain) : null;
+    }
+
     public int lkey() {
         return lkey;
     }

@@ -236,6 +236,7 @@ public final class Nic implements AutoCloseable {
         credits.reserve(owner, firstCredits);
         QueuePair fresh = new QueuePair(this, endpoint, old.completionQueue(), old.qpn(), old.sharedReceiveQueue(),
                 new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, old.transport());
+        fresh.protectionDomain(old.protectionDomain()); // the pair's PD is the object's, not its state's
         old.discard();
         queuePairs.put(fresh.qpn(), fresh);
         endpoint.attach(fresh);

@@ -4,7 +4,9 @@ import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Packet;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiConsumer;
 
@@ -61,6 +63,10 @@ public final class QueuePair implements AutoCloseable {
     private volatile State state = State.INIT;
     private volatile QpAddress peer;
     private volatile int qkey;
+    /** The protection domain it belongs to (verbs' ibv_pd); 0 for none. */
+    private volatile int protectionDomain;
+    /** What its peer may do through it (the pair's access flags: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC); all by default. */
+    private volatile Set<Access> remoteAccess = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
     /** The connection's sequence numbers and timers, as its owner last set them. */
     private ConnectionAttributes attributes;
     /** Whether the pair reached RTS since it was created: its first PSN is fixed from then on. */
@@ -134,6 +140,32 @@ public final class QueuePair implements AutoCloseable {
 
     public Endpoint endpoint() {
         return endpoint;
+    }
+
+    /** The protection domain it belongs to; 0 for none. */
+    public int protectionDomain() {
+        return protectionDomain;
+    }
+
+    /** Puts it in a protection domain (when it is created, before anything is posted). */
+    public void protectionDomain(int domain) {
+        this.protectionDomain = domain;
+    }
+
+    /** Sets what its peer may do through it (ibv_modify_qp's qp_access_flags); rights other than remote ones are ignored. */
+    public void remoteAccess(Set<Access> rights) {
+        EnumSet<Access> remote = EnumSet.noneOf(Access.class);
+        for (Access right : rights) {
+            if (right == Access.REMOTE_WRITE || right == Access.REMOTE_READ || right == Access.REMOTE_ATOMIC) {
+                remote.add(right);
+            }
+        }
+        this.remoteAccess = remote;
+    }
+
+    /** Whether its peer may do {@code right} through it. */
+    boolean allowsRemote(Access right) {
+        return remoteAccess.contains(right);
     }
 
     public State state() {

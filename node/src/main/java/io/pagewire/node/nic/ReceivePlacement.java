@@ -220,6 +220,10 @@ final class ReceivePlacement {
             }
             receiving = next;
             receivingFirstPsn = psn;
+            String foreign = protectionMismatch(next.regions());
+            if (foreign != null) {
+                return fail(Result.PROTECTION_ERROR, "the receive posted for the SEND from psn " + psn + ": " + foreign);
+            }
         } else if (!first && receiving == null) {
             return fail(Result.INVALID, opcode + " at psn " + psn + " continues no SEND");
         }
@@ -333,6 +337,11 @@ final class ReceivePlacement {
             return;
         }
         ReceiveRequest buffer = posted.request();
+        String foreign = protectionMismatch(posted.regions());
+        if (foreign != null) {
+            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, foreign, false, 0, false);
+            return;
+        }
         ByteString payload = packet.getPayload();
         long bytes = (long) Datagram.GRH_BYTES + payload.size();
         if (bytes > buffer.length()) {
@@ -438,6 +447,17 @@ final class ReceivePlacement {
         receiving = null;
         immediateReceive = null;
         immediateReceivePsn = -1;
+    }
+
+    /** Why the pair may not receive into one of these regions (another protection domain), or null. */
+    private String protectionMismatch(MemoryRegion[] regions) {
+        for (MemoryRegion region : regions) {
+            String why = region == null ? null : region.protectionMismatch(qp.protectionDomain());
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
     }
 
     private Result fail(Result result, String why) {

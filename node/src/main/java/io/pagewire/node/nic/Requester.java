@@ -146,9 +146,26 @@ final class Requester {
         boolean landsHere = wr.opcode() == Completion.Opcode.READ || wr.isAtomic();
         MemoryRegion[] regions = localRegions(wr, landsHere);
         qp.endpoint().admitWorkRequest(wr.wrId());
-        wqes.add(new SendWqe(wr, regions, nextPsn, packets, nic.clock().nanoTime()));
+        SendWqe wqe = new SendWqe(wr, regions, nextPsn, packets, nic.clock().nanoTime());
+        wqes.add(wqe);
         nextPsn += packets;
         recovery.workQueued();
+        String foreign = protectionMismatch(regions);
+        if (foreign != null) {
+            // Posted, then failed where it stands, as an HCA fails a request whose lkey is of another PD.
+            qp.fail(wqe, CompletionStatus.LOCAL_PROTECTION_ERROR, "work request " + wr.wrId() + ": " + foreign);
+        }
+    }
+
+    /** Why the pair may not use one of these regions (another protection domain), or null. */
+    private String protectionMismatch(MemoryRegion[] regions) {
+        for (MemoryRegion region : regions) {
+            String why = region == null ? null : region.protectionMismatch(qp.protectionDomain());
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
     }
 
     /**

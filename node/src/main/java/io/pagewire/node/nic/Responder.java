@@ -515,6 +515,11 @@ final class Responder {
 
     /** The region a request may use, or null after refusing the request. */
     private MemoryRegion accessible(Packet packet, Access right, long length, Outbox out) {
+        if (!qp.allowsRemote(right)) {
+            refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, String.format("queue pair %d of node %s does not allow %s (its access flags)",
+                    qp.qpn(), nic.nodeId(), right), out);
+            return null;
+        }
         if (Nic.isWindowRkey(packet.getRkey())) {
             return throughWindow(packet, right, length, out);
         }
@@ -529,6 +534,8 @@ final class Responder {
             problem = String.format("rkey 0x%x names a region that is no longer usable: %s", packet.getRkey(), region.invalidReason());
         } else if (!region.allows(right)) {
             problem = String.format("rkey 0x%x does not allow %s", packet.getRkey(), right);
+        } else if (region.protectionMismatch(qp.protectionDomain()) != null) {
+            problem = String.format("rkey 0x%x: %s", packet.getRkey(), region.protectionMismatch(qp.protectionDomain()));
         } else if (!region.covers(packet.getRemoteAddress(), length)) {
             problem = String.format("range 0x%x+%d is outside %s", packet.getRemoteAddress(), length, region);
         }

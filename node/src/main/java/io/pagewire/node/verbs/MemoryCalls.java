@@ -153,6 +153,7 @@ final class MemoryCalls {
             } else {
                 region = endpoint.register(request.getAddress(), request.getLength(), WireCodes.mode(request.getMode()), access);
             }
+            region.protectionDomain(request.getProtectionDomain());
             return RegisterRegionResponse.newBuilder().setLkey(region.lkey()).setRkey(region.rkey())
                     .setAddress(region.address()).setLength(region.length()).build();
         });

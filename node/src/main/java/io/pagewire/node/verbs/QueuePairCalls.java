@@ -63,6 +63,7 @@ final class QueuePairCalls {
                         default -> throw new IllegalArgumentException("queue pair transport " + request.getTransportValue()
                                 + " is none of RC, UC and UD");
                     });
+            qp.protectionDomain(request.getProtectionDomain());
             return CreateQueuePairResponse.newBuilder().setAddress(WireCodes.address(qp.address())).build();
         });
     }
@@ -75,25 +76,42 @@ final class QueuePairCalls {
         });
     }
 
+    /**
+     * Modifies a queue pair after the posts its session made before the call, as an HCA's queues hold what was
+     * posted before a modify: a move to ERROR flushes every receive posted before it, a RESET drops them.
+     */
     void modifyQueuePair(ModifyQueuePairRequest request, StreamObserver<ModifyQueuePairResponse> response) {
-        control.paced(response, () -> {
-            Session session = sessions.get(request.getEndpoint());
-            QueuePair qp = session.queuePair(request.getQpn());
-            if ((request.getAttributes() & ModifyQueuePairRequest.Attribute.QKEY_VALUE) != 0) {
-                qp.qkey(request.getQkey());
+        control.pacedStart(response, () -> {
+            Session session;
+            try {
+                session = sessions.get(request.getEndpoint());
+            } catch (RuntimeException e) {
+                response.onError(StatusMapping.toStatus(e));
+                return;
             }
-            switch (request.getState()) {
-                case RESET -> nic.reset(qp);
-                case READY_TO_RECEIVE -> qp.readyToReceive(qp.transport() == QueuePair.Transport.UD ? null : peerAddress(request.getPeer()),
-                        attributes(qp.attributes(), request));
-                case READY_TO_SEND -> qp.readyToSend(attributes(qp.attributes(), request));
-                case SEND_QUEUE_DRAINED -> qp.drainSendQueue();
-                case ERROR -> qp.moveToError();
-                default -> throw new IllegalArgumentException("a queue pair moves to RESET, READY_TO_RECEIVE, READY_TO_SEND, "
-                        + "SEND_QUEUE_DRAINED or ERROR; state " + request.getStateValue() + " is none of them");
-            }
-            return ModifyQueuePairResponse.getDefaultInstance();
+            session.afterPostsMadeBefore(() -> control.onPool(() -> ControlCalls.answer(response, () -> modify(session, request))));
         });
+    }
+
+    private ModifyQueuePairResponse modify(Session session, ModifyQueuePairRequest request) {
+        QueuePair qp = session.queuePair(request.getQpn());
+        if ((request.getAttributes() & ModifyQueuePairRequest.Attribute.QKEY_VALUE) != 0) {
+            qp.qkey(request.getQkey());
+        }
+        if ((request.getAttributes() & ModifyQueuePairRequest.Attribute.REMOTE_ACCESS_VALUE) != 0) {
+            qp.remoteAccess(WireCodes.access(request.getRemoteAccessList()));
+        }
+        switch (request.getState()) {
+            case RESET -> nic.reset(qp);
+            case READY_TO_RECEIVE -> qp.readyToReceive(qp.transport() == QueuePair.Transport.UD ? null : peerAddress(request.getPeer()),
+                    attributes(qp.attributes(), request));
+            case READY_TO_SEND -> qp.readyToSend(attributes(qp.attributes(), request));
+            case SEND_QUEUE_DRAINED -> qp.drainSendQueue();
+            case ERROR -> qp.moveToError();
+            default -> throw new IllegalArgumentException("a queue pair moves to RESET, READY_TO_RECEIVE, READY_TO_SEND, "
+                    + "SEND_QUEUE_DRAINED or ERROR; state " + request.getStateValue() + " is none of them");
+        }
+        return ModifyQueuePairResponse.getDefaultInstance();
     }
 
     /** The pair's attributes with those the request sets; an acknowledgement timeout below the node's floor is raised to it. */
