@@ -295,7 +295,12 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 		void *want = (void *)(uintptr_t)(first + i * ps);
 		if (mmap(want, (j - i) * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED) {
 			e = errno;
-			pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: %s", (unsigned long)(uintptr_t)want, strerror(e));
+			if (e == ENOMEM)
+				pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: the process holds as many mappings as the kernel allows "
+				       "(vm.max_map_count): a registered page is mapped from its frame, and pages whose frames are not "
+				       "neighbours take a mapping each; raise vm.max_map_count or register less", (unsigned long)(uintptr_t)want);
+			else
+				pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: %s", (unsigned long)(uintptr_t)want, strerror(e));
 		}
 		i = j;
 	}

@@ -1,8 +1,11 @@
 package io.pagewire.kernel;
 
 /**
- * The kernel's book of frames: which page owns each frame (the reverse map), and the free list.
- * Guarded by the kernel lock.
+ * The kernel's book of frames: which page owns each frame (the reverse map), and the free ones.
+ * Free frames are handed out in ascending order from where the last one was taken, so the pages a
+ * process maps one after another get neighbouring frames: a CPU maps such a run as one mapping of the
+ * memory file (the verbs library maps every registered page at its own address, and a process may hold
+ * only vm.max_map_count mappings). Guarded by the kernel lock.
  */
 final class FrameTable {
     private final PhysicalMemory memory;
@@ -10,8 +13,10 @@ final class FrameTable {
     private final AddressSpace[] owner;
     private final long[] ownerVpn;
     private final PageTableEntry[] ownerEntry;
-    private final int[] freeStack;
+    private final java.util.BitSet free;
     private int freeCount;
+    /** Where the search for the next free frame starts: just after the last one taken. */
+    private int cursor;
 
     FrameTable(PhysicalMemory memory, SwapDevice swap) {
         this.memory = memory;
@@ -20,11 +25,9 @@ final class FrameTable {
         this.owner = new AddressSpace[n];
         this.ownerVpn = new long[n];
         this.ownerEntry = new PageTableEntry[n];
-        this.freeStack = new int[n];
-        // Low frames first, so a fresh node fills memory in order.
-        for (int f = n - 1; f >= 0; f--) {
-            freeStack[freeCount++] = f;
-        }
+        this.free = new java.util.BitSet(n);
+        free.set(0, n);
+        freeCount = n;
     }
 
     int frameCount() {
@@ -37,12 +40,23 @@ final class FrameTable {
 
     /** A free frame, or -1. The frame is still marked reclaiming until {@link #attach}. */
     int takeFree() {
-        return freeCount == 0 ? -1 : freeStack[--freeCount];
+        if (freeCount == 0) {
+            return -1;
+        }
+        int frame = free.nextSetBit(cursor);
+        if (frame < 0) {
+            frame = free.nextSetBit(0);
+        }
+        free.clear(frame);
+        freeCount--;
+        cursor = frame + 1;
+        return frame;
     }
 
     void putFree(int frame) {
         detach(frame);
-        freeStack[freeCount++] = frame;
+        free.set(frame);
+        freeCount++;
     }
 
     /** Forgets which page owned the frame; reclaim hands it straight to the page that needed one. */
