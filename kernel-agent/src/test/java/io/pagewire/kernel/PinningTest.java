@@ -62,7 +62,7 @@ class PinningTest {
             a.pinRange(va, 32L * PAGE);
             assertThatThrownBy(() -> b.pinRange(vb, 9L * PAGE))
                     .isInstanceOf(PinLimitExceededException.class)
-                    .hasMessage("node pin limit 160 KiB exceeded: node test would pin 164 KiB (128 KiB pinned now, 36 KiB more requested by endpoint " + b.id() + ")");
+                    .hasMessage("node pin limit 160 KiB exceeded: node test would pin 164 KiB (128 KiB pinned now, 36 KiB more requested by endpoint " + b.id() + "); the node's pagewire.kernel.nodePinLimitBytes sets it (0: three quarters of pagewire.kernel.physicalMemoryBytes)");
             b.pinRange(vb, 8L * PAGE);
             assertThat(kernel.stats().pinnedBytes()).isEqualTo(40L * PAGE);
         }
