@@ -53,8 +53,10 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
      * RC's semantics case by case, as the specification and Soft-RoCE have them: ibv_modify_qp's
      * transition table, ERROR flushing in order, RESET and a second connection, timeout/retry_cnt and
      * rnr_retry, zero-length and element-free requests, scatter/gather, FENCE, SOLICITED, a sized CQ that
-     * overflows, the fetched word in the requester's buffer, the queue pair events, and a destroy right
-     * after a burst of posts.
+     * overflows, the fetched word in the requester's buffer, the queue pair events, a destroy right
+     * after a burst of posts, ibv_rereg_mr of access, translation and protection domain, ibv_resize_cq below
+     * what the CQ holds, an atomic without the pair's remote atomic access, a full receive queue, and UD's zero-byte
+     * datagrams, completion events and extended API.
      */
     @Test
     void rcSemanticsConformToTheStandardCaseByCase() throws Exception {
@@ -63,7 +65,10 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
         assertThat(run.output()).as(run.output()).doesNotContain("FAIL").contains("ok error-flushes-sends-then-receives-in-order",
                 "ok reset-pair-connects-again", "ok retry-cnt-ends-in-retry-exc-err", "ok fence-orders-a-write-after-the-read-before-it",
                 "ok cq-overflow-raises-cq-err-and-keeps-its-size", "ok srq-pair-in-error-raises-last-wqe-reached",
-                "ok destroy-right-after-posts", "PASSED")
+                "ok destroy-right-after-posts", "ok rereg-access-refuses-what-it-took-away", "ok rereg-translation-moves-the-registration",
+                "ok rereg-pd-takes-the-region-from-the-old-pd", "ok resize-cq-below-held-fails", "ok atomic-without-remote-atomic-access",
+                "ok post-recv-to-a-full-queue-is-enomem", "ok full-receive-queue-stays-usable", "ok ud-zero-byte-send-arrives-as-grh-only",
+                "ok ud-completion-event-wakes-the-channel", "ok ud-through-qp-ex-and-cq-ex", "PASSED")
                 .as("posts made before a destroy reach the pair (the library warns of each post the node refused)")
                 .doesNotContain("refused work request");
         run.succeeded();

@@ -101,6 +101,43 @@ public final class VerbsPrograms {
         return new Program(String.join(" ", args), builder.start(), log);
     }
 
+    /**
+     * Starts {@code args} the one way docs/verbs.md shows first: {@code pagewire run --node NODES -- PROGRAM ARGS}
+     * (the launcher preloads the library itself), with extra environment entries NAME=VALUE.
+     */
+    static Program launch(String nodes, List<String> environment, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of("nice", "-n", "19", LAUNCHER.toString(), "--node", nodes, "--"));
+        command.addAll(List.of(args));
+        File log = File.createTempFile("pagewire-verbs-", ".log");
+        log.deleteOnExit();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log);
+        builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_") || name.equals("LD_PRELOAD"));
+        for (String entry : environment) {
+            int eq = entry.indexOf('=');
+            builder.environment().put(entry.substring(0, eq), entry.substring(eq + 1));
+        }
+        return new Program(String.join(" ", args), builder.start(), log);
+    }
+
+    /** Waits until a process of this host listens on TCP {@code port} (as /proc/net/tcp and tcp6 list it). */
+    static void awaitListening(int port, long timeoutMs) throws Exception {
+        String local = String.format(":%04X ", port);
+        io.pagewire.node.TestData.awaitTrue(() -> {
+            for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+                try {
+                    // fields: sl local_address rem_address st ...; st 0A is LISTEN
+                    if (Files.readAllLines(Path.of(table)).stream().map(String::trim).map(l -> l.split("\\s+"))
+                            .anyMatch(f -> f.length > 3 && (f[1] + " ").endsWith(local) && f[3].equals("0A"))) {
+                        return true;
+                    }
+                } catch (IOException e) {
+                    // a table this kernel lacks
+                }
+            }
+            return false;
+        }, timeoutMs, "a process listens on TCP port " + port);
+    }
+
     /** Runs one program to its end. */
     static Run run(String nodes, long seconds, String... args) throws Exception {
         return start(nodes, args).await(seconds);
