@@ -40,6 +40,8 @@ final class PeerLink {
     private long incarnation;
     /** Whether this node sends on the lanes it dialled (see {@link #pick}). */
     private final boolean prefersDialled;
+    /** The lane each hint (modulo the lane count) last took: it keeps it while that lane is up. */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<Lane> taken;
 
     PeerLink(String nodeId, String peer, int lanes, LaneSink sink, BooleanSupplier reportLosses) {
         this.nodeId = nodeId;
@@ -50,6 +52,7 @@ final class PeerLink {
         this.sink = sink;
         this.reportLosses = reportLosses;
         this.prefersDialled = nodeId.compareTo(peer) < 0;
+        this.taken = new java.util.concurrent.atomic.AtomicReferenceArray<>(lanes);
     }
 
     /**
@@ -57,9 +60,25 @@ final class PeerLink {
      * packets and the acknowledgements coming back share one TCP connection (where acknowledgements
      * ride with data and one wake serves both): the node whose id sorts first prefers the lanes it
      * dialled, the other the lanes it accepted; either falls back to the other kind when none of its
-     * preferred lanes is up.
+     * preferred lanes is up. A hint keeps the lane it took while that lane is up, even once a lane it
+     * prefers comes up: a queue pair's packets stay on one stream, in order, as on one path of a network.
+     * (Moved while the old lane's receiving thread was stalled, on a PIN_ON_MISS pin say, later packets
+     * overtook earlier ones and the responder NAKed the whole window as out of sequence.)
      */
     Lane pick(int hint) {
+        int slot = Math.floorMod(hint, taken.length());
+        Lane last = taken.get(slot);
+        if (last != null && last.isUp()) {
+            return last;
+        }
+        Lane lane = choose(hint);
+        if (lane != null) {
+            taken.set(slot, lane);
+        }
+        return lane;
+    }
+
+    private Lane choose(int hint) {
         if (prefersDialled) {
             Lane lane = pickDialled(hint);
             return lane != null ? lane : pickAccepted(hint);
