@@ -104,8 +104,8 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_e
 	if (id->id.verbs && attr->pd && attr->pd->context != id->id.verbs)
 		return cm_fail(EINVAL);
 	struct ibv_qp_init_attr plain = {
-		.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
-		.cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+		.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+		.srq = attr->srq ? attr->srq : id->id.srq, .cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
 	};
 	if (make_cqs(id, &plain)) {
 		int e = errno;
@@ -135,8 +135,8 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_e
 		cm_destroy_cqs(id);
 		return cm_fail(e ? e : EINVAL);
 	}
+	/* id->srq stays what rdma_create_srq made: rdma_destroy_ep destroys that one, never the caller's. */
 	id->id.pd = pd;
-	id->id.srq = attr->srq;
 	id->id.send_cq = plain.send_cq;
 	id->id.recv_cq = plain.recv_cq;
 	return 0;

@@ -2,7 +2,8 @@
  * pagewire-verbs-conformance: RC's semantics as the specification and Soft-RoCE have them, one case per
  * behaviour, against two Pagewire nodes from one process (PAGEWIRE_NODE=A,B gives pagewire0 and
  * pagewire1). Prints "ok NAME" or "FAIL NAME: why" for each check, then PASSED or FAILED; exits 1 on a
- * failure. `pagewire-verbs-conformance NAME...` runs only the cases named.
+ * failure. `pagewire-verbs-conformance NAME...` runs only the cases named. The rdma_cm cases bind to the first
+ * node's address, which getifaddrs lists as interface pagewire0.
  */
 #include <endian.h>
 #include <errno.h>
@@ -15,7 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 static int failures;
 #define CHECK(name, cond, ...)                                                                                                   \
@@ -1056,6 +1062,51 @@ static void ud(void)
 	close_side(&b);
 }
 
+/* The first node's address, as getifaddrs lists it (the interface pagewire0 when no interface of the host has it). */
+static int node_address(struct sockaddr_in *out)
+{
+	struct ifaddrs *list = NULL;
+	int found = 0;
+	if (getifaddrs(&list))
+		return 0;
+	for (struct ifaddrs *i = list; i && !found; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !strcmp(i->ifa_name, "pagewire0")) {
+			*out = *(struct sockaddr_in *)i->ifa_addr;
+			found = 1;
+		}
+	}
+	freeifaddrs(list);
+	return found;
+}
+
+/*
+ * rdma_create_qp with the caller's SRQ: the pair draws from it, and rdma_destroy_ep leaves it to its owner
+ * (librdmacm destroys only an SRQ rdma_create_srq made), who destroys it afterwards.
+ */
+static void cm_qp_with_callers_srq(void)
+{
+	struct sockaddr_in addr;
+	if (!node_address(&addr)) {
+		CHECK("cm-ep-leaves-the-callers-srq", 0, "getifaddrs lists no interface pagewire0");
+		return;
+	}
+	addr.sin_port = 0;
+	struct rdma_cm_id *id = NULL;
+	int e = rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) || rdma_bind_addr(id, (struct sockaddr *)&addr) || !id->verbs;
+	struct ibv_pd *pd = e ? NULL : ibv_alloc_pd(id->verbs);
+	struct ibv_srq_init_attr srq_attr = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_srq *srq = pd ? ibv_create_srq(pd, &srq_attr) : NULL;
+	struct ibv_qp_init_attr qp_attr = {.srq = srq, .cap = {.max_send_wr = 4, .max_send_sge = 1}, .qp_type = IBV_QPT_RC};
+	int created = srq && rdma_create_qp(id, pd, &qp_attr) == 0 && id->qp && id->qp->srq == srq;
+	CHECK("cm-qp-draws-from-the-callers-srq", created, "set-up %d, pd %p, srq %p: %s", e, (void *)pd, (void *)srq, strerror(errno));
+	if (id)
+		rdma_destroy_ep(id);
+	int destroyed = srq ? ibv_destroy_srq(srq) : -1;
+	CHECK("cm-ep-leaves-the-callers-srq", destroyed == 0, "ibv_destroy_srq after rdma_destroy_ep: %d", destroyed);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -1080,6 +1131,7 @@ static const struct {
 	{"atomic-access", atomic_without_access},
 	{"rq-full", receive_queue_full},
 	{"ud", ud},
+	{"cm-srq", cm_qp_with_callers_srq},
 };
 
 int main(int argc, char **argv)

@@ -68,7 +68,8 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
                 "ok destroy-right-after-posts", "ok rereg-access-refuses-what-it-took-away", "ok rereg-translation-moves-the-registration",
                 "ok rereg-pd-takes-the-region-from-the-old-pd", "ok resize-cq-below-held-fails", "ok atomic-without-remote-atomic-access",
                 "ok post-recv-to-a-full-queue-is-enomem", "ok full-receive-queue-stays-usable", "ok ud-zero-byte-send-arrives-as-grh-only",
-                "ok ud-completion-event-wakes-the-channel", "ok ud-through-qp-ex-and-cq-ex", "PASSED")
+                "ok ud-completion-event-wakes-the-channel", "ok ud-through-qp-ex-and-cq-ex", "ok cm-qp-draws-from-the-callers-srq",
+                "ok cm-ep-leaves-the-callers-srq", "PASSED")
                 .as("posts made before a destroy reach the pair (the library warns of each post the node refused)")
                 .doesNotContain("refused work request");
         run.succeeded();
