@@ -474,6 +474,24 @@ Pagewire__Verbs__V1__Access *pw_access_list(unsigned int access, size_t *n, Page
 
 static void forget_mr(struct pw_context *ctx, struct pw_mr *m);
 
+/*
+ * A PINNED registration at least this large first asks the node whether its pins would fit: mapping a range
+ * costs time in proportion to its pages, and a refusal after mapping would pay it twice for nothing.
+ */
+#define PW_PIN_CHECK_BYTES (4u << 20)
+
+static int check_pin_range(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
+	Pagewire__Verbs__V1__RegisterRegionRequest req = PAGEWIRE__VERBS__V1__REGISTER_REGION_REQUEST__INIT;
+	req.endpoint = &ref;
+	req.address = first;
+	req.length = end - first;
+	req.mode = PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PINNED;
+	req.check_only = 1;
+	return pw_call_void(&ctx->control, "RegisterRegion", &req.base, &pagewire__verbs__v1__register_region_response__descriptor);
+}
+
 struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	struct pw_context *ctx = pw_ctx(pd->context);
@@ -513,6 +531,16 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 		pw_log(PW_WARN, "ibv_reg_mr: %p+%zu shares pages with a registration of another context (the device opened twice, or "
 		       "another node): a page is mapped from one context's node at a time, so the other's NIC no longer sees the "
 		       "program's writes to the pages they share (said once per process; see docs/verbs.md)", addr, length);
+	Pagewire__Verbs__V1__RegistrationMode mode = (access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND
+										      : pw_plain_mode();
+	if (!implicit && mode == PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PINNED && m->end - m->first >= PW_PIN_CHECK_BYTES) {
+		int refused = check_pin_range(ctx, m->first, m->end);
+		if (refused) {
+			free(m);
+			errno = refused;
+			return NULL;
+		}
+	}
 	pthread_mutex_lock(&ctx->mr_lock);
 	int e = implicit ? 0 : extent_add(ctx, m->first, m->end);
 	if (!e && !implicit) {
@@ -535,7 +563,7 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	req.address = (uintptr_t)addr;
 	req.length = length;
 	req.implicit = implicit;
-	req.mode = (access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND : pw_plain_mode();
+	req.mode = mode;
 	req.access = pw_access_list(access, &req.n_access, list);
 	req.protection_domain = pd->handle;
 	Pagewire__Verbs__V1__RegisterRegionResponse *reply = NULL;
@@ -632,6 +660,10 @@ int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, siz
 }
 
 /* Gives the pages only `m` maps back to the program and drops `m`. mr_lock held. */
+/* Pages given back per run when none of them was taken by the node, and the most taken pages a run may hold. */
+#define PW_GIVE_BACK_RUN 4096
+#define PW_GIVE_BACK_AWAY 16
+
 static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
 {
 	shield(ctx, m->first, m->end);
@@ -642,12 +674,16 @@ static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
 			continue;
 		}
 		/*
-		 * A few pages at a time, each given back and freed before the next: a page the kernel took faults back
-		 * in while it is copied (m still covers it), and the frames freed are what lets it.
+		 * A run at a time, each given back and freed before the next: a page the kernel took faults back in
+		 * while it is copied (m still covers it), and the frames freed are what lets it. A run may hold at most
+		 * PW_GIVE_BACK_AWAY such pages, so that a node short of frames can serve them; resident pages need none,
+		 * and long runs keep a large registration's release to a few calls.
 		 */
 		uint64_t q = p + ps;
-		while (q < m->end && q - p < 16 * ps && !covered(ctx, q, m))
+		while (q < m->end && q - p < PW_GIVE_BACK_RUN * ps && !covered(ctx, q, m))
 			q += ps;
+		if (q - p > PW_GIVE_BACK_AWAY * ps && pw_away_pages(ctx, p, q) > PW_GIVE_BACK_AWAY)
+			q = p + PW_GIVE_BACK_AWAY * ps;
 		unmap_run(ctx, p, q);
 		p = q;
 	}

@@ -235,6 +235,21 @@ static int serve(uint64_t address)
 	return e;
 }
 
+/* How many pages of [first, end) the node has taken away: giving them back needs that many free frames. */
+uint64_t pw_away_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
+{
+	uint64_t pages = 0;
+	pthread_mutex_lock(&ctx->fault_lock);
+	for (int i = 0; i + 1 < ctx->away.count; i += 2) {
+		uint64_t from = ctx->away.pairs[i] > first ? ctx->away.pairs[i] : first;
+		uint64_t to = ctx->away.pairs[i + 1] < end ? ctx->away.pairs[i + 1] : end;
+		if (to > from)
+			pages += (to - from) / ctx->page_size;
+	}
+	pthread_mutex_unlock(&ctx->fault_lock);
+	return pages;
+}
+
 /* Whether `page` is one the node took away (fault_lock held). */
 static int is_away(struct pw_context *ctx, uint64_t page)
 {

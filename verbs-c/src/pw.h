@@ -323,6 +323,7 @@ int pw_pager_attach(struct pw_context *ctx);
 void pw_pager_detach(struct pw_context *ctx);
 void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
 void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end);
+uint64_t pw_away_pages(struct pw_context *ctx, uint64_t first, uint64_t end);
 int pw_other_context_maps(struct pw_context *ctx, uint64_t first, uint64_t end);
 /*
  * Holds the program's stores to [first, end) while the library moves the range's bytes between the

@@ -648,6 +648,33 @@ public final class AddressSpace implements AutoCloseable {
     }
 
     /**
+     * Throws what {@link #pinRange} would throw for the pin limits, pinning nothing: lets a caller learn
+     * that a range cannot be pinned before it pays for mapping it.
+     *
+     * @throws PinLimitExceededException when pinning the range would pass a limit
+     */
+    public void checkPinRange(long address, long length) {
+        kernel.lock();
+        try {
+            checkOpen();
+            kernel.checkPinLimits(this, unpinnedPages(address >>> pageShift, (address + length + pageSize - 1) >>> pageShift));
+        } finally {
+            kernel.unlock();
+        }
+    }
+
+    private long unpinnedPages(long firstVpn, long endVpn) {
+        long unpinned = 0;
+        for (long vpn = firstVpn; vpn < endVpn; vpn++) {
+            PageTableEntry entry = pageTable.get(vpn);
+            if (entry == null || entry.pinCount == 0) {
+                unpinned++;
+            }
+        }
+        return unpinned;
+    }
+
+    /**
      * Pins every page of [address, address + length), all or none: the limits are checked for the
      * whole range first, and a failure part way (memory exhausted) releases the pins already taken.
      */
@@ -660,14 +687,7 @@ public final class AddressSpace implements AutoCloseable {
             long firstVpn = address >>> pageShift;
             long endVpn = (address + length + pageSize - 1) >>> pageShift;
             pages = endVpn - firstVpn;
-            long newlyPinned = 0;
-            for (long vpn = firstVpn; vpn < endVpn; vpn++) {
-                PageTableEntry entry = pageTable.get(vpn);
-                if (entry == null || entry.pinCount == 0) {
-                    newlyPinned++;
-                }
-            }
-            kernel.checkPinLimits(this, newlyPinned);
+            kernel.checkPinLimits(this, unpinnedPages(firstVpn, endVpn));
             long vpn = firstVpn;
             try {
                 for (; vpn < endVpn; vpn++) {

@@ -53,6 +53,25 @@ class PinningTest {
     }
 
     @Test
+    void aRangeIsCheckedAgainstTheLimitsWithoutPinningOrMappingIt() {
+        KernelContext context = TestKernels.context(16 * 1024, 0).memlockLimitBytes(64L << 20);
+        try (KernelAgent kernel = KernelAgent.start(context); AddressSpace space = kernel.createAddressSpace()) {
+            long va = space.allocate(96L << 20);
+            space.pinRange(va, 32L << 20);
+            long resident = kernel.stats().residentPages();
+            // pages already pinned count once: 32 MiB pinned plus 32 MiB new fits 64 MiB
+            space.checkPinRange(va, 64L << 20);
+            assertThatThrownBy(() -> space.checkPinRange(va, 65L << 20)).isInstanceOf(PinLimitExceededException.class)
+                    .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + space.id() + " would pin 65 MiB (32 MiB pinned now, 33 MiB more requested)");
+            assertThatThrownBy(() -> space.checkPinRange(space.allocate(1L << 30), 1L << 30)).as("checked before anything is touched")
+                    .isInstanceOf(PinLimitExceededException.class);
+            assertThat(space.pinnedPages()).as("checking pins nothing").isEqualTo(8 * 1024);
+            assertThat(kernel.stats().residentPages()).as("checking faults nothing in").isEqualTo(resident);
+            space.unpinRange(va, 32L << 20);
+        }
+    }
+
+    @Test
     void theNodePinLimitBindsAcrossSpaces() {
         KernelContext context = TestKernels.context(64, 0).memlockLimitBytes(32L * PAGE).nodePinLimitBytes(40L * PAGE);
         try (KernelAgent kernel = KernelAgent.start(context); AddressSpace a = kernel.createAddressSpace();

@@ -7,6 +7,7 @@ import io.pagewire.kernel.AddressSpace;
 import io.pagewire.node.nic.Access;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
+import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.proto.verbs.AtomicWordRequest;
 import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.node.nic.MemoryWindow;
@@ -146,6 +147,12 @@ final class MemoryCalls {
     void registerRegion(RegisterRegionRequest request, StreamObserver<RegisterRegionResponse> response) {
         control.paced(response, () -> {
             Endpoint endpoint = sessions.get(request.getEndpoint()).endpoint;
+            if (request.getCheckOnly()) {
+                if (!request.getImplicit() && WireCodes.mode(request.getMode()) == RegistrationMode.PINNED) {
+                    endpoint.space().checkPinRange(request.getAddress(), request.getLength());
+                }
+                return RegisterRegionResponse.getDefaultInstance();
+            }
             Set<Access> access = WireCodes.access(request.getAccessList());
             MemoryRegion region;
             if (request.getImplicit()) {
