@@ -27,10 +27,12 @@ import io.pagewire.proto.verbs.ModifyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroyQueuePairResponse;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueRequest;
 import io.pagewire.proto.verbs.DestroySharedReceiveQueueResponse;
+import io.pagewire.proto.verbs.EndpointRef;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.SetQueuePairRateLimitRequest;
 import io.pagewire.proto.verbs.SetQueuePairRateLimitResponse;
 import io.pagewire.proto.verbs.SrqLimitReached;
+import java.util.function.Function;
 
 /**
  * The calls on a session's queue pairs and shared receive queues: create, connect to a peer's, rate
@@ -81,15 +83,20 @@ final class QueuePairCalls {
      * posted before a modify: a move to ERROR flushes every receive posted before it, a RESET drops them.
      */
     void modifyQueuePair(ModifyQueuePairRequest request, StreamObserver<ModifyQueuePairResponse> response) {
+        afterPostsMadeBefore(request.getEndpoint(), response, session -> modify(session, request));
+    }
+
+    /** Answers with {@code work} once the session's posts made before this call have reached their pairs. */
+    private <T> void afterPostsMadeBefore(EndpointRef endpoint, StreamObserver<T> response, Function<Session, T> work) {
         control.pacedStart(response, () -> {
             Session session;
             try {
-                session = sessions.get(request.getEndpoint());
+                session = sessions.get(endpoint);
             } catch (RuntimeException e) {
                 response.onError(StatusMapping.toStatus(e));
                 return;
             }
-            session.afterPostsMadeBefore(() -> control.onPool(() -> ControlCalls.answer(response, () -> modify(session, request))));
+            session.afterPostsMadeBefore(() -> control.onPool(() -> ControlCalls.answer(response, () -> work.apply(session))));
         });
     }
 
@@ -160,18 +167,9 @@ final class QueuePairCalls {
      * a closed pair.
      */
     void destroyQueuePair(DestroyQueuePairRequest request, StreamObserver<DestroyQueuePairResponse> response) {
-        control.pacedStart(response, () -> {
-            Session session;
-            try {
-                session = sessions.get(request.getEndpoint());
-            } catch (RuntimeException e) {
-                response.onError(StatusMapping.toStatus(e));
-                return;
-            }
-            session.afterPostsMadeBefore(() -> control.onPool(() -> ControlCalls.answer(response, () -> {
-                session.queuePair(request.getQpn()).close();
-                return DestroyQueuePairResponse.getDefaultInstance();
-            })));
+        afterPostsMadeBefore(request.getEndpoint(), response, session -> {
+            session.queuePair(request.getQpn()).close();
+            return DestroyQueuePairResponse.getDefaultInstance();
         });
     }
 
