@@ -220,7 +220,7 @@ final class ReceivePlacement {
             }
             receiving = next;
             receivingFirstPsn = psn;
-            String foreign = unusable(next);
+            String foreign = protectionMismatch(next.regions());
             if (foreign != null) {
                 return fail(Result.PROTECTION_ERROR, "the receive posted for the SEND from psn " + psn + ": " + foreign);
             }
@@ -337,7 +337,7 @@ final class ReceivePlacement {
             return;
         }
         ReceiveRequest buffer = posted.request();
-        String foreign = unusable(posted);
+        String foreign = protectionMismatch(posted.regions());
         if (foreign != null) {
             qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, foreign, false, 0, false);
             return;
@@ -450,12 +450,8 @@ final class ReceivePlacement {
     }
 
     /** Why the pair may not receive into one of these regions (another protection domain), or null. */
-    /** Why a posted receive cannot take a message: a buffer found unusable at post, or a region of another PD. */
-    private String unusable(ReceiveQueue.Posted posted) {
-        if (posted.unusable() != null) {
-            return posted.unusable();
-        }
-        for (MemoryRegion region : posted.regions()) {
+    private String protectionMismatch(MemoryRegion[] regions) {
+        for (MemoryRegion region : regions) {
             String why = region == null ? null : region.protectionMismatch(qp.protectionDomain());
             if (why != null) {
                 return why;

@@ -13,11 +13,7 @@ import java.util.List;
  */
 final class ReceiveQueue {
     /** A posted receive, the region each of its elements lies in (null for a zero-length one), and its endpoint. */
-    /**
-     * A posted receive with the regions its elements fall in; {@code unusable} says why a buffer cannot take
-     * data (null when it can): like rxe, the NIC finds out when a message lands, not at post.
-     */
-    record Posted(ReceiveRequest request, MemoryRegion[] regions, Endpoint endpoint, String unusable) {
+    record Posted(ReceiveRequest request, MemoryRegion[] regions, Endpoint endpoint) {
     }
 
     private final ArrayDeque<Posted> posted = new ArrayDeque<>();
@@ -30,11 +26,9 @@ final class ReceiveQueue {
     }
 
     /**
-     * Queues a receive, noting against it any element that is not a registered, locally writable range: a
-     * message that lands in it completes with a local protection error, as on Soft-RoCE, whose post_recv
-     * checks only the element count.
+     * Checks a receive against its endpoint's regions and queues it.
      *
-     * @throws NicException when the request itself is malformed, or the queue is full
+     * @throws NicException when the buffer is not a registered, locally writable range, or the queue is full
      */
     synchronized void post(Endpoint endpoint, ReceiveRequest request) {
         if (posted.size() >= capacity) {
@@ -46,7 +40,6 @@ final class ReceiveQueue {
                     + Requester.MAX_SEGMENTS);
         }
         MemoryRegion[] regions = new MemoryRegion[request.segments().size()];
-        String unusable = null;
         for (int i = 0; i < regions.length; i++) {
             Segment e = request.segments().get(i);
             if (e.length() < 0) {
@@ -55,29 +48,24 @@ final class ReceiveQueue {
             if (e.length() == 0) {
                 continue;
             }
-            regions[i] = endpoint.region(e.lkey());
-            if (unusable == null) {
-                unusable = unusable(request, e, regions[i], endpoint);
+            MemoryRegion region = endpoint.region(e.lkey());
+            if (region == null) {
+                throw new NicException("receive " + request.wrId() + ": lkey " + e.lkey() + " is not registered on " + endpoint);
             }
+            if (region.invalidReason() != null) {
+                throw new NicException("receive " + request.wrId() + ": " + region + " is no longer usable: " + region.invalidReason());
+            }
+            if (!region.allows(Access.LOCAL_WRITE)) {
+                throw new NicException("receive " + request.wrId() + ": " + region + " lacks LOCAL_WRITE, so nothing can be received into it");
+            }
+            if (!region.covers(e.address(), e.length())) {
+                throw new NicException(String.format("receive %d: buffer 0x%x+%d is outside %s", request.wrId(), e.address(), e.length(),
+                        region));
+            }
+            regions[i] = region;
         }
         endpoint.admitWorkRequest(request.wrId());
-        posted.add(new Posted(request, regions, endpoint, unusable));
-    }
-
-    private static String unusable(ReceiveRequest request, Segment e, MemoryRegion region, Endpoint endpoint) {
-        if (region == null) {
-            return "receive " + request.wrId() + ": lkey " + e.lkey() + " is not registered on " + endpoint;
-        }
-        if (region.invalidReason() != null) {
-            return "receive " + request.wrId() + ": " + region + " is no longer usable: " + region.invalidReason();
-        }
-        if (!region.allows(Access.LOCAL_WRITE)) {
-            return "receive " + request.wrId() + ": " + region + " lacks LOCAL_WRITE, so nothing can be received into it";
-        }
-        if (!region.covers(e.address(), e.length())) {
-            return String.format("receive %d: buffer 0x%x+%d is outside %s", request.wrId(), e.address(), e.length(), region);
-        }
-        return null;
+        posted.add(new Posted(request, regions, endpoint));
     }
 
     /** The oldest posted receive, taken off the queue, or null when none is posted; may fire the armed limit. */

@@ -33,6 +33,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -40,6 +41,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * Every operation of the public SDK against a two-node cluster, as applications see it. Each
  * binding registers the cluster (embedded, or containers) and says how its applications connect.
  */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 abstract class SdkOperationsSuite {
     /** The cluster every binding runs the suite on. */
     static ClusterSpec spec() {
