@@ -654,10 +654,18 @@ public final class AddressSpace implements AutoCloseable {
      * @throws PinLimitExceededException when pinning the range would pass a limit
      */
     public void checkPinRange(long address, long length) {
+        if (length <= 0 || address < 0 || address + length < address || address + length + pageSize - 1 < 0) {
+            throw new BadAddressException(String.format("range 0x%x+%d is not a range of addresses", address, length));
+        }
+        long firstVpn = address >>> pageShift;
+        long endVpn = (address + length + pageSize - 1) >>> pageShift;
         kernel.lock();
         try {
             checkOpen();
-            kernel.checkPinLimits(this, unpinnedPages(address >>> pageShift, (address + length + pageSize - 1) >>> pageShift));
+            // At most pinnedPages() of the range are pinned already: that bound refuses a range too large for the
+            // limits before any page is counted, so the count below walks no more pages than the limits allow.
+            kernel.checkPinLimits(this, (endVpn - firstVpn) - pinnedPages());
+            kernel.checkPinLimits(this, unpinnedPages(firstVpn, endVpn));
         } finally {
             kernel.unlock();
         }

@@ -65,6 +65,10 @@ class PinningTest {
                     .hasMessageStartingWith("memlock limit 64 MiB exceeded: endpoint " + space.id() + " would pin 65 MiB (32 MiB pinned now, 33 MiB more requested)");
             assertThatThrownBy(() -> space.checkPinRange(space.allocate(1L << 30), 1L << 30)).as("checked before anything is touched")
                     .isInstanceOf(PinLimitExceededException.class);
+            assertThatThrownBy(() -> space.checkPinRange(1L << 40, 1L << 60)).as("refused without walking 2^48 pages")
+                    .isInstanceOf(PinLimitExceededException.class);
+            assertThatThrownBy(() -> space.checkPinRange(Long.MAX_VALUE - 10, 4096)).isInstanceOf(BadAddressException.class);
+            assertThatThrownBy(() -> space.checkPinRange(va, 0)).isInstanceOf(BadAddressException.class);
             assertThat(space.pinnedPages()).as("checking pins nothing").isEqualTo(8 * 1024);
             assertThat(kernel.stats().residentPages()).as("checking faults nothing in").isEqualTo(resident);
             space.unpinRange(va, 32L << 20);
