@@ -1,5 +1,7 @@
 package io.pagewire.kernel;
 
+import java.util.BitSet;
+
 /**
  * The kernel's book of frames: which page owns each frame (the reverse map), and the free ones.
  * Free frames are handed out in ascending order from where the last one was taken, so the pages a
@@ -13,7 +15,7 @@ final class FrameTable {
     private final AddressSpace[] owner;
     private final long[] ownerVpn;
     private final PageTableEntry[] ownerEntry;
-    private final java.util.BitSet free;
+    private final BitSet free;
     private int freeCount;
     /** Where the search for the next free frame starts: just after the last one taken. */
     private int cursor;
@@ -25,7 +27,7 @@ final class FrameTable {
         this.owner = new AddressSpace[n];
         this.ownerVpn = new long[n];
         this.ownerEntry = new PageTableEntry[n];
-        this.free = new java.util.BitSet(n);
+        this.free = new BitSet(n);
         free.set(0, n);
         freeCount = n;
     }

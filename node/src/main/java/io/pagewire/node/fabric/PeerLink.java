@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -41,7 +42,7 @@ final class PeerLink {
     /** Whether this node sends on the lanes it dialled (see {@link #pick}). */
     private final boolean prefersDialled;
     /** The lane each hint (modulo the lane count) last took: it keeps it while that lane is up. */
-    private final java.util.concurrent.atomic.AtomicReferenceArray<Lane> taken;
+    private final AtomicReferenceArray<Lane> taken;
 
     PeerLink(String nodeId, String peer, int lanes, LaneSink sink, BooleanSupplier reportLosses) {
         this.nodeId = nodeId;
@@ -52,7 +53,7 @@ final class PeerLink {
         this.sink = sink;
         this.reportLosses = reportLosses;
         this.prefersDialled = nodeId.compareTo(peer) < 0;
-        this.taken = new java.util.concurrent.atomic.AtomicReferenceArray<>(lanes);
+        this.taken = new AtomicReferenceArray<>(lanes);
     }
 
     /**
