@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +54,7 @@ void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *w
 	e->wc = *wc;
 	e->time_ns = time_ns;
 	q->count++;
+	__atomic_add_fetch(&ctx->delivered, 1, __ATOMIC_SEQ_CST);
 	int notify = cq->armed == PW_ARMED_NEXT || (cq->armed == PW_ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
 	if (notify)
 		cq->armed = 0;
@@ -181,31 +184,74 @@ EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-/*
- * An empty poll. The NIC is the node's threads, on the same cores as the program: a program that polls
- * without end would hold a core the NIC needs (on two cores, until the next scheduler tick, ~4 ms). So
- * after polling in vain for a while (PAGEWIRE_VERBS_SPIN_US, 20 us by default) each empty poll yields,
- * as the SDK's busy waits do.
- */
-static void idle_poll(struct pw_cq *cq)
-{
-	static int64_t spin_ns = -1;
-	if (spin_ns < 0) {
-		const char *s = getenv("PAGEWIRE_VERBS_SPIN_US");
-		spin_ns = (s && *s ? atoll(s) : 20) * 1000;
-	}
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
-	uint64_t since = __atomic_load_n(&cq->empty_since_ns, __ATOMIC_RELAXED);
-	if (since == 0)
-		__atomic_store_n(&cq->empty_since_ns, now, __ATOMIC_RELAXED);
-	else if ((int64_t)(now - since) >= spin_ns)
-		sched_yield();
-}
-
 /* Whether the CQ holds fewer than `wanted` completions (a hint, read without its lock: a drain may follow). */
 static int short_of(struct pw_cq *cq, int wanted)
 {
 	return __atomic_load_n(&cq->queue.count, __ATOMIC_RELAXED) < wanted;
+}
+
+/*
+ * An empty poll. The NIC is the node's threads, on the same cores as the program: a program that polls
+ * without end would hold a core the NIC needs. So once a CQ has polled empty for PAGEWIRE_VERBS_SPIN_US
+ * (20 us by default), each further empty poll of it yields the core. Once every CQ of the context has
+ * polled empty for PAGEWIRE_VERBS_SLEEP_AFTER_US (1 ms by default: longer than a round trip, so a
+ * ping-pong never pays a wake-up), an empty poll sleeps on the context's bell instead, which the node
+ * rings when it writes an event for a program that said it sleeps (the ring header's "application
+ * asleep" word), for at most PAGEWIRE_VERBS_SLEEP_US (1 ms by default; 0 never sleeps). The yield's clock
+ * is the CQ's, as a progress loop that polls an idle CQ beside a busy one (UCX's UD CQs beside its RC
+ * ones) gives the core away on the idle one; the sleep's is the context's, so that loop never sleeps on
+ * the idle CQ while the other delivers.
+ */
+static void idle_poll(struct pw_cq *cq)
+{
+	struct pw_context *ctx = pw_ctx(cq->cq.context);
+	const struct pw_settings *settings = pw_settings();
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t cq_since = __atomic_load_n(&cq->empty_since_ns, __ATOMIC_RELAXED);
+	uint64_t since = __atomic_load_n(&ctx->polls_empty_since_ns, __ATOMIC_RELAXED);
+	if (since == 0) {
+		__atomic_store_n(&ctx->delivered_seen, __atomic_load_n(&ctx->delivered, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->polls_empty_since_ns, now, __ATOMIC_RELAXED);
+	}
+	if (cq_since == 0) {
+		__atomic_store_n(&cq->empty_since_ns, now, __ATOMIC_RELAXED);
+		return;
+	}
+	if ((int64_t)(now - cq_since) < settings->spin_ns)
+		return;
+	if (since == 0 || (int64_t)(now - since) < settings->sleep_after_ns || ctx->bell_fd < 0 || !ctx->rings_base
+	    || settings->sleep_us == 0) {
+		sched_yield();
+		return;
+	}
+	/* Counted first: while anyone sleeps here the reader thread leaves the bell's bytes to the sleepers. */
+	__atomic_add_fetch(&ctx->bell_sleepers, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(pw_ring_word(ctx, PW_RINGS_APP_ASLEEP), 1, __ATOMIC_SEQ_CST);
+	/* Drained (by the reader thread or another poller) into any of the context's CQs since the polls began to find nothing? */
+	int delivered = __atomic_load_n(&ctx->delivered, __ATOMIC_SEQ_CST) != __atomic_load_n(&ctx->delivered_seen, __ATOMIC_RELAXED);
+	if (delivered) {
+		__atomic_store_n(&ctx->polls_empty_since_ns, 0, __ATOMIC_RELAXED);
+	} else if (!pw_ring_pending(&ctx->events)) {
+		/* Nothing came before the node could see the word: whatever comes now rings the bell. */
+		struct pollfd bell = { .fd = ctx->bell_fd, .events = POLLIN };
+		struct timespec limit = { .tv_sec = 0, .tv_nsec = (long)settings->sleep_us * 1000 };
+		if (ppoll(&bell, 1, &limit, NULL) > 0 && (bell.revents & POLLIN)) {
+			char sink[64];
+			(void)!recv(ctx->bell_fd, sink, sizeof(sink), MSG_DONTWAIT);
+			__atomic_add_fetch(&ctx->poll_wakes, 1, __ATOMIC_RELAXED);
+		}
+		__atomic_add_fetch(&ctx->poll_sleeps, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_sub_fetch(&ctx->bell_sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A poll found completions: the CQ spins again, and so does the context. */
+static void busy_poll(struct pw_cq *cq)
+{
+	struct pw_context *ctx = pw_ctx(cq->cq.context);
+	__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ctx->polls_empty_since_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&ctx->polls_empty_since_ns, 0, __ATOMIC_RELAXED);
 }
 
 int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
@@ -227,7 +273,7 @@ int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (n == 0)
 		idle_poll(cq);
 	else
-		__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
+		busy_poll(cq);
 	return n;
 }
 
@@ -302,7 +348,7 @@ static int cqx_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 		idle_poll(cq);
 		return e;
 	}
-	__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
+	busy_poll(cq);
 	return 0;
 }
 

@@ -308,11 +308,14 @@ void *pw_reader_main(void *arg)
 			pw_drain(ctx);
 		}
 		struct pollfd fds[2] = { { .fd = ctx->session.fd, .events = POLLIN }, { .fd = ctx->bell_fd, .events = POLLIN } };
+		/* A poller sleeping on the bell (cq.c) takes its bytes itself: this thread leaves them, and looks again soon. */
+		int sleepers = __atomic_load_n(&ctx->bell_sleepers, __ATOMIC_SEQ_CST) > 0;
 		/* Awake now and then even when no one waits on a channel: the node's unmap requests must not wait for a poll. */
-		int n = poll(fds, ctx->bell_fd >= 0 ? 2 : 1, armed ? 50 : 5);
+		int n = poll(fds, ctx->bell_fd >= 0 && !sleepers ? 2 : 1, sleepers ? 1 : armed ? 50 : 5);
 		if (n < 0 && errno != EINTR)
 			break;
-		if (ctx->bell_fd >= 0 && (fds[1].revents & POLLIN)) {
+		if (ctx->bell_fd >= 0 && !sleepers && (fds[1].revents & POLLIN)
+		    && __atomic_load_n(&ctx->bell_sleepers, __ATOMIC_SEQ_CST) == 0) {
 			char sink[64];
 			if (read(ctx->bell_fd, sink, sizeof(sink)) <= 0) {
 				close(ctx->bell_fd);

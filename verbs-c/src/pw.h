@@ -92,6 +92,8 @@ void pw_ring_commit(struct pw_ring *ring, int32_t index, int32_t length);
 typedef void (*pw_ring_handler)(void *arg, int32_t type, const uint8_t *body, int32_t length);
 /* Reads up to `limit` records, in order; returns how many. One reader at a time. */
 int pw_ring_read(struct pw_ring *ring, pw_ring_handler handler, void *arg, int limit);
+/* Whether a record is committed at the ring's head (a hint for a reader about to sleep). */
+int pw_ring_pending(struct pw_ring *ring);
 
 /*
  * Page runs (first, end pairs) in memory of their own (mmap, grown by mremap), never the heap: what is
@@ -137,6 +139,12 @@ struct pw_context {
 	struct pw_ring requests;
 	struct pw_ring events;
 	int bell_fd;
+	int bell_sleepers;              /* pollers sleeping on the bell (cq.c): the reader thread leaves its bytes to them */
+	uint64_t polls_empty_since_ns;  /* when the context's CQ polls began to find nothing (0: the last one found some) */
+	uint64_t delivered;             /* completions put into any of the context's CQs */
+	uint64_t delivered_seen;        /* `delivered` when the polls began to find nothing */
+	uint64_t poll_sleeps;           /* empty polls that slept on the bell */
+	uint64_t poll_wakes;            /* of those, the ones the bell woke (the rest slept their time out) */
 	int memory_fd;
 	uint64_t frames_offset;
 	pthread_mutex_t post_lock;   /* writers of the request ring */
@@ -215,7 +223,7 @@ struct pw_cq {
 	int ignore_overrun;          /* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: an overflow raises no event */
 	int users;                   /* queue pairs completing into it: it cannot be destroyed while any does */
 	int armed;                   /* 0, or ARMED_NEXT / ARMED_SOLICITED (ibv_req_notify_cq) */
-	uint64_t empty_since_ns; /* when polls began to find nothing (0: the last one found something) */
+	uint64_t empty_since_ns;     /* when polls of it began to find nothing (0: the last one found something) */
 };
 
 /* The work requests ibv_wr_* gathers between ibv_wr_start and ibv_wr_complete (post.c). */
@@ -292,6 +300,13 @@ static inline struct pw_context *pw_ctx(struct ibv_context *c)
 	return (struct pw_context *)((uint8_t *)c - offsetof(struct pw_context, vctx.context));
 }
 
+/* The library's settings from the environment, read once (settings.c). */
+struct pw_settings {
+	int64_t spin_ns;        /* PAGEWIRE_VERBS_SPIN_US: how long a CQ polls empty before its polls yield */
+	int64_t sleep_after_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_US: how long a context's CQs poll empty before a poll sleeps */
+	uint32_t sleep_us;      /* PAGEWIRE_VERBS_SLEEP_US: the longest one empty poll sleeps on the bell (0: never) */
+};
+const struct pw_settings *pw_settings(void);
 Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx);
 /* Maps a failed call's gRPC code to the errno libibverbs would return. */
 int pw_errno_of_status(uint32_t code);

@@ -87,6 +87,12 @@ void pw_ring_commit(struct pw_ring *ring, int32_t index, int32_t length)
 	__atomic_store_n(length_at(ring, index), length + HEADER, __ATOMIC_RELEASE);
 }
 
+int pw_ring_pending(struct pw_ring *r)
+{
+	int64_t head = *word64(r, HEAD);
+	return __atomic_load_n(length_at(r, (int32_t)head & (r->capacity - 1)), __ATOMIC_ACQUIRE) > 0;
+}
+
 int pw_ring_read(struct pw_ring *r, pw_ring_handler handler, void *arg, int limit)
 {
 	int64_t head = *word64(r, HEAD);

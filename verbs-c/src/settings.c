@@ -1,7 +1,8 @@
 /*
  * What the library's files share about a context and the library's settings: the endpoint a
- * context's calls name, and the mode plain registrations get.
+ * context's calls name, the mode plain registrations get, and how long empty polls spin, yield and sleep.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -30,3 +31,33 @@ Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx)
 	return ref;
 }
 
+static struct pw_settings settings;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+/* A whole number of microseconds from the environment, or `fallback` when unset or out of range (said). */
+static uint32_t microseconds(const char *name, uint32_t fallback, uint32_t most)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return fallback;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v > most) {
+		pw_log(PW_WARN, "%s=%s is not a number of microseconds up to %u; using %u", name, s, most, fallback);
+		return fallback;
+	}
+	return (uint32_t)v;
+}
+
+static void read_settings(void)
+{
+	settings.spin_ns = (int64_t)microseconds("PAGEWIRE_VERBS_SPIN_US", 20, 10000000) * 1000;
+	settings.sleep_after_ns = (int64_t)microseconds("PAGEWIRE_VERBS_SLEEP_AFTER_US", 1000, 100000000) * 1000;
+	settings.sleep_us = microseconds("PAGEWIRE_VERBS_SLEEP_US", 1000, 100000);
+}
+
+const struct pw_settings *pw_settings(void)
+{
+	pthread_once(&settings_once, read_settings);
+	return &settings;
+}

@@ -10,6 +10,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -82,6 +84,34 @@ class UcxOnPagewireTest extends SdkFixture {
         assertThat(clientRun.output()).contains("Client: iteration #3");
         assertThat(server.connectionManager().counters().established() - established).as("connections the server's node established")
                 .isPositive();
+    }
+
+    /**
+     * UCX's progress loop polls its send CQ and its receive CQ in turn: once the context's CQs have polled empty for a
+     * while (here at once), a poll sleeps on the context's bell, and the completion that ends the wait may land in the CQ
+     * it is not polling (drained there by the library's reader thread). The bell must wake it all the same: most sleeps
+     * of a ping-pong end on the bell, not on their 5 ms limit (the rest are UCX's wire-up, which waits on its sockets).
+     * A poller that checked only its own CQ before sleeping let about half of them run out.
+     */
+    @Test
+    void aPollerAsleepOnAnIdleCqIsWokenByTheOtherCqsCompletion() throws Exception {
+        String port = String.valueOf(TwoNodeProgramsFixture.freePort());
+        List<String> env = List.of("UCX_TLS=rc_v", "UCX_NET_DEVICES=pagewire0:1", "PAGEWIRE_VERBS_LOG=info",
+                "PAGEWIRE_VERBS_SLEEP_AFTER_US=0", "PAGEWIRE_VERBS_SLEEP_US=5000");
+        Program s = VerbsPrograms.start(server.target(), env, "ucx_perftest", "-p", port);
+        Thread.sleep(500);
+        Run clientRun = VerbsPrograms.start(client.target(), env, "ucx_perftest", "-p", port, "127.0.0.1", "-t", "tag_lat", "-n", "300")
+                .await(180).succeeded();
+        s.await(30).succeeded();
+        Matcher m = Pattern.compile("slept on the bell (\\d+) times, (\\d+) of them woken by it").matcher(clientRun.output());
+        long slept = 0;
+        long woken = 0;
+        while (m.find()) {
+            slept += Long.parseLong(m.group(1));
+            woken += Long.parseLong(m.group(2));
+        }
+        assertThat(slept).as("empty polls that slept; output:%n%s", clientRun.output()).isPositive();
+        assertThat(woken).as("of %d sleeps, those the bell ended; counters:%n%s", slept, client.nic().counters()).isGreaterThanOrEqualTo(slept * 3 / 4);
     }
 
     static Stream<Arguments> perftests() {
