@@ -308,7 +308,11 @@ void *pw_reader_main(void *arg)
 			pw_drain(ctx);
 		}
 		struct pollfd fds[2] = { { .fd = ctx->session.fd, .events = POLLIN }, { .fd = ctx->bell_fd, .events = POLLIN } };
-		/* A poller sleeping on the bell (cq.c) takes its bytes itself: this thread leaves them, and looks again soon. */
+		/*
+		 * A poller sleeping on the bell (cq.c) takes its bytes itself (and drains what they announce): this thread
+		 * leaves them, and looks again within a millisecond, so that a channel's waiter is not left without the
+		 * bell for long once the sleeper is gone.
+		 */
 		int sleepers = __atomic_load_n(&ctx->bell_sleepers, __ATOMIC_SEQ_CST) > 0;
 		/* Awake now and then even when no one waits on a channel: the node's unmap requests must not wait for a poll. */
 		int n = poll(fds, ctx->bell_fd >= 0 && !sleepers ? 2 : 1, sleepers ? 1 : armed ? 50 : 5);
