@@ -3,6 +3,7 @@ package io.pagewire.systemtests.verbs;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.node.PagewireNode;
+import io.pagewire.node.TestData;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -72,6 +73,17 @@ public final class VerbsPrograms {
 
         String output() throws IOException {
             return Files.readString(log.toPath());
+        }
+
+        /** Waits until the program has printed {@code text} (a server saying it listens), failing after {@code seconds}. */
+        void awaitOutput(String text, long seconds) throws InterruptedException {
+            TestData.awaitTrue(() -> {
+                try {
+                    return output().contains(text);
+                } catch (IOException e) {
+                    return false;
+                }
+            }, seconds * 1000, command + " printing \"" + text + "\"");
         }
 
         void kill() throws InterruptedException {
