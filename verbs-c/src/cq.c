@@ -35,6 +35,7 @@ static uint64_t now_ns(clockid_t clock)
  */
 void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns)
 {
+	pw_trace_mark(PW_HOP_CQ_PUSH);
 	pthread_mutex_lock(&cq->lock);
 	struct pw_wc_queue *q = &cq->queue;
 	if (q->count == q->capacity) {
@@ -235,7 +236,9 @@ static void idle_poll(struct pw_cq *cq)
 		/* Nothing came before the node could see the word: whatever comes now rings the bell. */
 		struct pollfd bell = { .fd = ctx->bell_fd, .events = POLLIN };
 		struct timespec limit = { .tv_sec = 0, .tv_nsec = (long)settings->sleep_us * 1000 };
+		pw_trace_mark(PW_HOP_POLL_SLEEP);
 		if (ppoll(&bell, 1, &limit, NULL) > 0 && (bell.revents & POLLIN)) {
+			pw_trace_mark(PW_HOP_POLL_WAKE);
 			char sink[64];
 			(void)!recv(ctx->bell_fd, sink, sizeof(sink), MSG_DONTWAIT);
 			__atomic_add_fetch(&ctx->poll_wakes, 1, __ATOMIC_RELAXED);
@@ -249,6 +252,7 @@ static void idle_poll(struct pw_cq *cq)
 static void busy_poll(struct pw_cq *cq)
 {
 	struct pw_context *ctx = pw_ctx(cq->cq.context);
+	pw_trace_mark(PW_HOP_POLL_COMPLETION);
 	__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&ctx->polls_empty_since_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&ctx->polls_empty_since_ns, 0, __ATOMIC_RELAXED);

@@ -234,6 +234,7 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 			ctx->session_key = ev->opened->session_key;
 			ctx->page_size = ev->opened->page_size;
 			snprintf(ctx->node_id, sizeof(ctx->node_id), "%s", ev->opened->node_id);
+			pw_trace_node(ctx->node_id);
 			protobuf_c_message_free_unpacked(&ev->base, NULL);
 		}
 	}

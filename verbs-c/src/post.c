@@ -25,6 +25,7 @@ void pw_ring_node(struct pw_context *ctx)
 	int32_t one = 1;
 	if (__atomic_load_n(pw_ring_word(ctx, PW_RINGS_NODE_ASLEEP), __ATOMIC_SEQ_CST) == 1
 	    && __atomic_compare_exchange_n(pw_ring_word(ctx, PW_RINGS_NODE_ASLEEP), &one, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		pw_trace_mark(PW_HOP_NODE_BELL);
 		char b = 1;
 		if (ctx->bell_fd < 0 || send(ctx->bell_fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 			Pagewire__Verbs__V1__SessionRequest req = PAGEWIRE__VERBS__V1__SESSION_REQUEST__INIT;
@@ -194,6 +195,7 @@ int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	uint8_t record[PW_POST_HEADER + 32 * PW_POST_WR];
 	int count = 0;
 	int e = 0;
+	pw_trace_mark(PW_HOP_POST_SEND);
 	pthread_mutex_lock(&ctx->post_lock);
 	for (; wr; wr = wr->next) {
 		/* Before RTS a send is refused; in SQD it waits, in ERROR it completes as flushed (the node's to say). */
@@ -326,6 +328,7 @@ int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint
 	uint8_t record[PW_RECV_HEADER + 64 * PW_RECV];
 	int count = 0;
 	int e = 0;
+	pw_trace_mark(PW_HOP_POST_RECV);
 	pthread_mutex_lock(&ctx->post_lock);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > (int)max_sge) {

@@ -44,6 +44,13 @@ public final class NodeConfiguration {
             "How often the health file is rewritten; an event loop silent for three intervals makes the node NOT_SERVING")
             .where(v -> v >= 10_000_000L && v <= 60_000_000_000L, "from 10 ms to 60 s");
 
+    public static final Setting<Path> HOP_TRACE_DIRECTORY = Setting.of("pagewire.node.hopTraceDirectory", SettingType.PATH, null,
+            "A directory where the node writes its hop trace, NODE_ID.hops, when it stops: the moment each post, lane frame,"
+                    + " completion and bell passed (docs/benchmarks.md, the breakdown); empty traces nothing");
+    public static final Setting<Integer> HOP_TRACE_EVENTS = Setting.count("pagewire.node.hopTraceEvents", 1_000_000,
+            "How many events the hop trace keeps (16 bytes each, allocated when the node starts); later ones are counted, not kept")
+            .between(1, 100_000_000);
+
     /** Every setting above, in declaration order. */
     public static final Setting<Long> CM_RESPONSE_TIMEOUT = Setting.nanos("pagewire.node.cmResponseTimeoutNs", 4_294_967_296L,
             "How long the connection manager waits for a peer's answer (to REQ, REP, DREQ, SIDR_REQ) before it sends again:"

@@ -9,6 +9,8 @@ import static io.pagewire.node.NodeConfiguration.CM_TIME_WAIT;
 import static io.pagewire.node.NodeConfiguration.EVENT_LOOP_THREADS;
 import static io.pagewire.node.NodeConfiguration.HEALTH_FILE;
 import static io.pagewire.node.NodeConfiguration.HEALTH_INTERVAL;
+import static io.pagewire.node.NodeConfiguration.HOP_TRACE_EVENTS;
+import static io.pagewire.node.NodeConfiguration.HOP_TRACE_DIRECTORY;
 import static io.pagewire.node.NodeConfiguration.HOST;
 import static io.pagewire.node.NodeConfiguration.ID;
 import static io.pagewire.node.NodeConfiguration.METRICS_PORT;
@@ -175,6 +177,20 @@ public final class NodeContext {
 
     public java.nio.file.Path healthFile() {
         return settings.get(HEALTH_FILE);
+    }
+
+    /** The directory where the node writes its hop trace when it stops, or null for no trace. */
+    public NodeContext hopTraceDirectory(java.nio.file.Path value) {
+        settings.set(HOP_TRACE_DIRECTORY, value);
+        return this;
+    }
+
+    public java.nio.file.Path hopTraceDirectory() {
+        return settings.get(HOP_TRACE_DIRECTORY);
+    }
+
+    public int hopTraceEvents() {
+        return settings.get(HOP_TRACE_EVENTS);
     }
 
     /** How often the health file is rewritten. */

@@ -36,7 +36,7 @@ public final class NodeSettings {
     public static final Set<String> CLIENT_VARIABLES = Set.of("PAGEWIRE_JAVA_OPTS", "PAGEWIRE_SECURITY_IDENTITY",
             "PAGEWIRE_SECURITY_SERVER_NAME", "PAGEWIRE_NODE", "PAGEWIRE_VERBS_SOCKET", "PAGEWIRE_VERBS_RING_DIRECTORY",
             "PAGEWIRE_VERBS_REGISTRATION", "PAGEWIRE_VERBS_LOG", "PAGEWIRE_VERBS_SPIN_US", "PAGEWIRE_VERBS_SLEEP_AFTER_US",
-            "PAGEWIRE_VERBS_SLEEP_US", "PAGEWIRE_VERBS_LIBRARY");
+            "PAGEWIRE_VERBS_SLEEP_US", "PAGEWIRE_VERBS_LIBRARY", "PAGEWIRE_VERBS_HOP_TRACE", "PAGEWIRE_VERBS_HOP_TRACE_EVENTS");
 
     /** The settings of each part of a node, in the order the reference shows them. */
     private static final Map<String, List<Setting<?>>> SECTIONS = sections();

@@ -27,6 +27,7 @@ import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.CallerAuthentication;
 import io.pagewire.node.security.SecurityConfiguration;
 import io.pagewire.node.security.SecurityContext;
+import io.pagewire.node.trace.HopTrace;
 import io.pagewire.node.verbs.VerbsService;
 import io.pagewire.node.verbs.VerbsSocket;
 import io.pagewire.proto.baseline.LinkBaselineGrpc;
@@ -93,6 +94,8 @@ public final class PagewireNode implements AutoCloseable {
     private volatile NodeHealth healthFile;
     /** Where C verbs programs on this host reach the node, or null (no usable ring directory). */
     private volatile VerbsSocket verbsSocket;
+    /** The process's hop trace while this node holds it (pagewire.node.hopTraceDirectory), else null. */
+    private final HopTrace.Armed hopTrace;
 
     /**
      * Removes what dead nodes left in the ring directory, then claims this node's own directory
@@ -117,6 +120,7 @@ public final class PagewireNode implements AutoCloseable {
 
     private PagewireNode(NodeContext context) {
         this.context = context;
+        this.hopTrace = armHopTrace(context);
         this.sharedFiles = claimSharedFiles(context.verbs().ringDirectory(), context.nodeId());
         try {
             this.kernel = KernelAgent.start(context.kernel().memoryFile(sharedFiles == null ? null : sharedFiles.resolve("memory")));
@@ -239,6 +243,18 @@ public final class PagewireNode implements AutoCloseable {
     public String healthProblem() {
         NodeHealth h = healthFile;
         return h == null ? null : h.problem();
+    }
+
+    private static HopTrace.Armed armHopTrace(NodeContext context) {
+        if (context.hopTraceDirectory() == null) {
+            return null;
+        }
+        HopTrace.Armed armed = HopTrace.arm(context.hopTraceDirectory().resolve(context.nodeId() + ".hops"), "node " + context.nodeId() + ", pid " + ProcessHandle.current().pid(),
+                context.hopTraceEvents());
+        if (armed == null) {
+            LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " writes no hop trace: another node of this process holds it");
+        }
+        return armed;
     }
 
     /** Starts a node: validates its configuration, starts its server, and dials its peers. */
@@ -425,6 +441,7 @@ public final class PagewireNode implements AutoCloseable {
     @Override
     public void close() {
         try {
+            step("hop trace", hopTrace == null ? null : hopTrace::close);
             step("health file", healthFile == null ? null : healthFile::close);
             step("verbs socket", verbsSocket == null ? null : verbsSocket::close);
             step("metrics endpoint", metricsEndpoint == null ? null : metricsEndpoint::close);

@@ -2,8 +2,10 @@ package io.pagewire.node.fabric;
 
 import io.grpc.stub.CallStreamObserver;
 import io.pagewire.node.loop.LoopDutyCycle;
+import io.pagewire.node.trace.HopTrace;
 import io.pagewire.proto.fabric.LaneFrame;
 import io.pagewire.proto.fabric.LaneHello;
+import io.pagewire.proto.fabric.Packet;
 import java.util.Locale;
 import java.util.function.Predicate;
 
@@ -55,6 +57,9 @@ final class Lane {
             return false;
         }
         try {
+            if (HopTrace.isArmed()) {
+                HopTrace.mark(carriesRequest(frame) ? HopTrace.Hop.LANE_SEND_REQUEST : HopTrace.Hop.LANE_SEND_RESPONSE);
+            }
             out.onNext(frame);
             return true;
         } catch (RuntimeException e) {
@@ -105,6 +110,9 @@ final class Lane {
      * NIC's receive stalls, its transmit side does not.
      */
     static void handle(LaneFrame frame, Predicate<LaneFrame> handler, Runnable requestNext) {
+        if (HopTrace.isArmed()) {
+            HopTrace.mark(carriesRequest(frame) ? HopTrace.Hop.LANE_RECEIVE_REQUEST : HopTrace.Hop.LANE_RECEIVE_RESPONSE);
+        }
         try {
             if (handler.test(frame)) {
                 LoopDutyCycle cycle = LaneSink.takeStall() ? LoopDutyCycle.onThisLoop() : null;
@@ -117,6 +125,20 @@ final class Lane {
         } finally {
             LaneMarshaller.release(frame);
         }
+    }
+
+    /** Whether any packet of the frame asks something of the responder (the hop trace tells requests from their answers). */
+    private static boolean carriesRequest(LaneFrame frame) {
+        for (Packet p : frame.getBatch().getPacketsList()) {
+            switch (p.getOpcode()) {
+                case ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, READ_RESPONSE, CONNECTION_MANAGEMENT -> {
+                }
+                default -> {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** An id a caller sent, cut short enough to quote in a log line or a status. */

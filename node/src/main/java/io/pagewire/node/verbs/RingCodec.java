@@ -5,6 +5,7 @@ import io.pagewire.node.nic.Datagram;
 import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.Segment;
 import io.pagewire.node.nic.WorkRequest;
+import io.pagewire.node.trace.HopTrace;
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CounterRecord;
 import io.pagewire.ring.CpuUnmapRecord;
@@ -123,6 +124,7 @@ final class RingCodec {
                         | (c.source() != null && c.source().globalRoute() ? CompletionRecord.GLOBAL_ROUTE_FLAG : 0),
                 c.immediate(), System.nanoTime(), error); // the host's CLOCK_MONOTONIC, the clock the library reads
         ring.commit(index);
+        HopTrace.mark(HopTrace.Hop.COMPLETION_WRITTEN);
         return true;
     }
 

@@ -15,6 +15,7 @@ import io.pagewire.node.loop.NodeEventLoops;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.ReceiveRequest;
 import io.pagewire.node.nic.WorkRequest;
+import io.pagewire.node.trace.HopTrace;
 import io.pagewire.ring.FaultRecord;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
@@ -253,6 +254,7 @@ final class RingPort implements AutoCloseable {
             // Bytes the application has not read yet wake it as well: an application that sets its
             // "asleep" flag and never reads its bell must not make the node queue bytes without end.
             if (ch.isWritable()) {
+                HopTrace.mark(HopTrace.Hop.BELL_RUNG);
                 ch.writeAndFlush(WAKE.duplicate(), ch.voidPromise());
             }
             return true;
@@ -335,6 +337,8 @@ final class RingPort implements AutoCloseable {
             Session s = session;
             try {
                 return rings.requests().read((type, buffer, offset, length) -> {
+                    HopTrace.mark(type == PostReceiveRecord.TYPE || type == ScatterGatherRecord.RECEIVE_TYPE ? HopTrace.Hop.RECEIVE_READ
+                            : type == PostRecord.TYPE || type == ScatterGatherRecord.POST_TYPE ? HopTrace.Hop.POST_READ : null);
                     if (type == PostReceiveRecord.TYPE) {
                         List<ReceiveRequest> receives = RingCodec.decodeReceives(buffer, offset, length);
                         if (receives == null) {

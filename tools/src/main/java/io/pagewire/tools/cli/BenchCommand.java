@@ -110,7 +110,7 @@ final class BenchCommand implements Callable<Integer> {
         Bench bench = new Bench(PagewireCommand.class, quick ? Bench.Budget.quick() : Bench.Budget.full(), err, out, ucx, settings, testbedPair)
                 .verbs(verbs);
         bench.run(rounds);
-        BenchReport report = new BenchReport(bench.figures, header);
+        BenchReport report = new BenchReport(bench.figures, header, bench.breakdown);
         String markdown = report.markdown();
         Files.writeString(out.resolve("bench.md"), markdown, StandardCharsets.UTF_8);
         Files.writeString(out.resolve("bench.csv"), report.csv(), StandardCharsets.UTF_8);

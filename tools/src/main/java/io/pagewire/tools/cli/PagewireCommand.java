@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = PagewireCommand.Version.class,
         description = "Pagewire: a testbed for user-level networking with virtual memory.",
-        subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, StatCommand.class, HealthCommand.class,
+        subcommands = {NodeCommand.class, DemoCommand.class, PerfCommand.class, BenchCommand.class, HopsCommand.class, StatCommand.class, HealthCommand.class,
             CertsCommand.class, CleanCommand.class, SoakCommand.class, FloodCommand.class, ExperimentCommand.class,
             CommandLine.HelpCommand.class})
 public final class PagewireCommand {

@@ -79,6 +79,8 @@ public final class Bench {
     private final Class<?> command;
     /** Every figure's value, one per round, in the order they were first measured. */
     public final Map<String, List<Double>> figures = new LinkedHashMap<>();
+    /** Where one message's time went ({@link HopRun}), once, after the rounds; null when not measured. */
+    public HopRun.Found breakdown;
     /** The round being measured; 0 while a pass only warms the nodes up, which records nothing. */
     private int round;
     /** Every round trip behind the write round-trip figures, for {@link #writeRoundTrips}. */
@@ -193,6 +195,9 @@ public final class Bench {
         } finally {
             TestbedCertificates.deleteDirectory(certificates);
         }
+        // Its own pair: the traces would take in every other figure's traffic, and their marks are not free.
+        int iterations = budget.latencyIterations() * 5;
+        breakdown = HopRun.run(command, settings(Map.of()), logDirectory, iterations, iterations, log);
     }
 
     /**

@@ -141,10 +141,17 @@ public final class BenchReport {
 
     private final Map<String, List<Double>> figures;
     private final String header;
+    private final HopRun.Found breakdown;
 
     public BenchReport(Map<String, List<Double>> figures, String header) {
+        this(figures, header, null);
+    }
+
+    /** @param breakdown where one message's time went in the same run, or null when it was not measured */
+    public BenchReport(Map<String, List<Double>> figures, String header, HopRun.Found breakdown) {
         this.figures = figures;
         this.header = header;
+        this.breakdown = breakdown;
     }
 
     /** What the benchmark page says before the latest run's tables: what is measured, and how. */
@@ -192,15 +199,26 @@ public final class BenchReport {
             `--out` directory, `bench.csv` (every round), `bench.png` (each ratio against its target, below),
             `bench-round-trips.csv` (every round trip behind the round-trip figures) and the node processes' logs.
 
+            Last, on a pair of its own, one 8-byte SEND is followed hop by hop (`pagewire hops`): where a message's
+            microseconds go between a program's post and its peer's poll.
+
             """;
 
     /** The benchmark page: what is measured, then this run's tables and its plot ({@code png}, relative to the page). */
     public String page(String png) {
-        return METHOD + markdown().replaceFirst("^## ", "## Latest run: ") + "\n![each ratio against its target](" + png + ")\n";
+        return METHOD + tables().replaceFirst("^## ", "## Latest run: ") + "\n![each ratio against its target](" + png + ")\n" + breakdownSection();
     }
 
-    /** The markdown: the figures, then the ratios with their targets. */
+    /** The markdown: the figures, the ratios with their targets, then where one message's time went. */
     public String markdown() {
+        return tables() + breakdownSection();
+    }
+
+    private String breakdownSection() {
+        return breakdown == null ? "" : "\n" + breakdown.markdown();
+    }
+
+    private String tables() {
         StringBuilder out = new StringBuilder(header).append("\n\n");
         out.append("| figure | median | range | rounds |\n|---|---:|---:|---:|\n");
         figures.forEach((name, values) -> out.append(String.format(Locale.ROOT, "| %s | %.2f | %.2f – %.2f | %d |%n", name,

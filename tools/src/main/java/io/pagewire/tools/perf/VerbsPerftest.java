@@ -319,7 +319,7 @@ public final class VerbsPerftest {
             return new PairRun(null, "interrupted");
         } finally {
             if (server != null) {
-                server.destroyForcibly();
+                stop(server);
             }
             for (Path output : new Path[] {serverOutput, clientOutput}) {
                 try {
@@ -365,6 +365,21 @@ public final class VerbsPerftest {
             builder.environment().putAll(environment);
         }
         return builder;
+    }
+
+    /**
+     * Ends a server: it has 5 s to finish on its own after its client did (perftest's server ends with its
+     * run, and writes its hop trace as it exits), then it is killed.
+     */
+    private static void stop(Process server) {
+        try {
+            if (server.waitFor(5, TimeUnit.SECONDS)) {
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        server.destroyForcibly();
     }
 
     /** A container's address on its network, where the other side's client reaches its server. */
