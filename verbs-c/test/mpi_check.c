@@ -4,8 +4,8 @@
  * both ways, MPI_Allreduce and MPI_Alltoall over every rank, and one-sided MPI_Put and MPI_Get through a
  * window of the program's own memory (MPI_Win_create). Prints the one-way time of each ping-pong size ("pingpong BYTES US"), then "mpi_check: ok"; any
  * wrong byte aborts the job with what it found.
- *   mpi_check [ITERATIONS [MAX_BYTES]]   ping-pong round trips per size (default 20; 0 leaves the ping-pong out)
- *                                         up to MAX_BYTES (default 4 MiB)
+ *   mpi_check [ITERATIONS [MAX_BYTES [MIN_BYTES]]]   ping-pong round trips per size (default 20; 0 leaves the ping-pong out),
+ *                                                  sizes from MIN_BYTES (8) to MAX_BYTES (4 MiB) in powers of two
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -40,13 +40,13 @@ static void check(const char *what, const unsigned char *b, size_t length, int r
 			fail(what, (long)i, b[i], pattern(i, length, round, from));
 }
 
-static void pingpong(int iterations, size_t max)
+static void pingpong(int iterations, size_t min, size_t max)
 {
 	int peer = rank == 0 ? size - 1 : 0;
 	unsigned char *out = malloc(max), *in = malloc(max);
 	if (!out || !in)
 		MPI_Abort(MPI_COMM_WORLD, 3);
-	for (size_t length = 8; length <= max; length *= 2) {
+	for (size_t length = min; length <= max; length *= 2) {
 		int rounds = length >= (1u << 20) ? (iterations + 3) / 4 : iterations; /* at least one: (1 + 3) / 4 */
 		double start = 0;
 		for (int r = 0; r < rounds + 1; r++) {
@@ -138,8 +138,11 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	int iterations = argc > 1 ? atoi(argv[1]) : 20;
 	size_t max = argc > 2 ? (size_t)atol(argv[2]) : 4u << 20;
+	size_t min = argc > 3 ? (size_t)atol(argv[3]) : 8; /* the bench times one size: MIN = MAX */
+	if (min < 8)
+		min = 8;
 	if (iterations > 0 && (rank == 0 || rank == size - 1))
-		pingpong(iterations, max < 8 ? 8 : max);
+		pingpong(iterations, min, max < min ? min : max);
 	MPI_Barrier(MPI_COMM_WORLD);
 	collectives();
 	one_sided();

@@ -2,6 +2,7 @@ package io.pagewire.tools.cli;
 
 import io.pagewire.tools.perf.Bench;
 import io.pagewire.tools.perf.BenchReport;
+import io.pagewire.tools.perf.Middleware;
 import io.pagewire.tools.perf.Ucx;
 import io.pagewire.tools.perf.VerbsPerftest;
 import java.io.IOException;
@@ -89,7 +90,7 @@ final class BenchCommand implements Callable<Integer> {
                         + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
                         + " process's JIT compilers are quiet, at most 20)",
                 (ucx.available() ? "UCX: ucx_perftest over TCP on loopback." : "UCX: not measured (ucx_perftest not installed).") + " "
-                        + verbs.describe())
+                        + verbs.describe() + (verbs.available() ? " " + Middleware.find().describe() : ""))
                 + (settings.isEmpty() ? " Node processes: default settings." : " Node processes: " + settings + ".")
                 + (testbed.isEmpty() ? " Testbed: not measured (no --testbed; deploy/testbed.sh bench measures the compose testbed's)."
                         : " Testbed: the nodes at " + String.join(" and ", testbed) + ", reached from this host"

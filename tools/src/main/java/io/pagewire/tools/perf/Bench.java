@@ -52,6 +52,10 @@ public final class Bench {
     static final int RING_MESSAGE = 8192;
     static final int[] BANDWIDTH_SIZES = {4096, 65536, 1 << 20};
     static final int LATENCY_SIZE = 64;
+    /** UCX's and MPI's small message: their latency is quoted at 8 bytes. */
+    static final int MIDDLEWARE_SIZE = 8;
+    /** MPI's large message: past UCX's rendezvous threshold, as bandwidth. */
+    static final int MPI_LARGE_SIZE = 256 * 1024;
 
     /**
      * How long each measurement runs. {@code nodeWarmupSeconds} of traffic go through each pair of node
@@ -75,6 +79,7 @@ public final class Bench {
     private final Ucx ucx;
     /** Unmodified perftest through the verbs library, beside the SDK's figures (absent: not measured). */
     private VerbsPerftest verbs;
+    private Middleware middleware = Middleware.find();
     /** The {@code pagewire} command's main class, which the node processes run. */
     private final Class<?> command;
     /** Every figure's value, one per round, in the order they were first measured. */
@@ -178,6 +183,7 @@ public final class Bench {
             modes(pair);
             memory(pair);
             secured(configurations, budget.warmupSeconds());
+            middleware(pair);
             for (round = 1; round <= rounds; round++) {
                 log.printf("# round %d of %d%n", round, rounds);
                 log.flush();
@@ -187,6 +193,7 @@ public final class Bench {
                 modes(pair);
                 memory(pair);
                 secured(configurations, warmup);
+                middleware(pair);
                 embedded();
                 if (ucx.available()) {
                     ucx();
@@ -250,6 +257,55 @@ public final class Bench {
             record(nodes.label() + " verbs ib_write_lat RTT 64 B p99 us", latency.p99Us() * 2);
         } else {
             log.printf("# %s verbs ib_write_lat failed; not recorded:%n%s%n", nodes.label(), verbs.failure);
+        }
+    }
+
+    /**
+     * What HPC and AI software runs on, between the default pair's nodes, beside the same over TCP loopback:
+     * perftest's ib_send_lat and ib_write_lat (64 B), UCX's tag_lat (8 B) over rc_v, ud_v and tcp, and
+     * OpenMPI's ping-pong at 8 B and 256 KiB over pml ucx (ud_v) and over btl tcp. Round trips are recorded
+     * (twice the one-way figures the programs print) so that they divide by the gRPC ping-pong's.
+     */
+    private void middleware(NodeProcesses pair) {
+        if (!verbs.available()) {
+            return;
+        }
+        VerbsPerftest.Place requester = VerbsPerftest.Place.host(pair.requester());
+        VerbsPerftest.Place responder = VerbsPerftest.Place.host(pair.responder());
+        List<String> options = List.of("-s", String.valueOf(LATENCY_SIZE), "-n", String.valueOf(budget.latencyIterations() * 5));
+        for (String program : new String[] {"ib_send_lat", "ib_write_lat"}) {
+            VerbsPerftest.LatencyRow row = verbs.latency(program, requester, responder, options, Map.of());
+            if (row == null) {
+                log.printf("# verbs %s failed; not recorded:%n%s%n", program, verbs.failure);
+                continue;
+            }
+            record("verbs " + program + " RTT 64 B default p50 us", row.typicalUs() * 2);
+            record("verbs " + program + " RTT 64 B default p99 us", row.p99Us() * 2);
+        }
+        int iterations = budget.latencyIterations() * 7;
+        for (String transport : new String[] {"rc_v", "ud_v", "tcp"}) {
+            Double us = middleware.ucxTagLatencyUs(transport, pair.requester(), pair.responder(), MIDDLEWARE_SIZE, iterations, iterations / 10);
+            if (us == null) {
+                log.printf("# ucx tag_lat %s failed; not recorded:%n%s%n", transport, middleware.failure());
+                continue;
+            }
+            record("ucx tag_lat " + transport + " RTT 8 B p50 us", us * 2);
+        }
+        for (boolean tcp : new boolean[] {false, true}) {
+            String over = tcp ? "mpi tcp" : "mpi pml ucx ud_v";
+            Double small = middleware.mpiPingPongUs("ud_v", tcp ? null : pair.requester(), tcp ? null : pair.responder(), MIDDLEWARE_SIZE, iterations);
+            if (small != null) {
+                record(over + " RTT 8 B us", small * 2);
+            } else {
+                log.printf("# %s 8 B failed; not recorded:%n%s%n", over, middleware.failure());
+            }
+            Double large = middleware.mpiPingPongUs("ud_v", tcp ? null : pair.requester(), tcp ? null : pair.responder(), MPI_LARGE_SIZE,
+                    Math.max(20, iterations / 40));
+            if (large != null) {
+                record(over + " " + label(MPI_LARGE_SIZE) + " MB/s", MPI_LARGE_SIZE / large / (1 << 20) * 1e6);
+            } else {
+                log.printf("# %s %s failed; not recorded:%n%s%n", over, label(MPI_LARGE_SIZE), middleware.failure());
+            }
         }
     }
 

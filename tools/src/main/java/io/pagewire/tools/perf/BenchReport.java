@@ -78,7 +78,31 @@ public final class BenchReport {
                 Ratio.Kind.AT_LEAST, 0.9));
         ratios.add(new Ratio("verbs ib_write_lat RTT p50 busy-poll / perf write_lat busy-poll", "verbs ib_write_lat RTT 64 B busy-poll p50 us",
                 "write RTT 64 B busy-poll p50 us", Ratio.Kind.AT_MOST, 1.2));
+        ratios.addAll(middlewareRatios());
         ratios.addAll(securedRatios());
+        return ratios;
+    }
+
+    /** Issue 54's: the programs HPC and AI software runs, against the link, each other, and the same over TCP. */
+    static List<Ratio> middlewareRatios() {
+        String grpc = "grpc ping-pong RTT 64 B default p50 us";
+        String sendLat = "verbs ib_send_lat RTT 64 B default p50 us";
+        String mpiLarge = " " + Bench.label(Bench.MPI_LARGE_SIZE) + " MB/s";
+        List<Ratio> ratios = new ArrayList<>();
+        for (String program : new String[] {"ib_send_lat", "ib_write_lat"}) {
+            String p50 = "verbs " + program + " RTT 64 B default p50 us";
+            ratios.add(new Ratio("verbs " + program + " p50 / grpc ping-pong", p50, grpc, Ratio.Kind.AT_MOST, 1.5));
+            ratios.add(new Ratio("verbs " + program + " p99 / p50", "verbs " + program + " RTT 64 B default p99 us", p50, Ratio.Kind.AT_MOST, 5));
+        }
+        ratios.add(new Ratio("ucx tag_lat rc_v / verbs ib_send_lat", "ucx tag_lat rc_v RTT 8 B p50 us", sendLat, Ratio.Kind.AT_MOST, 1.5));
+        ratios.add(new Ratio("ucx tag_lat ud_v / verbs ib_send_lat", "ucx tag_lat ud_v RTT 8 B p50 us", sendLat, Ratio.Kind.AT_MOST, 2));
+        ratios.add(new Ratio("mpi 8 B pml ucx / ucx tag_lat ud_v", "mpi pml ucx ud_v RTT 8 B us", "ucx tag_lat ud_v RTT 8 B p50 us",
+                Ratio.Kind.AT_MOST, 1.3));
+        ratios.add(new Ratio("ucx tag_lat rc_v / ucx over tcp", "ucx tag_lat rc_v RTT 8 B p50 us", "ucx tag_lat tcp RTT 8 B p50 us",
+                Ratio.Kind.AT_MOST, 5));
+        ratios.add(new Ratio("mpi 8 B pml ucx / mpi over tcp", "mpi pml ucx ud_v RTT 8 B us", "mpi tcp RTT 8 B us", Ratio.Kind.AT_MOST, 5));
+        ratios.add(new Ratio("mpi" + mpiLarge.replace(" MB/s", "") + " pml ucx / mpi over tcp", "mpi pml ucx ud_v" + mpiLarge, "mpi tcp" + mpiLarge,
+                Ratio.Kind.AT_LEAST, 0.5));
         return ratios;
     }
 
@@ -190,6 +214,13 @@ public final class BenchReport {
               the host processes with the compose nodes' memory settings), against the mTLS host processes; its
               node-to-node lanes cross the compose network;
             - the ring example (`NotifyRing`, 8 KiB, two members) on each: its median time per hop.
+
+            The middleware HPC and AI software sits on runs unmodified between the default pair's nodes, per round,
+            beside the same programs over TCP loopback on the same cores: perftest's `ib_send_lat` and `ib_write_lat`
+            (64 B) through the verbs library; UCX's `ucx_perftest -t tag_lat` (8 B) over `rc_v`, `ud_v` and `tcp`
+            (registration PIN_ON_MISS); OpenMPI's ping-pong (`pagewire-mpi-check`) at 8 B and 256 KiB over `pml ucx`
+            (`ud_v`, registration PINNED) and over `pml ob1` with `btl tcp`. Their round trips are twice the one-way
+            figures they print.
 
             A ratio without a target is shown to tell costs apart (for example what TLS costs the raw gRPC stream itself).
 

@@ -1,0 +1,225 @@
+package io.pagewire.tools.perf;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The middleware HPC and AI software sits on, run unmodified on a node pair through the verbs library and,
+ * beside it, over TCP loopback on the same cores: UCX's {@code ucx_perftest -t tag_lat} and OpenMPI's
+ * ping-pong ({@code pagewire-mpi-check}, {@code pml ucx} over Pagewire, {@code pml ob1} with {@code btl tcp}
+ * over TCP). Each figure is null when its programs are not installed or the run failed.
+ */
+public final class Middleware {
+    /** UCX registers pools larger than the default memlock limit; PIN_ON_MISS pins only what the NIC touches (docs/verbs.md). */
+    static final String UCX_REGISTRATION = "PIN_ON_MISS";
+    /** OpenMPI's ranks register PINNED: with both ranks PIN_ON_MISS, UCX's UD wire-up fails an assertion (docs/verbs.md, open items). */
+    static final String MPI_REGISTRATION = "PINNED";
+    /** OpenMPI trusts only devices named mlx* unless told; the rest is what docs/verbs.md gives a user. */
+    private static final List<String> MPI_OVER_PAGEWIRE = List.of("--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "^openib",
+            "--mca", "opal_common_ucx_devices", "any");
+    private static final List<String> MPI_OVER_TCP = List.of("--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca",
+            "btl_tcp_if_include", "lo", "--mca", "osc", "^ucx");
+    private static final Pattern PINGPONG = Pattern.compile("^pingpong (\\d+) ([\\d.]+)$", Pattern.MULTILINE);
+
+    private final Path launcher;
+    private final Path mpiCheck;
+    private final String mpirun;
+    private final String ucxPerftest;
+    private String failure;
+
+    private Middleware(Path launcher, Path mpiCheck, String mpirun, String ucxPerftest) {
+        this.launcher = launcher;
+        this.mpiCheck = mpiCheck;
+        this.mpirun = mpirun;
+        this.ucxPerftest = ucxPerftest;
+    }
+
+    /** The launcher and MPI program beside the verbs library {@link VerbsPerftest#library} finds, and the middleware on the PATH. */
+    public static Middleware find() {
+        Path library = VerbsPerftest.library();
+        Path launcher = library == null ? null : existing(library.resolveSibling("bin/pagewire-run"));
+        if (launcher == null && library != null && ExternalPrograms.onPath("pagewire-run") != null) {
+            launcher = Path.of(ExternalPrograms.onPath("pagewire-run"));
+        }
+        Path mpiCheck = library == null ? null : existing(library.resolveSibling("bin/pagewire-mpi-check"));
+        return new Middleware(launcher, mpiCheck, ExternalPrograms.onPath("mpirun"), ExternalPrograms.onPath("ucx_perftest"));
+    }
+
+    private static Path existing(Path p) {
+        return Files.isExecutable(p) ? p.toAbsolutePath() : null;
+    }
+
+    /** What the bench's header says of it. */
+    public String describe() {
+        List<String> missing = new ArrayList<>();
+        if (launcher == null) {
+            missing.add("the verbs library's launcher");
+        }
+        if (ucxPerftest == null) {
+            missing.add("ucx_perftest");
+        }
+        if (mpirun == null || mpiCheck == null) {
+            missing.add("OpenMPI or pagewire-mpi-check");
+        }
+        return missing.isEmpty() ? "Middleware: UCX (ucx_perftest) and OpenMPI (pagewire-mpi-check), over Pagewire and over TCP loopback."
+                : "Middleware: partly not measured (" + String.join(", ", missing) + " not installed).";
+    }
+
+    /** Why the last figure was null, for the log. */
+    String failure() {
+        return failure;
+    }
+
+    /**
+     * ucx_perftest's typical one-way latency in microseconds: over Pagewire through {@code transport}
+     * ({@code rc_v}, {@code ud_v}) between the programs on {@code requester}'s and {@code responder}'s nodes,
+     * or over TCP loopback when {@code transport} is {@code tcp}.
+     */
+    Double ucxTagLatencyUs(String transport, String requester, String responder, int size, int iterations, int warmup) {
+        if (ucxPerftest == null || (!transport.equals("tcp") && launcher == null)) {
+            failure = "not installed";
+            return null;
+        }
+        boolean tcp = transport.equals("tcp");
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("UCX_TLS", transport);
+        env.put("UCX_NET_DEVICES", tcp ? "lo" : "pagewire0:1");
+        if (!tcp) {
+            env.put("PAGEWIRE_VERBS_REGISTRATION", UCX_REGISTRATION);
+        }
+        int port = ExternalPrograms.freePort(13337);
+        List<String> server = command(tcp ? null : responder, List.of(ucxPerftest, "-p", String.valueOf(port)));
+        List<String> client = command(tcp ? null : requester, List.of(ucxPerftest, "127.0.0.1", "-p", String.valueOf(port), "-t", "tag_lat",
+                "-s", String.valueOf(size), "-n", String.valueOf(iterations), "-w", String.valueOf(warmup), "-f", "-v"));
+        Process serverProcess = null;
+        try {
+            serverProcess = start(server, env).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            for (int attempt = 0; attempt < 30; attempt++) {
+                Thread.sleep(200); // the server opens its device and listens
+                String out = run(client, env, 120);
+                if (out == null) {
+                    return null;
+                }
+                for (String line : out.split("\n")) {
+                    String[] columns = line.trim().split(",");
+                    if (columns.length >= 6 && columns[0].matches("\\d+")) {
+                        return Double.parseDouble(columns[1]);
+                    }
+                }
+                failure = out;
+                if (!serverProcess.isAlive()) {
+                    return null;
+                }
+            }
+            return null;
+        } catch (IOException e) {
+            failure = e.toString();
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } finally {
+            if (serverProcess != null) {
+                serverProcess.destroy();
+            }
+        }
+    }
+
+    /**
+     * OpenMPI's ping-pong one-way time in microseconds at {@code size} bytes, two ranks: over Pagewire
+     * ({@code pml ucx} through UCX's {@code transport}, one rank on each node) or, when both nodes are null,
+     * over TCP loopback ({@code pml ob1}, {@code btl tcp}).
+     */
+    Double mpiPingPongUs(String transport, String requester, String responder, int size, int iterations) {
+        if (mpirun == null || mpiCheck == null || (requester != null && launcher == null)) {
+            failure = "not installed";
+            return null;
+        }
+        boolean tcp = requester == null;
+        List<String> line = new ArrayList<>(List.of(mpirun, "--allow-run-as-root", "--oversubscribe"));
+        line.addAll(tcp ? MPI_OVER_TCP : MPI_OVER_PAGEWIRE);
+        List<String> rank = List.of(mpiCheck.toString(), String.valueOf(iterations), String.valueOf(size), String.valueOf(size));
+        if (tcp) {
+            line.addAll(List.of("-np", "2"));
+            line.addAll(rank);
+        } else {
+            line.addAll(List.of("-np", "1"));
+            line.addAll(command(requester, rank));
+            line.add(":");
+            line.addAll(List.of("-np", "1"));
+            line.addAll(command(responder, rank));
+        }
+        Map<String, String> env = new LinkedHashMap<>();
+        if (!tcp) {
+            env.put("UCX_TLS", transport);
+            env.put("UCX_NET_DEVICES", "pagewire0:1");
+            env.put("PAGEWIRE_VERBS_REGISTRATION", MPI_REGISTRATION);
+        }
+        try {
+            String out = run(line, env, 300);
+            if (out == null) {
+                return null;
+            }
+            Matcher m = PINGPONG.matcher(out);
+            while (m.find()) {
+                if (Integer.parseInt(m.group(1)) == size) {
+                    return Double.parseDouble(m.group(2));
+                }
+            }
+            failure = out.length() > 2000 ? out.substring(0, 2000) : out;
+            return null;
+        } catch (IOException e) {
+            failure = e.toString();
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
+    /** {@code program} started through the launcher on {@code node}, or as it is when {@code node} is null (over TCP). */
+    private List<String> command(String node, List<String> program) {
+        List<String> line = new ArrayList<>();
+        if (node != null) {
+            line.addAll(List.of(launcher.toString(), "--node", node, "--"));
+        }
+        line.addAll(program);
+        return line;
+    }
+
+    private static ProcessBuilder start(List<String> command, Map<String, String> env) {
+        List<String> niced = new ArrayList<>(List.of("nice", "-n", String.valueOf(VerbsPerftest.NICE)));
+        niced.addAll(command);
+        ProcessBuilder builder = new ProcessBuilder(niced).redirectErrorStream(true);
+        // The run's settings are the ones given here, not whatever this shell has.
+        builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_") || name.startsWith("UCX_") || name.equals("LD_PRELOAD"));
+        builder.environment().putAll(env);
+        return builder;
+    }
+
+    /** Runs a command to its end (at most {@code seconds}): its output, or null (and {@link #failure}) when it did not end in time. */
+    private String run(List<String> command, Map<String, String> env, int seconds) throws IOException, InterruptedException {
+        Path output = Files.createTempFile("pagewire-middleware", ".out");
+        try {
+            Process p = start(command, env).redirectOutput(output.toFile()).start();
+            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                failure = String.join(" ", command) + " did not finish in " + seconds + " s";
+                return null;
+            }
+            return Files.readString(output, StandardCharsets.UTF_8);
+        } finally {
+            Files.deleteIfExists(output);
+        }
+    }
+}
