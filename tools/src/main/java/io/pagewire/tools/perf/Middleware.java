@@ -100,11 +100,18 @@ public final class Middleware {
         List<String> server = command(tcp ? null : responder, List.of(ucxPerftest, "-p", String.valueOf(port)));
         List<String> client = command(tcp ? null : requester, List.of(ucxPerftest, "127.0.0.1", "-p", String.valueOf(port), "-t", "tag_lat",
                 "-s", String.valueOf(size), "-n", String.valueOf(iterations), "-w", String.valueOf(warmup), "-f", "-v"));
-        Process serverProcess = null;
+        Process serverProcess;
         try {
             serverProcess = start(server, env).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            for (int attempt = 0; attempt < 30; attempt++) {
-                Thread.sleep(200); // the server opens its device and listens
+        } catch (IOException e) {
+            failure = e.toString();
+            return null;
+        }
+        try {
+            for (int attempt = 0; attempt < 30 && serverProcess.isAlive(); attempt++) {
+                if (!pause(200)) { // the server opens its device and listens
+                    return null;
+                }
                 String out = run(client, env, 120);
                 if (out == null) {
                     return null;
@@ -116,21 +123,10 @@ public final class Middleware {
                     }
                 }
                 failure = out;
-                if (!serverProcess.isAlive()) {
-                    return null;
-                }
             }
-            return null;
-        } catch (IOException e) {
-            failure = e.toString();
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
             return null;
         } finally {
-            if (serverProcess != null) {
-                serverProcess.destroy();
-            }
+            serverProcess.destroy();
         }
     }
 
@@ -164,26 +160,18 @@ public final class Middleware {
             env.put("UCX_NET_DEVICES", "pagewire0:1");
             env.put("PAGEWIRE_VERBS_REGISTRATION", MPI_REGISTRATION);
         }
-        try {
-            String out = run(line, env, 300);
-            if (out == null) {
-                return null;
-            }
-            Matcher m = PINGPONG.matcher(out);
-            while (m.find()) {
-                if (Integer.parseInt(m.group(1)) == size) {
-                    return Double.parseDouble(m.group(2));
-                }
-            }
-            failure = out.length() > 2000 ? out.substring(0, 2000) : out;
-            return null;
-        } catch (IOException e) {
-            failure = e.toString();
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        String out = run(line, env, 300);
+        if (out == null) {
             return null;
         }
+        Matcher m = PINGPONG.matcher(out);
+        while (m.find()) {
+            if (Integer.parseInt(m.group(1)) == size) {
+                return Double.parseDouble(m.group(2));
+            }
+        }
+        failure = out.length() > 2000 ? out.substring(0, 2000) : out;
+        return null;
     }
 
     /** {@code program} started through the launcher on {@code node}, or as it is when {@code node} is null (over TCP). */
@@ -206,10 +194,14 @@ public final class Middleware {
         return builder;
     }
 
-    /** Runs a command to its end (at most {@code seconds}): its output, or null (and {@link #failure}) when it did not end in time. */
-    private String run(List<String> command, Map<String, String> env, int seconds) throws IOException, InterruptedException {
-        Path output = Files.createTempFile("pagewire-middleware", ".out");
+    /**
+     * Runs a command to its end (at most {@code seconds}): its output, or null (and {@link #failure}) when it
+     * could not start or did not end in time.
+     */
+    private String run(List<String> command, Map<String, String> env, int seconds) {
+        Path output = null;
         try {
+            output = Files.createTempFile("pagewire-middleware", ".out");
             Process p = start(command, env).redirectOutput(output.toFile()).start();
             if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
                 p.descendants().forEach(ProcessHandle::destroyForcibly);
@@ -218,8 +210,32 @@ public final class Middleware {
                 return null;
             }
             return Files.readString(output, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            failure = e.toString();
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            failure = "interrupted";
+            return null;
         } finally {
-            Files.deleteIfExists(output);
+            if (output != null) {
+                try {
+                    Files.deleteIfExists(output);
+                } catch (IOException ignored) {
+                    // a temporary file left behind is no reason to fail the run
+                }
+            }
+        }
+    }
+
+    /** Waits {@code ms}; false when interrupted (the interrupt is kept). */
+    private static boolean pause(long ms) {
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 }
