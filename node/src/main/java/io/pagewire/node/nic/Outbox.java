@@ -25,6 +25,12 @@ final class Outbox {
     /** Where this batch's payloads are staged; its bytes from 0 to {@link #staged} belong to packets not yet sent. */
     private byte[] staging = new byte[64 << 10];
     private int staged;
+    /**
+     * Where the payload of the packet being gathered (not yet {@link #add added}) begins in the staging
+     * array, or -1: a flush while it is gathered (a later element's page made the kernel pin or fault it
+     * in) must not stage the next element over the earlier ones.
+     */
+    private int gatheringFrom = -1;
 
     Outbox(Nic nic) {
         this.nic = nic;
@@ -93,6 +99,15 @@ final class Outbox {
         return UnsafeByteOperations.unsafeWrap(staging, start, length);
     }
 
+    /** A packet's payload is about to be gathered, element by element ({@link #endPayload} when it is whole). */
+    void beginPayload() {
+        gatheringFrom = staged;
+    }
+
+    void endPayload() {
+        gatheringFrom = -1;
+    }
+
     /** Sends what was built (if anything) and releases the DMA locks held for it. */
     void flush() {
         try {
@@ -110,6 +125,12 @@ final class Outbox {
                 dma.release(locked[i], false);
             }
             lockedCount = 0;
+            if (gatheringFrom >= 0 && staged > gatheringFrom) {
+                // Elements of a payload still being gathered keep the old array (their bytes are copied
+                // already); the rest of it, and the batches after, use a new one.
+                staging = new byte[staging.length];
+                gatheringFrom = 0;
+            }
             staged = 0;
         }
     }

@@ -545,6 +545,7 @@ final class Requester {
             return ByteString.EMPTY;
         }
         List<Segment> segments = wqe.wr.segments();
+        out.beginPayload();
         try {
             ByteString payload = null;
             long start = 0; // where element i begins in the message
@@ -567,6 +568,8 @@ final class Requester {
             return payload;
         } catch (RegionInvalidException | KernelException e) {
             failLocally(wqe, e);
+        } finally {
+            out.endPayload();
         }
         return null;
     }
