@@ -91,15 +91,24 @@ abstract class DataMovementSuite {
         QueuePair qp = local.connect(remote);
         double faultsBefore = total(reader, "pagewire_nic_page_faults_total", "side=receive", "mode=" + mode);
         double sentBefore = total(source, "pagewire_nic_packets_total", "direction=sent");
+        double refetchesBefore = total(reader, "pagewire_retransmitted_packets_total", "cause=read_refetch");
+        double timeoutsBefore = total(reader, "pagewire_ack_timeouts_total");
 
         qp.await(qp.read(backRegion, back, length, src, srcRegion.rkey()));
         assertThat(crc(local.load(back, length))).isEqualTo(crc(data));
         assertThat(total(reader, "pagewire_nic_page_faults_total", "side=receive", "mode=" + mode) - faultsBefore)
                 .as("faults on the requester's pages, one per page").isEqualTo(pages);
         double responses = total(source, "pagewire_nic_packets_total", "direction=sent") - sentBefore;
+        double refetches = total(reader, "pagewire_retransmitted_packets_total", "cause=read_refetch") - refetchesBefore;
+        double timeouts = total(reader, "pagewire_ack_timeouts_total") - timeoutsBefore;
         // Each response can be dropped once for its page's fault and asked for again; more than that is
         // the requester asking again for what it already has.
-        assertThat(responses).as("packets the responder sent for %d pages", pages).isLessThanOrEqualTo(5.0 * pages / 2);
+        assertThat(refetches).as("READ requests sent again for pages that faulted (%d pages)", pages).isLessThanOrEqualTo(pages);
+        if (timeouts == 0) {
+            // A loaded machine (the container tier) may expire the requester's timer, and a READ asked again
+            // after a timeout is answered again in full: the response count is bounded only without one.
+            assertThat(responses).as("packets the responder sent for %d pages", pages).isLessThanOrEqualTo(5.0 * pages / 2);
+        }
         qp.close();
         local.close();
         remote.close();
