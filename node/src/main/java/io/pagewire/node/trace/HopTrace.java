@@ -3,6 +3,7 @@ package io.pagewire.node.trace;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Times are {@link System#nanoTime}, which on Linux reads CLOCK_MONOTONIC, the clock the library's
  * trace reads: the node's and the programs' traces share one time line. Unarmed, a mark costs one
- * volatile read. One per process: a second node in the same JVM is refused the trace, since the
+ * volatile read. The file also says what each thread that marked allocated on the heap since its first
+ * mark, the allocation per message a breakdown divides out. One per process: a second node in the same JVM is refused the trace, since the
  * file could not tell the two nodes' hops apart.
  */
 public final class HopTrace {
@@ -44,6 +46,7 @@ public final class HopTrace {
     }
 
     private static final Hop[] HOPS = Hop.values();
+    private static final com.sun.management.ThreadMXBean THREADS = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     private static volatile HopTrace armed;
 
     private final Path file;
@@ -54,8 +57,12 @@ public final class HopTrace {
     private final AtomicInteger next = new AtomicInteger();
     /** The names of the threads that marked, taken when each first did (a thread may be gone when the file is written). */
     private final Map<Long, String> threadNames = new ConcurrentHashMap<>();
+    /** What each thread that marked had allocated on the heap when it first did, so the file can say what it allocated since. */
+    private final Map<Long, Long> allocatedAtFirstMark = new ConcurrentHashMap<>();
     private final ThreadLocal<Boolean> named = ThreadLocal.withInitial(() -> {
-        threadNames.put(Thread.currentThread().getId(), Thread.currentThread().getName().replace(' ', '_'));
+        long id = Thread.currentThread().getId();
+        threadNames.put(id, Thread.currentThread().getName().replace(' ', '_'));
+        allocatedAtFirstMark.put(id, THREADS.getCurrentThreadAllocatedBytes());
         return Boolean.TRUE;
     });
 
@@ -110,6 +117,12 @@ public final class HopTrace {
         }
         try (BufferedWriter out = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
             out.write("# pagewire hop trace: " + description + "; " + kept + " events kept of " + next.get() + "\n");
+            for (Map.Entry<Long, Long> first : allocatedAtFirstMark.entrySet()) {
+                long now = THREADS.getThreadAllocatedBytes(first.getKey());
+                if (now >= 0) {
+                    out.write("# thread " + threadNames.get(first.getKey()) + " allocated " + (now - first.getValue()) + " bytes since its first mark\n");
+                }
+            }
             out.write("# nanoseconds (CLOCK_MONOTONIC) hop thread\n");
             for (int i = 0; i < kept; i++) {
                 long packed = threadAndHop[i];

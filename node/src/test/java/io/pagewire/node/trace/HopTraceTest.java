@@ -27,8 +27,12 @@ class HopTraceTest {
         }
         HopTrace.mark(HopTrace.Hop.BELL_RUNG); // disarmed again
 
-        List<String> lines = Files.readAllLines(file);
-        assertThat(lines.get(0)).isEqualTo("# pagewire hop trace: node node-1, pid 1; 2 events kept of 2");
+        List<String> all = Files.readAllLines(file);
+        assertThat(all.get(0)).isEqualTo("# pagewire hop trace: node node-1, pid 1; 2 events kept of 2");
+        // What the threads that marked allocated since: this one is alive and says it; the other ended before the file.
+        assertThat(all).filteredOn(l -> l.startsWith("# thread ")).singleElement().asString()
+                .matches("# thread " + Thread.currentThread().getName().replace(' ', '_') + " allocated \\d+ bytes since its first mark");
+        List<String> lines = all.stream().filter(l -> !l.startsWith("# thread ")).toList();
         assertThat(lines.subList(2, lines.size())).hasSize(2);
         String[] first = lines.get(2).split(" ");
         assertThat(Long.parseLong(first[0])).isBetween(before, System.nanoTime());
@@ -48,6 +52,6 @@ class HopTraceTest {
         }
         List<String> lines = Files.readAllLines(file);
         assertThat(lines.get(0)).endsWith("3 events kept of 5");
-        assertThat(lines).hasSize(2 + 3);
+        assertThat(lines).hasSize(2 + 1 + 3); // the header, this thread's allocation, the column line, three events
     }
 }

@@ -51,11 +51,14 @@ public final class HopBreakdown {
     static final class Trace {
         private static final Pattern NODE = Pattern.compile("node (\\S+), pid \\d+;.*");
         private static final Pattern PROGRAM = Pattern.compile("program .*, pid \\d+, on node (\\S+);.*");
+        private static final Pattern ALLOCATED = Pattern.compile("# thread \\S+ allocated (\\d+) bytes since its first mark");
 
         final String description;
         /** The node traced, or the node the program posted on; null for a program that opened no device. */
         final String node;
         final boolean program;
+        /** What the node's threads that marked allocated on the heap while traced (0 for a program's trace). */
+        long allocatedBytes;
         private final Map<String, long[]> times = new HashMap<>();
         private final Map<String, String[]> threads = new HashMap<>();
 
@@ -83,8 +86,14 @@ public final class HopBreakdown {
             record Event(long ns, String thread) {
             }
             Map<String, List<Event>> byHop = new HashMap<>();
+            long allocated = 0;
             for (int n = 1; n < lines.size(); n++) {
                 String line = lines.get(n);
+                Matcher a = ALLOCATED.matcher(line);
+                if (a.matches()) {
+                    allocated += Long.parseLong(a.group(1));
+                    continue;
+                }
                 if (line.isEmpty() || line.startsWith("#")) {
                     continue;
                 }
@@ -99,6 +108,7 @@ public final class HopBreakdown {
                 }
             }
             Trace trace = new Trace(description);
+            trace.allocatedBytes = allocated;
             byHop.forEach((hop, events) -> {
                 events.sort((x, y) -> Long.compare(x.ns(), y.ns())); // threads' events interleave slightly out of order
                 trace.times.put(hop, events.stream().mapToLong(Event::ns).toArray());
@@ -146,7 +156,7 @@ public final class HopBreakdown {
      * ring by another thread than the one that polled it (the library's reader thread).
      */
     public record Result(List<Hop> hops, double oneWayMedianUs, double oneWayP90Us, int matched, int unmatched, double nodeAsleepShare,
-            double programAsleepShare, double drainedElsewhereShare) {
+            double programAsleepShare, double drainedElsewhereShare, double nodeBytesPerMessage) {
         /** A Markdown table of the hops, then the shares. */
         public String table() {
             StringBuilder b = new StringBuilder("| hop | median us | p90 us |\n|---|---:|---:|\n");
@@ -159,6 +169,10 @@ public final class HopBreakdown {
                             + " the receiving program was asleep on its bell for %.0f%%; the completion was taken from the ring by another thread than"
                             + " the poller's for %.0f%%.%n",
                     matched, unmatched, 100 * nodeAsleepShare, 100 * programAsleepShare, 100 * drainedElsewhereShare));
+            if (nodeBytesPerMessage >= 0) {
+                b.append(String.format(Locale.ROOT, "The nodes' threads allocated %,.0f bytes on the heap per message they carried (sent or"
+                        + " received, over the nodes' whole trace, warm-up included).%n", nodeBytesPerMessage));
+            }
             return b.toString();
         }
     }
@@ -223,8 +237,11 @@ public final class HopBreakdown {
             total[c] = (chain[chain.length - 1] - chain[0]) / 1000.0;
         }
         double n = chains.size();
+        long carried = na.times("POST_READ").length + na.times("LANE_RECEIVE_REQUEST").length + nb.times("POST_READ").length
+                + nb.times("LANE_RECEIVE_REQUEST").length;
+        double perMessage = carried == 0 || na.allocatedBytes + nb.allocatedBytes == 0 ? -1 : (double) (na.allocatedBytes + nb.allocatedBytes) / carried;
         return new Result(hops, percentile(total, 0.5), percentile(total, 0.9), chains.size(), unmatched[0], flags[0] / n, flags[1] / n,
-                flags[2] / n);
+                flags[2] / n, perMessage);
     }
 
     /** Follows each post of {@code sides[0]} through the other traces; adds the matched chains' moments. */

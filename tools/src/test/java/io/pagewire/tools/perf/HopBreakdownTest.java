@@ -29,7 +29,9 @@ class HopBreakdownTest {
         assertThat(result.hops()).extracting(HopBreakdown.Hop::medianUs).containsExactly(8.0, 1.0, 16.0, 1.0, 4.0, 0.5);
         assertThat(result.oneWayMedianUs()).isCloseTo(30.5, within(1e-9));
         assertThat(result.nodeAsleepShare()).isZero();
-        assertThat(result.table()).contains("| **one way, post to poll** | **30.5** | **30.5** |", "Over 200 messages");
+        // 400,000 bytes over 4 x 100 messages carried: each SEND is posted on one node and received on the other.
+        assertThat(result.nodeBytesPerMessage()).isEqualTo(1000.0);
+        assertThat(result.table()).contains("allocated 1,000 bytes on the heap per message", "| **one way, post to poll** | **30.5** | **30.5** |", "Over 200 messages");
     }
 
     @Test
@@ -81,8 +83,10 @@ class HopBreakdownTest {
     private static void writePingPong(Path dir, int count, boolean asleep) throws IOException {
         List<String> a = new ArrayList<>(List.of("# pagewire hop trace: program ib_send_lat, pid 1, on node node-1; 0 events kept of 0"));
         List<String> b = new ArrayList<>(List.of("# pagewire hop trace: program ib_send_lat, pid 2, on node node-2; 0 events kept of 0"));
-        List<String> n1 = new ArrayList<>(List.of("# pagewire hop trace: node node-1, pid 3; 0 events kept of 0"));
-        List<String> n2 = new ArrayList<>(List.of("# pagewire hop trace: node node-2, pid 4; 0 events kept of 0"));
+        List<String> n1 = new ArrayList<>(List.of("# pagewire hop trace: node node-1, pid 3; 0 events kept of 0",
+                "# thread loop allocated " + 1000L * count + " bytes since its first mark"));
+        List<String> n2 = new ArrayList<>(List.of("# pagewire hop trace: node node-2, pid 4; 0 events kept of 0",
+                "# thread loop allocated " + 3000L * count + " bytes since its first mark"));
         for (int k = 0; k < 2 * count; k++) {
             boolean fromA = k % 2 == 0;
             long t = k * LEG_NS;
