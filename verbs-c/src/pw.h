@@ -305,6 +305,8 @@ struct pw_settings {
 	int64_t spin_ns;        /* PAGEWIRE_VERBS_SPIN_US: how long a CQ polls empty before its polls yield */
 	int64_t sleep_after_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_US: how long a context's CQs poll empty before a poll sleeps */
 	uint32_t sleep_us;      /* PAGEWIRE_VERBS_SLEEP_US: the longest one empty poll sleeps on the bell (0: never) */
+	const char *hop_trace_directory; /* PAGEWIRE_VERBS_HOP_TRACE: where the hop trace goes at exit, or NULL for none */
+	uint64_t hop_trace_events;       /* PAGEWIRE_VERBS_HOP_TRACE_EVENTS: how many events it keeps */
 };
 const struct pw_settings *pw_settings(void);
 

@@ -1,6 +1,7 @@
 /*
  * What the library's files share about a context and the library's settings: the endpoint a
- * context's calls name, the mode plain registrations get, and how long empty polls spin, yield and sleep.
+ * context's calls name, the mode plain registrations get, how long empty polls spin, yield and sleep,
+ * and where the hop trace goes.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,26 +35,30 @@ Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx)
 static struct pw_settings settings;
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
-/* A whole number of microseconds from the environment, or `fallback` when unset or out of range (said). */
-static uint32_t microseconds(const char *name, uint32_t fallback, uint32_t most)
+/* A whole number (of `unit`) from the environment, or `fallback` when unset or outside [least, most] (said). */
+static uint64_t whole(const char *name, uint64_t fallback, uint64_t least, uint64_t most, const char *unit)
 {
 	const char *s = getenv(name);
 	if (!s || !*s)
 		return fallback;
 	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*end || v > most) {
-		pw_log(PW_WARN, "%s=%s is not a number of microseconds up to %u; using %u", name, s, most, fallback);
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || *s == '-' || v < least || v > most) {
+		pw_log(PW_WARN, "%s=%s is not a number of %s from %llu to %llu; using %llu", name, s, unit, (unsigned long long)least,
+		       (unsigned long long)most, (unsigned long long)fallback);
 		return fallback;
 	}
-	return (uint32_t)v;
+	return v;
 }
 
 static void read_settings(void)
 {
-	settings.spin_ns = (int64_t)microseconds("PAGEWIRE_VERBS_SPIN_US", 20, 10000000) * 1000;
-	settings.sleep_after_ns = (int64_t)microseconds("PAGEWIRE_VERBS_SLEEP_AFTER_US", 1000, 100000000) * 1000;
-	settings.sleep_us = microseconds("PAGEWIRE_VERBS_SLEEP_US", 1000, 100000);
+	settings.spin_ns = (int64_t)whole("PAGEWIRE_VERBS_SPIN_US", 20, 0, 10000000, "microseconds") * 1000;
+	settings.sleep_after_ns = (int64_t)whole("PAGEWIRE_VERBS_SLEEP_AFTER_US", 1000, 0, 100000000, "microseconds") * 1000;
+	settings.sleep_us = (uint32_t)whole("PAGEWIRE_VERBS_SLEEP_US", 1000, 0, 100000, "microseconds");
+	const char *trace = getenv("PAGEWIRE_VERBS_HOP_TRACE");
+	settings.hop_trace_directory = trace && *trace ? trace : NULL;
+	settings.hop_trace_events = whole("PAGEWIRE_VERBS_HOP_TRACE_EVENTS", 1000000, 1, 100000000, "events");
 }
 
 const struct pw_settings *pw_settings(void)

@@ -7,6 +7,7 @@
  * CLOCK_MONOTONIC is the clock the node's trace (System.nanoTime) reads.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,24 +67,24 @@ static void write_trace(void)
 	fclose(f);
 }
 
+/* The calling thread's id, asked of the kernel once per thread. */
+static __thread uint32_t tid;
+
+/* A forked child's trace starts empty (the events before the fork are the parent's, in the parent's file), its thread its own. */
+static void forget_parents_events(void)
+{
+	__atomic_store_n(&next_event, 0, __ATOMIC_SEQ_CST);
+	tid = 0;
+}
+
 __attribute__((constructor)) static void arm_trace(void)
 {
-	const char *directory = getenv("PAGEWIRE_VERBS_HOP_TRACE");
-	if (!directory || !*directory)
+	const struct pw_settings *settings = pw_settings();
+	if (!settings->hop_trace_directory)
 		return;
-	const char *count = getenv("PAGEWIRE_VERBS_HOP_TRACE_EVENTS");
-	capacity = 1000000;
-	if (count && *count) {
-		char *end;
-		unsigned long long v = strtoull(count, &end, 10);
-		if (*end || v == 0 || v > 100000000ULL)
-			pw_log(PW_WARN, "PAGEWIRE_VERBS_HOP_TRACE_EVENTS=%s is not a count from 1 to 100000000; keeping %llu", count,
-			       (unsigned long long)capacity);
-		else
-			capacity = v;
-	}
+	capacity = settings->hop_trace_events;
 	events = calloc(capacity, sizeof(*events));
-	trace_directory = strdup(directory);
+	trace_directory = strdup(settings->hop_trace_directory);
 	if (!events || !trace_directory) {
 		pw_log(PW_WARN, "no memory for a hop trace of %llu events; tracing nothing", (unsigned long long)capacity);
 		free(events);
@@ -91,12 +92,12 @@ __attribute__((constructor)) static void arm_trace(void)
 		return;
 	}
 	pw_tracing = 1;
+	pthread_atfork(NULL, NULL, forget_parents_events);
 	atexit(write_trace);
 }
 
 void pw_trace_mark_now(enum pw_hop hop)
 {
-	static __thread uint32_t tid;
 	uint64_t i = __atomic_fetch_add(&next_event, 1, __ATOMIC_RELAXED);
 	if (i >= capacity)
 		return;

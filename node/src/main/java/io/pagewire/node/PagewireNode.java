@@ -120,7 +120,6 @@ public final class PagewireNode implements AutoCloseable {
 
     private PagewireNode(NodeContext context) {
         this.context = context;
-        this.hopTrace = armHopTrace(context);
         this.sharedFiles = claimSharedFiles(context.verbs().ringDirectory(), context.nodeId());
         try {
             this.kernel = KernelAgent.start(context.kernel().memoryFile(sharedFiles == null ? null : sharedFiles.resolve("memory")));
@@ -237,6 +236,8 @@ public final class PagewireNode implements AutoCloseable {
             this.healthFile = new NodeHealth(context.nodeId(), context.healthFile(), context.healthIntervalNs(), eventLoops.workers(),
                     () -> server.isShutdown() ? "the server is shut down (the node is stopping)" : null, scheduler);
         }
+        // Last: a node that failed to start never closes, and would keep the process's trace armed.
+        this.hopTrace = armHopTrace(context);
     }
 
     /** Why the node is not healthy now (a stuck event loop, a server shut down), or null when it is; null without a health file. */
@@ -249,8 +250,8 @@ public final class PagewireNode implements AutoCloseable {
         if (context.hopTraceDirectory() == null) {
             return null;
         }
-        HopTrace.Armed armed = HopTrace.arm(context.hopTraceDirectory().resolve(context.nodeId() + ".hops"), "node " + context.nodeId() + ", pid " + ProcessHandle.current().pid(),
-                context.hopTraceEvents());
+        HopTrace.Armed armed = HopTrace.arm(context.hopTraceDirectory().resolve(context.nodeId() + ".hops"),
+                "node " + context.nodeId() + ", pid " + ProcessHandle.current().pid(), context.hopTraceEvents());
         if (armed == null) {
             LOG.log(System.Logger.Level.WARNING, "node " + context.nodeId() + " writes no hop trace: another node of this process holds it");
         }

@@ -26,11 +26,11 @@ final class Outbox {
     private byte[] staging = new byte[64 << 10];
     private int staged;
     /**
-     * Where the payload of the packet being gathered (not yet {@link #add added}) begins in the staging
-     * array, or -1: a flush while it is gathered (a later element's page made the kernel pin or fault it
-     * in) must not stage the next element over the earlier ones.
+     * A packet's payload is being gathered element by element and is not yet {@link #add added}: a flush
+     * meanwhile (a later element's page made the kernel pin or fault it in) leaves the staged bytes where
+     * they are, so the next element is staged after the earlier ones, not over them.
      */
-    private int gatheringFrom = -1;
+    private boolean gathering;
 
     Outbox(Nic nic) {
         this.nic = nic;
@@ -101,11 +101,11 @@ final class Outbox {
 
     /** A packet's payload is about to be gathered, element by element ({@link #endPayload} when it is whole). */
     void beginPayload() {
-        gatheringFrom = staged;
+        gathering = true;
     }
 
     void endPayload() {
-        gatheringFrom = -1;
+        gathering = false;
     }
 
     /** Sends what was built (if anything) and releases the DMA locks held for it. */
@@ -125,13 +125,9 @@ final class Outbox {
                 dma.release(locked[i], false);
             }
             lockedCount = 0;
-            if (gatheringFrom >= 0 && staged > gatheringFrom) {
-                // Elements of a payload still being gathered keep the old array (their bytes are copied
-                // already); the rest of it, and the batches after, use a new one.
-                staging = new byte[staging.length];
-                gatheringFrom = 0;
+            if (!gathering) {
+                staged = 0; // the transport has read the batch's payloads: the array starts over
             }
-            staged = 0;
         }
     }
 }

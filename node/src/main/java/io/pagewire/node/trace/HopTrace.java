@@ -21,8 +21,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Times are {@link System#nanoTime}, which on Linux reads CLOCK_MONOTONIC, the clock the library's
  * trace reads: the node's and the programs' traces share one time line. Unarmed, a mark costs one
  * volatile read. The file also says what each thread that marked allocated on the heap since its first
- * mark, the allocation per message a breakdown divides out. One per process: a second node in the same JVM is refused the trace, since the
- * file could not tell the two nodes' hops apart.
+ * mark, the allocation per message a breakdown divides out. One per process: a second node in the same
+ * JVM is refused the trace, since the file could not tell the two nodes' hops apart.
  */
 public final class HopTrace {
     /** The steps the node marks; the names are the trace file's words. */
@@ -120,7 +120,8 @@ public final class HopTrace {
             for (Map.Entry<Long, Long> first : allocatedAtFirstMark.entrySet()) {
                 long now = THREADS.getThreadAllocatedBytes(first.getKey());
                 if (now >= 0) {
-                    out.write("# thread " + threadNames.get(first.getKey()) + " allocated " + (now - first.getValue()) + " bytes since its first mark\n");
+                    out.write("# thread " + threadNames.get(first.getKey()) + " allocated " + (now - first.getValue())
+                            + " bytes since its first mark\n");
                 }
             }
             out.write("# nanoseconds (CLOCK_MONOTONIC) hop thread\n");

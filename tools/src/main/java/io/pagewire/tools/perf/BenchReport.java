@@ -87,7 +87,7 @@ public final class BenchReport {
     static List<Ratio> middlewareRatios() {
         String grpc = "grpc ping-pong RTT 64 B default p50 us";
         String sendLat = "verbs ib_send_lat RTT 64 B default p50 us";
-        String mpiLarge = " " + Bench.label(Bench.MPI_LARGE_SIZE) + " MB/s";
+        String large = Bench.label(Bench.MPI_LARGE_SIZE);
         List<Ratio> ratios = new ArrayList<>();
         for (String program : new String[] {"ib_send_lat", "ib_write_lat"}) {
             String p50 = "verbs " + program + " RTT 64 B default p50 us";
@@ -101,7 +101,7 @@ public final class BenchReport {
         ratios.add(new Ratio("ucx tag_lat rc_v / ucx over tcp", "ucx tag_lat rc_v RTT 8 B p50 us", "ucx tag_lat tcp RTT 8 B p50 us",
                 Ratio.Kind.AT_MOST, 5));
         ratios.add(new Ratio("mpi 8 B pml ucx / mpi over tcp", "mpi pml ucx ud_v RTT 8 B us", "mpi tcp RTT 8 B us", Ratio.Kind.AT_MOST, 5));
-        ratios.add(new Ratio("mpi" + mpiLarge.replace(" MB/s", "") + " pml ucx / mpi over tcp", "mpi pml ucx ud_v" + mpiLarge, "mpi tcp" + mpiLarge,
+        ratios.add(new Ratio("mpi " + large + " pml ucx / mpi over tcp", "mpi pml ucx ud_v " + large + " MB/s", "mpi tcp " + large + " MB/s",
                 Ratio.Kind.AT_LEAST, 0.5));
         return ratios;
     }

@@ -69,12 +69,11 @@ public final class HopRun {
         settings.put("pagewire.node.hopTraceDirectory", traces.toAbsolutePath().toString());
         VerbsPerftest.PairRun traced;
         try (NodeProcesses pair = new NodeProcesses(command, "hops", settings, directory, null)) {
-            List<String> size = List.of("-s", String.valueOf(SIZE));
             for (int i = 0; i < 2; i++) {
                 log.printf("# hop breakdown: warm-up %d of 2 (ib_send_lat, %,d iterations)%n", i + 1, warmupIterations);
                 log.flush();
                 VerbsPerftest.PairRun warm = verbs.runPair(program, VerbsPerftest.Place.host(pair.requester()), VerbsPerftest.Place.host(pair.responder()),
-                        options(size, warmupIterations), Map.of(), output -> VerbsPerftest.resultRow(output) != null);
+                        options(warmupIterations), Map.of(), output -> VerbsPerftest.resultRow(output) != null);
                 if (warm.output() == null) {
                     throw new IllegalStateException("ib_send_lat failed on the traced pair: " + warm.failure());
                 }
@@ -82,7 +81,7 @@ public final class HopRun {
             log.printf("# hop breakdown: traced run (%,d iterations)%n", iterations);
             log.flush();
             traced = verbs.runPair(program, VerbsPerftest.Place.host(pair.requester()), VerbsPerftest.Place.host(pair.responder()),
-                    options(size, iterations), Map.of("PAGEWIRE_VERBS_HOP_TRACE", traces.toAbsolutePath().toString()),
+                    options(iterations), Map.of("PAGEWIRE_VERBS_HOP_TRACE", traces.toAbsolutePath().toString()),
                     output -> VerbsPerftest.resultRow(output) != null);
             if (traced.output() == null) {
                 throw new IllegalStateException("the traced ib_send_lat failed: " + traced.failure());
@@ -92,7 +91,7 @@ public final class HopRun {
         return new Found(HopBreakdown.ofPingPong(traces, iterations / 10), Double.parseDouble(row[4]), traces);
     }
 
-    private static List<String> options(List<String> size, int iterations) {
-        return List.of(size.get(0), size.get(1), "-n", String.valueOf(iterations));
+    private static List<String> options(int iterations) {
+        return List.of("-s", String.valueOf(SIZE), "-n", String.valueOf(iterations));
     }
 }

@@ -33,14 +33,14 @@ public final class Middleware {
     private final Path launcher;
     private final Path mpiCheck;
     private final String mpirun;
-    private final String ucxPerftest;
+    private final Ucx ucx;
     private String failure;
 
-    private Middleware(Path launcher, Path mpiCheck, String mpirun, String ucxPerftest) {
+    private Middleware(Path launcher, Path mpiCheck, String mpirun, Ucx ucx) {
         this.launcher = launcher;
         this.mpiCheck = mpiCheck;
         this.mpirun = mpirun;
-        this.ucxPerftest = ucxPerftest;
+        this.ucx = ucx;
     }
 
     /** The launcher and MPI program beside the verbs library {@link VerbsPerftest#library} finds, and the middleware on the PATH. */
@@ -51,7 +51,7 @@ public final class Middleware {
             launcher = Path.of(ExternalPrograms.onPath("pagewire-run"));
         }
         Path mpiCheck = library == null ? null : existing(library.resolveSibling("bin/pagewire-mpi-check"));
-        return new Middleware(launcher, mpiCheck, ExternalPrograms.onPath("mpirun"), ExternalPrograms.onPath("ucx_perftest"));
+        return new Middleware(launcher, mpiCheck, ExternalPrograms.onPath("mpirun"), Ucx.find());
     }
 
     private static Path existing(Path p) {
@@ -64,7 +64,7 @@ public final class Middleware {
         if (launcher == null) {
             missing.add("the verbs library's launcher");
         }
-        if (ucxPerftest == null) {
+        if (!ucx.available()) {
             missing.add("ucx_perftest");
         }
         if (mpirun == null || mpiCheck == null) {
@@ -85,49 +85,20 @@ public final class Middleware {
      * or over TCP loopback when {@code transport} is {@code tcp}.
      */
     Double ucxTagLatencyUs(String transport, String requester, String responder, int size, int iterations, int warmup) {
-        if (ucxPerftest == null || (!transport.equals("tcp") && launcher == null)) {
+        boolean tcp = transport.equals("tcp");
+        if (!ucx.available() || (!tcp && launcher == null)) {
             failure = "not installed";
             return null;
         }
-        boolean tcp = transport.equals("tcp");
         Map<String, String> env = new LinkedHashMap<>();
         env.put("UCX_TLS", transport);
         env.put("UCX_NET_DEVICES", tcp ? "lo" : "pagewire0:1");
         if (!tcp) {
             env.put("PAGEWIRE_VERBS_REGISTRATION", UCX_REGISTRATION);
         }
-        int port = ExternalPrograms.freePort(13337);
-        List<String> server = command(tcp ? null : responder, List.of(ucxPerftest, "-p", String.valueOf(port)));
-        List<String> client = command(tcp ? null : requester, List.of(ucxPerftest, "127.0.0.1", "-p", String.valueOf(port), "-t", "tag_lat",
-                "-s", String.valueOf(size), "-n", String.valueOf(iterations), "-w", String.valueOf(warmup), "-f", "-v"));
-        Process serverProcess;
-        try {
-            serverProcess = start(server, env).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        } catch (IOException e) {
-            failure = e.toString();
-            return null;
-        }
-        try {
-            for (int attempt = 0; attempt < 30 && serverProcess.isAlive(); attempt++) {
-                if (!pause(200)) { // the server opens its device and listens
-                    return null;
-                }
-                String out = run(client, env, 120);
-                if (out == null) {
-                    return null;
-                }
-                for (String line : out.split("\n")) {
-                    String[] columns = line.trim().split(",");
-                    if (columns.length >= 6 && columns[0].matches("\\d+")) {
-                        return Double.parseDouble(columns[1]);
-                    }
-                }
-                failure = out;
-            }
-            return null;
-        } finally {
-            serverProcess.destroy();
-        }
+        Double us = ucx.tagLatencyUs(niced(tcp ? null : responder), niced(tcp ? null : requester), env, size, iterations, warmup);
+        failure = ucx.failure();
+        return us;
     }
 
     /**
@@ -184,14 +155,11 @@ public final class Middleware {
         return line;
     }
 
-    private static ProcessBuilder start(List<String> command, Map<String, String> env) {
-        List<String> niced = new ArrayList<>(List.of("nice", "-n", String.valueOf(VerbsPerftest.NICE)));
-        niced.addAll(command);
-        ProcessBuilder builder = new ProcessBuilder(niced).redirectErrorStream(true);
-        // The run's settings are the ones given here, not whatever this shell has.
-        builder.environment().keySet().removeIf(name -> name.startsWith("PAGEWIRE_") || name.startsWith("UCX_") || name.equals("LD_PRELOAD"));
-        builder.environment().putAll(env);
-        return builder;
+    /** What starts a program below the nodes' priority ({@link VerbsPerftest#NICE}), through the launcher on {@code node} unless null. */
+    private List<String> niced(String node) {
+        List<String> line = new ArrayList<>(List.of("nice", "-n", String.valueOf(VerbsPerftest.NICE)));
+        line.addAll(command(node, List.of()));
+        return line;
     }
 
     /**
@@ -202,7 +170,7 @@ public final class Middleware {
         Path output = null;
         try {
             output = Files.createTempFile("pagewire-middleware", ".out");
-            Process p = start(command, env).redirectOutput(output.toFile()).start();
+            Process p = ExternalPrograms.builder(niced(null), command, env).redirectOutput(output.toFile()).start();
             if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
                 p.descendants().forEach(ProcessHandle::destroyForcibly);
                 p.destroyForcibly();
@@ -225,17 +193,6 @@ public final class Middleware {
                     // a temporary file left behind is no reason to fail the run
                 }
             }
-        }
-    }
-
-    /** Waits {@code ms}; false when interrupted (the interrupt is kept). */
-    private static boolean pause(long ms) {
-        try {
-            Thread.sleep(ms);
-            return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
         }
     }
 }

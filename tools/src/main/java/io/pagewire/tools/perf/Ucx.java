@@ -2,7 +2,6 @@ package io.pagewire.tools.perf;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +13,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Ucx {
     private final String binary;
+    private String failure;
 
     private Ucx(String binary) {
         this.binary = binary;
@@ -46,36 +46,56 @@ public final class Ucx {
         return row == null ? null : Double.parseDouble(row[1]);
     }
 
+    /**
+     * tag_lat's typical one-way latency in microseconds, the server and the client started behind their
+     * launch prefixes ({@code nice}, the verbs library's launcher and its node; empty over TCP) with
+     * {@code environment} (UCX_TLS, ...), or null when the run failed ({@link #failure} says how).
+     */
+    Double tagLatencyUs(List<String> serverLaunch, List<String> clientLaunch, Map<String, String> environment, int size, long iterations,
+            long warmup) {
+        String[] row = run("tag_lat", size, iterations, warmup, serverLaunch, clientLaunch, environment);
+        return row == null ? null : Double.parseDouble(row[1]);
+    }
+
+    /** Why the last run failed, for the log. */
+    String failure() {
+        return failure;
+    }
+
     private String[] run(String test, int size, long iterations, long warmup) {
+        return run(test, size, iterations, warmup, List.of(), List.of(), Map.of("UCX_TLS", "tcp", "UCX_NET_DEVICES", "lo"));
+    }
+
+    private String[] run(String test, int size, long iterations, long warmup, List<String> serverLaunch, List<String> clientLaunch,
+            Map<String, String> environment) {
         int port = ExternalPrograms.freePort(13337);
-        Map<String, String> tcpOnLoopback = Map.of("UCX_TLS", "tcp", "UCX_NET_DEVICES", "lo");
         Process server = null;
         try {
-            ProcessBuilder serverBuilder = new ProcessBuilder(binary, "-p", String.valueOf(port)).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD);
-            serverBuilder.environment().putAll(tcpOnLoopback);
-            server = serverBuilder.start();
-            List<String> command = new ArrayList<>(List.of(binary, "127.0.0.1", "-p", String.valueOf(port), "-t", test, "-s",
-                    String.valueOf(size), "-n", String.valueOf(iterations), "-w", String.valueOf(warmup), "-f", "-v"));
-            for (int attempt = 0; attempt < 20; attempt++) {
-                ProcessBuilder clientBuilder = new ProcessBuilder(command).redirectErrorStream(true);
-                clientBuilder.environment().putAll(tcpOnLoopback);
-                Process client = clientBuilder.start();
-                if (!client.waitFor(120, TimeUnit.SECONDS)) {
-                    client.destroyForcibly();
+            server = ExternalPrograms.builder(serverLaunch, List.of(binary, "-p", String.valueOf(port)), environment)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            List<String> client = List.of(binary, "127.0.0.1", "-p", String.valueOf(port), "-t", test, "-s", String.valueOf(size), "-n",
+                    String.valueOf(iterations), "-w", String.valueOf(warmup), "-f", "-v");
+            failure = "the server did not listen";
+            for (int attempt = 0; attempt < 20 && server.isAlive(); attempt++) {
+                Process p = ExternalPrograms.builder(clientLaunch, client, environment).start();
+                if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                    p.destroyForcibly();
+                    failure = test + " did not finish in 120 s";
                     return null;
                 }
-                String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 for (String line : out.split("\n")) {
                     String[] columns = line.trim().split(",");
                     if (columns.length >= 6 && columns[0].matches("\\d+")) {
                         return columns;
                     }
                 }
+                failure = out;
                 Thread.sleep(100); // the server was not listening yet
             }
             return null;
         } catch (IOException e) {
+            failure = e.toString();
             return null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
