@@ -289,9 +289,11 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct pw_context *ctx = pw_ctx(context);
-	pw_log(PW_INFO, "%s: session %u closes; its empty CQ polls slept on the bell %lu times, %lu of them woken by it",
+	pw_log(PW_INFO, "%s: session %u closes; its empty CQ polls slept on the bell %lu times, %lu of them woken by it; "
+	       "it rang the node on its session stream %lu times",
 	       context->device->name, ctx->endpoint_id, (unsigned long)__atomic_load_n(&ctx->poll_sleeps, __ATOMIC_RELAXED),
-	       (unsigned long)__atomic_load_n(&ctx->poll_wakes, __ATOMIC_RELAXED));
+	       (unsigned long)__atomic_load_n(&ctx->poll_wakes, __ATOMIC_RELAXED),
+	       (unsigned long)__atomic_load_n(&ctx->stream_doorbells, __ATOMIC_RELAXED));
 	pw_memory_close(ctx); /* registered pages back to the program first, while the node still serves faults */
 	pw_pager_detach(ctx);
 	ctx->closing = 1;

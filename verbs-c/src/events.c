@@ -320,8 +320,14 @@ void *pw_reader_main(void *arg)
 			break;
 		if (ctx->bell_fd >= 0 && !sleepers && (fds[1].revents & POLLIN)
 		    && __atomic_load_n(&ctx->bell_sleepers, __ATOMIC_SEQ_CST) == 0) {
+			/*
+			 * A poller that began to sleep after the poll above may have taken the bytes first: nothing to read
+			 * is then no reason to give the bell up. Only its end (the node closed it) is.
+			 */
 			char sink[64];
-			if (read(ctx->bell_fd, sink, sizeof(sink)) <= 0) {
+			ssize_t got = recv(ctx->bell_fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+				pw_log(PW_INFO, "%s: the node closed the bell; doorbells go on the session stream", ctx->dev->device.name);
 				close(ctx->bell_fd);
 				ctx->bell_fd = -1;
 			}

@@ -33,6 +33,7 @@ void pw_ring_node(struct pw_context *ctx)
 			req.request_case = PAGEWIRE__VERBS__V1__SESSION_REQUEST__REQUEST_DOORBELL;
 			req.doorbell = &bell;
 			pw_session_send(&ctx->session, &req);
+			__atomic_add_fetch(&ctx->stream_doorbells, 1, __ATOMIC_RELAXED);
 		}
 	}
 }

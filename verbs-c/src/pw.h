@@ -145,6 +145,7 @@ struct pw_context {
 	uint64_t delivered_seen;        /* `delivered` when the polls began to find nothing */
 	uint64_t poll_sleeps;           /* empty polls that slept on the bell */
 	uint64_t poll_wakes;            /* of those, the ones the bell woke (the rest slept their time out) */
+	uint64_t stream_doorbells;      /* doorbells sent on the session stream for want of a bell (each a slower path) */
 	int memory_fd;
 	uint64_t frames_offset;
 	pthread_mutex_t post_lock;   /* writers of the request ring */
