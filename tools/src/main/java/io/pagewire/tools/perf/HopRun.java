@@ -24,7 +24,7 @@ public final class HopRun {
     }
 
     /** What a run found: the breakdown, and the program's own typical one-way latency in the same run. */
-    public record Found(HopBreakdown.Result breakdown, double programTypicalUs, Path traces) {
+    public record Found(HopBreakdown.Result breakdown, double programTypicalUs, Path traces, String nodeWaits) {
         /** A Markdown section: what was run, the hop table, the program's own figure beside it. */
         public String markdown() {
             return String.format(Locale.ROOT, """
@@ -36,7 +36,8 @@ public final class HopRun {
                     before to the step it names, over the messages of both directions; ib_send_lat's own typical one-way figure in
                     the same run: %.1f us.
 
-                    %s""", SIZE, programTypicalUs, breakdown.table());
+                    %s%s""", SIZE, programTypicalUs, breakdown.table(), nodeWaits == null ? ""
+                    : "While the traced run lasted, the two nodes' threads spent " + nodeWaits + ", from the kernel's schedstat.\n");
         }
     }
 
@@ -68,6 +69,7 @@ public final class HopRun {
         Map<String, String> settings = new LinkedHashMap<>(nodeSettings);
         settings.put("pagewire.node.hopTraceDirectory", traces.toAbsolutePath().toString());
         VerbsPerftest.PairRun traced;
+        String nodeWaits;
         try (NodeProcesses pair = new NodeProcesses(command, "hops", settings, directory, null)) {
             for (int i = 0; i < 2; i++) {
                 log.printf("# hop breakdown: warm-up %d of 2 (ib_send_lat, %,d iterations)%n", i + 1, warmupIterations);
@@ -80,15 +82,18 @@ public final class HopRun {
             }
             log.printf("# hop breakdown: traced run (%,d iterations)%n", iterations);
             log.flush();
+            RunQueueWait before = RunQueueWait.available() ? RunQueueWait.snapshot(pair.pids()) : null;
             traced = verbs.runPair(program, VerbsPerftest.Place.host(pair.requester()), VerbsPerftest.Place.host(pair.responder()),
                     options(iterations), Map.of("PAGEWIRE_VERBS_HOP_TRACE", traces.toAbsolutePath().toString()),
                     output -> VerbsPerftest.resultRow(output) != null);
             if (traced.output() == null) {
                 throw new IllegalStateException("the traced ib_send_lat failed: " + traced.failure());
             }
+            // Each iteration is one SEND each way.
+            nodeWaits = before == null ? null : RunQueueWait.snapshot(pair.pids()).since(before).perMessage(2L * iterations);
         } // the nodes write their traces as they stop
         String[] row = VerbsPerftest.resultRow(traced.output());
-        return new Found(HopBreakdown.ofPingPong(traces, iterations / 10), Double.parseDouble(row[4]), traces);
+        return new Found(HopBreakdown.ofPingPong(traces, iterations / 10), Double.parseDouble(row[4]), traces, nodeWaits);
     }
 
     private static List<String> options(int iterations) {
