@@ -1,7 +1,8 @@
 /*
  * Completion queues and channels: a CQ holds the completions the reader or a poller drained from the
- * event ring, cqe of them; polling (ibv_poll_cq, and the extended ibv_start_poll / ibv_next_poll /
- * ibv_read_* of a CQ from ibv_create_cq_ex), arming (next or solicited) and channel events.
+ * event ring (events.c puts them there), cqe of them; polling (ibv_poll_cq, and the extended
+ * ibv_start_poll / ibv_next_poll / ibv_read_* of a CQ from ibv_create_cq_ex), arming (next or
+ * solicited) and channel events.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,46 +27,6 @@ static uint64_t now_ns(clockid_t clock)
 	struct timespec t;
 	clock_gettime(clock, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/*
- * Puts a completion on its CQ, which holds cq.cqe of them: one that finds it full is lost and the CQ's
- * owner hears IBV_EVENT_CQ_ERR, as from an HCA (and Soft-RoCE), unless the CQ was made to ignore
- * overruns. A CQ armed for solicited events only is woken by a solicited receive or an error.
- */
-void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns)
-{
-	pw_trace_mark(PW_HOP_CQ_PUSH);
-	pthread_mutex_lock(&cq->lock);
-	struct pw_wc_queue *q = &cq->queue;
-	if (q->count == q->capacity) {
-		pthread_mutex_unlock(&cq->lock);
-		pw_log(PW_ERROR, "completion queue %p overflowed its %d entries: the completion of work request 0x%lx is lost", (void *)cq,
-		       q->capacity, (unsigned long)wc->wr_id);
-		if (!cq->ignore_overrun) {
-			struct ibv_async_event ae;
-			memset(&ae, 0, sizeof(ae));
-			ae.event_type = IBV_EVENT_CQ_ERR;
-			ae.element.cq = &cq->cq;
-			pw_queue_async_event(ctx, &ae);
-		}
-		return;
-	}
-	struct pw_cqe *e = &q->entries[(q->head + q->count) % q->capacity];
-	e->wc = *wc;
-	e->time_ns = time_ns;
-	q->count++;
-	__atomic_add_fetch(&ctx->delivered, 1, __ATOMIC_SEQ_CST);
-	int notify = cq->armed == PW_ARMED_NEXT || (cq->armed == PW_ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
-	if (notify)
-		cq->armed = 0;
-	pthread_mutex_unlock(&cq->lock);
-	if (notify && cq->cq.channel) {
-		struct pw_channel *ch = (struct pw_channel *)cq->cq.channel;
-		struct ibv_cq *which = &cq->cq;
-		if (write(ch->write_fd, &which, sizeof(which)) != sizeof(which))
-			pw_log(PW_ERROR, "cannot signal a completion channel: %s", strerror(errno));
-	}
 }
 
 EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

@@ -1,7 +1,8 @@
 /*
  * Events from the node: the event ring (completions, refusals, unmap requests) drained into the
- * program's CQs, the session stream's events (what the ring could not take, QP and SRQ events, the end
- * of the session), the context's reader thread, and ibv_get_async_event.
+ * program's CQs (the producer side of every CQ, pw_cq_push; cq.c is the consumer's), the session
+ * stream's events (what the ring could not take, QP and SRQ events, the end of the session), the
+ * context's reader thread, and ibv_get_async_event.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +20,58 @@
 #include <unistd.h>
 
 #include "pw.h"
+
+/*
+ * Puts a completion on its CQ, which holds cq.cqe of them: one that finds it full is lost and the CQ's
+ * owner hears IBV_EVENT_CQ_ERR, as from an HCA (and Soft-RoCE), unless the CQ was made to ignore
+ * overruns. A CQ armed for solicited events only is woken by a solicited receive or an error.
+ */
+void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns)
+{
+	pw_trace_mark(PW_HOP_CQ_PUSH);
+	pthread_mutex_lock(&cq->lock);
+	struct pw_wc_queue *q = &cq->queue;
+	if (q->count == q->capacity) {
+		pthread_mutex_unlock(&cq->lock);
+		pw_log(PW_ERROR, "completion queue %p overflowed its %d entries: the completion of work request 0x%lx is lost", (void *)cq,
+		       q->capacity, (unsigned long)wc->wr_id);
+		if (!cq->ignore_overrun) {
+			struct ibv_async_event ae;
+			memset(&ae, 0, sizeof(ae));
+			ae.event_type = IBV_EVENT_CQ_ERR;
+			ae.element.cq = &cq->cq;
+			pw_queue_async_event(ctx, &ae);
+		}
+		return;
+	}
+	struct pw_cqe *e = &q->entries[(q->head + q->count) % q->capacity];
+	e->wc = *wc;
+	e->time_ns = time_ns;
+	q->count++;
+	__atomic_add_fetch(&ctx->delivered, 1, __ATOMIC_SEQ_CST);
+	int notify = cq->armed == PW_ARMED_NEXT || (cq->armed == PW_ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
+	if (notify)
+		cq->armed = 0;
+	pthread_mutex_unlock(&cq->lock);
+	if (notify && cq->cq.channel) {
+		struct pw_channel *ch = (struct pw_channel *)cq->cq.channel;
+		struct ibv_cq *which = &cq->cq;
+		if (write(ch->write_fd, &which, sizeof(which)) != sizeof(which))
+			pw_log(PW_ERROR, "cannot signal a completion channel: %s", strerror(errno));
+	}
+}
+
+/* The SRQ an event of the node names by its id (SRQ_LIMIT_REACHED), or NULL. */
+struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
+{
+	struct ibv_srq *found = NULL;
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (int i = 0; i < ctx->srq_slots && !found; i++)
+		if (ctx->srqs[i] && ctx->srqs[i]->srq_id == id)
+			found = &ctx->srqs[i]->srq;
+	pthread_mutex_unlock(&ctx->qp_lock);
+	return found;
+}
 
 struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn)
 {
@@ -272,7 +325,6 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		ae.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
 		ae.element.srq = NULL;
 		/* the srq pointer is found by its id */
-		extern struct ibv_srq *pw_srq_of(struct pw_context *, uint32_t);
 		ae.element.srq = pw_srq_of(ctx, ev->srq_limit_reached->srq_id);
 		if (ae.element.srq)
 			pw_queue_async_event(ctx, &ae);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "pages.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -57,65 +58,6 @@ int pw_memory_attach(struct pw_context *ctx, const char *memory_path)
 	return 0;
 }
 
-/* Whether a live (explicit) registration other than `except` covers `page`. */
-static int covered(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
-{
-	for (int i = 0; i < ctx->mr_count; i++) {
-		struct pw_mr *m = ctx->mrs[i];
-		if (m != except && !m->implicit && page >= m->first && page < m->end)
-			return 1;
-	}
-	return 0;
-}
-
-int pw_covered(struct pw_context *ctx, uint64_t page)
-{
-	return covered(ctx, page, NULL);
-}
-
-static int extent_add(struct pw_context *ctx, uint64_t first, uint64_t end)
-{
-	pthread_mutex_lock(&ctx->extent_lock);
-	if (ctx->extent_count + 2 > ctx->extent_slots) {
-		int slots = ctx->extent_slots ? ctx->extent_slots * 2 : 64;
-		uint64_t *grown = realloc(ctx->extents, sizeof(*grown) * (size_t)slots);
-		if (!grown) {
-			pthread_mutex_unlock(&ctx->extent_lock);
-			return ENOMEM;
-		}
-		ctx->extents = grown;
-		ctx->extent_slots = slots;
-	}
-	ctx->extents[ctx->extent_count++] = first;
-	ctx->extents[ctx->extent_count++] = end;
-	pthread_mutex_unlock(&ctx->extent_lock);
-	return 0;
-}
-
-static void extent_remove(struct pw_context *ctx, uint64_t first, uint64_t end)
-{
-	pthread_mutex_lock(&ctx->extent_lock);
-	for (int i = 0; i + 1 < ctx->extent_count; i += 2) {
-		if (ctx->extents[i] == first && ctx->extents[i + 1] == end) {
-			ctx->extents[i] = ctx->extents[ctx->extent_count - 2];
-			ctx->extents[i + 1] = ctx->extents[ctx->extent_count - 1];
-			ctx->extent_count -= 2;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->extent_lock);
-}
-
-int pw_extent_covers(struct pw_context *ctx, uint64_t page)
-{
-	int found = 0;
-	pthread_mutex_lock(&ctx->extent_lock);
-	for (int i = 0; i + 1 < ctx->extent_count && !found; i += 2)
-		found = page >= ctx->extents[i] && page < ctx->extents[i + 1];
-	pthread_mutex_unlock(&ctx->extent_lock);
-	return found;
-}
-
 static int reserve(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
@@ -136,88 +78,10 @@ static int free_pages(struct pw_context *ctx, uint64_t first, uint64_t end)
 	return pw_call_void(&ctx->control, "Free", &req.base, &pagewire__verbs__v1__free_response__descriptor);
 }
 
-int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
-	    Pagewire__Verbs__V1__MapCpuPagesResponse **out)
-{
-	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = first;
-	req.length = end - first;
-	req.release = release;
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call(conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, &reply);
-	if (!e && out)
-		*out = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
-	else if (reply)
-		protobuf_c_message_free_unpacked(reply, NULL);
-	return e;
-}
-
-int pw_let_go(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int discard)
-{
-	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = first;
-	req.length = end - first;
-	req.release = !discard;
-	req.discard = discard;
-	uint8_t buffer[2048];
-	ProtobufCMessage *reply = NULL;
-	return pw_call_in(conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer, sizeof(buffer),
-			  &reply);
-}
-
-int pw_runs_add(struct pw_runs *runs, uint64_t first, uint64_t end)
-{
-	if (runs->count + 2 > runs->slots) {
-		int slots = runs->slots ? runs->slots * 2 : 512;
-		size_t was = sizeof(uint64_t) * (size_t)runs->slots, now = sizeof(uint64_t) * (size_t)slots;
-		void *grown = runs->pairs ? mremap(runs->pairs, was, now, MREMAP_MAYMOVE)
-					  : mmap(NULL, now, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (grown == MAP_FAILED)
-			return ENOMEM;
-		runs->pairs = grown;
-		runs->slots = slots;
-	}
-	runs->pairs[runs->count++] = first;
-	runs->pairs[runs->count++] = end;
-	return 0;
-}
-
-void pw_runs_free(struct pw_runs *runs)
-{
-	if (runs->pairs)
-		munmap(runs->pairs, sizeof(uint64_t) * (size_t)runs->slots);
-	runs->pairs = NULL;
-	runs->count = runs->slots = 0;
-}
-
-int pw_hold_one(struct pw_context *ctx, uint64_t page, uint32_t *frame)
-{
-	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = page;
-	req.length = ctx->page_size;
-	uint8_t buffer[4096];
-	ProtobufCMessage *reply = NULL;
-	int e = pw_call_in(&ctx->pager_conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer,
-			   sizeof(buffer), &reply);
-	if (e)
-		return e;
-	Pagewire__Verbs__V1__MapCpuPagesResponse *held = (Pagewire__Verbs__V1__MapCpuPagesResponse *)reply;
-	if (held->n_frames != 1)
-		return EPROTO;
-	*frame = held->frames[0];
-	return 0;
-}
-
 /*
  * Whole pages move between the program's memory and the node's frames, whatever the program's
- * allocator keeps around its buffers there (a sanitizer's poisoned red zones among them): these two
- * copy pages without the checks an AddressSanitizer build puts on every access and libc call.
+ * allocator keeps around its buffers there (a sanitizer's poisoned red zones among them): this one and
+ * pages.c's copy copy pages without the checks an AddressSanitizer build puts on every access and libc call.
  */
 static int pwrite_page(int fd, uint64_t from, size_t n, off_t at)
 {
@@ -227,14 +91,6 @@ static int pwrite_page(int fd, uint64_t from, size_t n, off_t at)
 	long written = syscall(SYS_pwrite64, fd, (const void *)(uintptr_t)from, n, at);
 	PW_MEMCHECK_QUIET_END;
 	return written == (long)n ? 0 : (errno ? errno : EIO);
-}
-
-__attribute__((no_sanitize("address"))) static void copy_pages(void *to, uint64_t from, size_t n)
-{
-	const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)from; /* volatile: no memcpy call in its place */
-	uint64_t *dst = to;
-	for (size_t i = 0; i < n / sizeof(uint64_t); i++)
-		dst[i] = src[i];
 }
 
 /*
@@ -332,26 +188,6 @@ static int still_mapped(uint64_t first, uint64_t end)
 	return 1;
 }
 
-int pw_private_copy(uint64_t first, uint64_t end)
-{
-	size_t n = (size_t)(end - first);
-	void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (copy == MAP_FAILED)
-		return errno;
-	copy_pages(copy, first, n);
-	/*
-	 * The system call itself, not libc's mremap: a program may hook mremap to watch its mappings, and
-	 * UCX 1.13's hook takes four arguments, so the new address arrives as NULL (EPERM). The pages keep
-	 * their addresses and bytes, so no watcher needs to hear of this.
-	 */
-	if (syscall(SYS_mremap, copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)first) == -1) {
-		int e = errno;
-		munmap(copy, n);
-		return e;
-	}
-	return 0;
-}
-
 /*
  * Gives [first, end) back to the program: its bytes into fresh anonymous pages, which then replace the
  * node's frames at the same addresses in one mremap, so the range is never unmapped or zero in
@@ -418,12 +254,12 @@ static int map_range(struct pw_context *ctx, uint64_t first, uint64_t end)
 		return e;
 	shield(ctx, first, end);
 	for (uint64_t p = first; p < end && !e;) {
-		if (covered(ctx, p, NULL)) {
+		if (pw_covered(ctx, p)) {
 			p += ps;
 			continue;
 		}
 		uint64_t q = p + ps;
-		while (q < end && !covered(ctx, q, NULL))
+		while (q < end && !pw_covered(ctx, q))
 			q += ps;
 		e = map_run(ctx, p, q);
 		p = q;
@@ -542,11 +378,11 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 		}
 	}
 	pthread_mutex_lock(&ctx->mr_lock);
-	int e = implicit ? 0 : extent_add(ctx, m->first, m->end);
+	int e = implicit ? 0 : pw_extent_add(ctx, m->first, m->end);
 	if (!e && !implicit) {
 		e = map_range(ctx, m->first, m->end);
 		if (e)
-			extent_remove(ctx, m->first, m->end);
+			pw_extent_remove(ctx, m->first, m->end);
 	}
 	if (!e)
 		e = add_mr(ctx, m);
@@ -669,7 +505,7 @@ static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
 	shield(ctx, m->first, m->end);
 	uint64_t ps = ctx->page_size;
 	for (uint64_t p = m->first; p < m->end;) {
-		if (covered(ctx, p, m)) {
+		if (pw_covered_except(ctx, p, m)) {
 			p += ps;
 			continue;
 		}
@@ -680,7 +516,7 @@ static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
 		 * and long runs keep a large registration's release to a few calls.
 		 */
 		uint64_t q = p + ps;
-		while (q < m->end && q - p < PW_GIVE_BACK_RUN * ps && !covered(ctx, q, m))
+		while (q < m->end && q - p < PW_GIVE_BACK_RUN * ps && !pw_covered_except(ctx, q, m))
 			q += ps;
 		if (q - p > PW_GIVE_BACK_AWAY * ps && pw_away_pages(ctx, p, q) > PW_GIVE_BACK_AWAY)
 			q = p + PW_GIVE_BACK_AWAY * ps;
@@ -688,7 +524,7 @@ static void forget_mr(struct pw_context *ctx, struct pw_mr *m)
 		p = q;
 	}
 	remove_mr(ctx, m);
-	extent_remove(ctx, m->first, m->end);
+	pw_extent_remove(ctx, m->first, m->end);
 	unshield(ctx);
 }
 
@@ -715,15 +551,15 @@ int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint6
 	}
 	int all = 1;
 	for (uint64_t p = first; p < end && all; p += ps)
-		all = covered(ctx, p, NULL);
+		all = pw_covered(ctx, p);
 	int e = 0;
 	if (!all) {
 		struct pw_mr *m = calloc(1, sizeof(*m));
-		e = m ? extent_add(ctx, first, end) : ENOMEM;
+		e = m ? pw_extent_add(ctx, first, end) : ENOMEM;
 		if (!e) {
 			e = map_range(ctx, first, end);
 			if (e)
-				extent_remove(ctx, first, end);
+				pw_extent_remove(ctx, first, end);
 		}
 		if (!e) {
 			m->first = first;
@@ -746,13 +582,13 @@ void pw_memory_close(struct pw_context *ctx)
 		struct pw_mr *m = ctx->mrs[ctx->mr_count - 1];
 		uint64_t ps = ctx->page_size;
 		for (uint64_t p = m->first; p < m->end; p += ps) {
-			if (!covered(ctx, p, m)) {
+			if (!pw_covered_except(ctx, p, m)) {
 				give_back(ctx, p, p + ps);
 				pw_hold(ctx, &ctx->control, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
 			}
 		}
 		ctx->mr_count--;
-		extent_remove(ctx, m->first, m->end);
+		pw_extent_remove(ctx, m->first, m->end);
 		free(m); /* the program's ibv_mr is gone with the context */
 	}
 	unshield(ctx);

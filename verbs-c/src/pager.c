@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "pages.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1

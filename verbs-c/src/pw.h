@@ -104,8 +104,6 @@ struct pw_runs {
 	uint64_t *pairs;
 	int count, slots;
 };
-int pw_runs_add(struct pw_runs *runs, uint64_t first, uint64_t end);
-void pw_runs_free(struct pw_runs *runs);
 
 /* ---- the library's objects ---- */
 
@@ -343,20 +341,6 @@ int pw_dereg_mr(struct ibv_mr *mr);
 int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
 void pw_memory_close(struct pw_context *ctx);
 int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length);
-/* Whether the library maps `page` from the node's memory (or is about to, or is giving it back). */
-int pw_extent_covers(struct pw_context *ctx, uint64_t page);
-/* Whether a live (explicit) registration covers `page`. mr_lock held. */
-int pw_covered(struct pw_context *ctx, uint64_t page);
-/* The node holds [first, end) for the program's CPU (release 0), or lets them go (1); the frames in *out. */
-int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
-	    Pagewire__Verbs__V1__MapCpuPagesResponse **out);
-/* Holds one page on the pager's connection, without the heap: its frame in *frame. */
-int pw_hold_one(struct pw_context *ctx, uint64_t page, uint32_t *frame);
-/* Lets the node have [first, end) back (discard: and drop their bytes), on `conn`, without the heap. */
-int pw_let_go(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int discard);
-/* Replaces [first, end) with private anonymous pages holding the same bytes, in one step, without the heap. */
-int pw_private_copy(uint64_t first, uint64_t end);
-
 /* pager.c: pages the node takes back, faults that bring them in, fork */
 int pw_pager_attach(struct pw_context *ctx);
 void pw_pager_detach(struct pw_context *ctx);

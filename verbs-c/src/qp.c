@@ -21,17 +21,6 @@
 
 /* ---- shared receive queues ------------------------------------------------------------------------- */
 
-struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
-{
-	struct ibv_srq *found = NULL;
-	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->srq_slots && !found; i++)
-		if (ctx->srqs[i] && ctx->srqs[i]->srq_id == id)
-			found = &ctx->srqs[i]->srq;
-	pthread_mutex_unlock(&ctx->qp_lock);
-	return found;
-}
-
 /* Enters an SRQ in its context's table (what the node's events name it by). */
 static int add_srq(struct pw_context *ctx, struct pw_srq *srq)
 {
