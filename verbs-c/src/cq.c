@@ -156,8 +156,9 @@ static int short_of(struct pw_cq *cq, int wanted)
  * An empty poll. The NIC is the node's threads, on the same cores as the program: a program that polls
  * without end would hold a core the NIC needs. So once a CQ has polled empty for PAGEWIRE_VERBS_SPIN_US
  * (3 us by default), each further empty poll of it yields the core. Once every CQ of the context has
- * polled empty for PAGEWIRE_VERBS_SLEEP_AFTER_US (0 by default: a ping-pong is faster paying a wake-up
- * than keeping its node's threads off the core with yields), an empty poll sleeps on the context's bell
+ * polled empty for PAGEWIRE_VERBS_SLEEP_AFTER_US (100 us by default: a wait longer than a short round
+ * trip pays a wake-up rather than keep its node's threads off the core with yields, while a wait for the
+ * acknowledgement of a program's own WRITE seldom sleeps), an empty poll sleeps on the context's bell
  * instead, which the node rings when it writes an event for a program that said it sleeps (the ring
  * header's "application asleep" word), for at most PAGEWIRE_VERBS_SLEEP_US (1 ms by default; 0 never
  * sleeps). The yield's clock
