@@ -2,6 +2,7 @@ package io.pagewire.systemtests.verbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.pagewire.node.TestData;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Program;
 import io.pagewire.systemtests.verbs.VerbsPrograms.Run;
 import java.nio.file.Files;
@@ -97,7 +98,7 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
         List<String> valgrind = List.of("valgrind", "--error-exitcode=99", "--track-origins=no");
         Program s = VerbsPrograms.start(server.target(), concat(valgrind, "ibv_rc_pingpong", "-d", "pagewire0", "-p", String.valueOf(port),
                 "-n", "100"));
-        Thread.sleep(3000); // valgrind starts slowly; the server must listen before the client connects
+        VerbsPrograms.awaitListening(port, 60_000); // valgrind starts slowly; the server must listen before the client connects
         Program c = VerbsPrograms.start(client.target(), concat(valgrind, "ibv_rc_pingpong", "-d", "pagewire0", "-p", String.valueOf(port),
                 "-n", "100", "127.0.0.1"));
         Run clientRun = c.await(150);
@@ -120,7 +121,7 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
         String port = String.valueOf(freePort());
         List<String> valgrind = List.of("valgrind", "--error-exitcode=99", "--track-origins=no");
         Program s = VerbsPrograms.start(server.target(), concat(valgrind, "rping", "-s", "-V", "-a", "127.0.1.2", "-p", port, "-C", "20"));
-        Thread.sleep(4000); // valgrind starts slowly; the server must listen before the client connects
+        awaitServerListening(port); // valgrind starts slowly; the server must listen before the client connects
         Program c = VerbsPrograms.start(client.target(), concat(valgrind, "rping", "-c", "-V", "-a", "127.0.1.2", "-p", port, "-C", "20"));
         Run clientRun = c.await(150);
         Run serverRun = s.await(60);
@@ -143,7 +144,7 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
                 "ASAN_OPTIONS=detect_leaks=1:exitcode=86", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1");
         String port = String.valueOf(freePort());
         Program s = VerbsPrograms.start(server.target(), environment, "rping", "-s", "-V", "-a", "127.0.1.2", "-p", port, "-C", "50");
-        Thread.sleep(1500); // the server listens before the client connects
+        awaitServerListening(port);
         Program c = VerbsPrograms.start(client.target(), environment, "rping", "-c", "-V", "-a", "127.0.1.2", "-p", port, "-C", "50");
         Run clientRun = c.await(120);
         Run serverRun = s.await(60);
@@ -165,7 +166,7 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
                 "ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:exitcode=86", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1");
         String port = String.valueOf(freePort());
         Program s = VerbsPrograms.start(server.target(), environment, binary.toString(), "server", "127.0.1.2", port);
-        Thread.sleep(1500); // the server listens before the client's cases that need it
+        awaitServerListening(port); // before the client's cases that need it
         Run clientRun = VerbsPrograms.start(client.target(), environment, binary.toString(), "client", "127.0.1.2", port).await(120);
         Run serverRun = s.await(60);
         for (Run run : List.of(clientRun, serverRun)) {
@@ -185,7 +186,7 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
         List<String> valgrind = List.of("valgrind", "--error-exitcode=99", "--track-origins=no");
         Program s = VerbsPrograms.start(server.target(), concat(valgrind, "rstream", "-b", "127.0.1.2", "-p", port, "-S", "100000", "-C", "10",
                 "-T", "v"));
-        Thread.sleep(4000); // valgrind starts slowly; the server must listen before the client connects
+        awaitServerListening(port); // valgrind starts slowly; the server must listen before the client connects
         Program c = VerbsPrograms.start(client.target(), concat(valgrind, "rstream", "-s", "127.0.1.2", "-p", port, "-S", "100000", "-C", "10",
                 "-T", "v"));
         Run clientRun = c.await(150);
@@ -217,5 +218,10 @@ class CheckedVerbsLibraryTest extends TwoNodeProgramsFixture {
         }
         System.arraycopy(tail, 0, all, head.size(), tail.length);
         return all;
+    }
+
+    /** Waits until the server program listens on {@code port} through the server node's connection manager (rdma_listen). */
+    private void awaitServerListening(String port) throws Exception {
+        TestData.awaitTrue(() -> server.connectionManager().listensOn(Integer.parseInt(port)), 60_000, "the server program listens on port " + port);
     }
 }

@@ -73,7 +73,7 @@ class UcxOnPagewireTest extends SdkFixture {
         List<String> env = List.of("UCX_TLS=rc_v", "UCX_NET_DEVICES=pagewire0:1");
         Program s = VerbsPrograms.start(server.target(), env, "stdbuf", "-oL", program.toString(), "-l", "127.0.1.2", "-p", port, "-c", "tag",
                 "-i", "3");
-        Thread.sleep(1500); // the server listens before the client connects
+        s.awaitOutput("server is listening", 60); // through rdma_cm: no TCP port to watch
         Run clientRun = VerbsPrograms.start(client.target(), env, program.toString(), "-a", "127.0.1.2", "-p", port, "-c", "tag", "-i", "3")
                 .await(90).succeeded();
         s.kill();
@@ -143,7 +143,7 @@ class UcxOnPagewireTest extends SdkFixture {
         String port = String.valueOf(TwoNodeProgramsFixture.freePort());
         List<String> env = List.of("UCX_TLS=" + transports, "UCX_NET_DEVICES=pagewire0:1");
         Program s = VerbsPrograms.start(server.target(), env, "ucx_perftest", "-p", port);
-        Thread.sleep(500);
+        VerbsPrograms.awaitListening(Integer.parseInt(port), 60_000);
         List<String> args = new ArrayList<>(List.of("ucx_perftest", "-p", port, "127.0.0.1", "-t", test));
         args.addAll(options);
         Program c = VerbsPrograms.start(client.target(), env, args.toArray(String[]::new));

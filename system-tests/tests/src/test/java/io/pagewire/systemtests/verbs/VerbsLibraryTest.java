@@ -205,13 +205,14 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
         long sentByServer = server.nic().counters().get(NicCounter.PACKETS_SENT);
         long receivedByServer = server.nic().counters().get(NicCounter.PACKETS_RECEIVED);
         long lookups = tlbLookups(server);
-        List<String> args = new ArrayList<>(List.of(program, "-d", "pagewire0", "-p", String.valueOf(freePort()), "-c", transport, "-n", "300"));
+        int port = freePort();
+        List<String> args = new ArrayList<>(List.of(program, "-d", "pagewire0", "-p", String.valueOf(port), "-c", transport, "-n", "300"));
         if (program.endsWith("_bw") && transport.equals("UC")) {
             args.addAll(List.of("-s", "8192")); // UD's messages are an MTU at most: perftest picks its size
         }
         List<String> env = List.of("PAGEWIRE_VERBS_REGISTRATION=" + mode);
         Program s = VerbsPrograms.start(server.target(), env, args.toArray(String[]::new));
-        Thread.sleep(300);
+        VerbsPrograms.awaitListening(port, 30_000); // its out-of-band exchange with the client
         args.add("127.0.0.1");
         Program c = VerbsPrograms.start(client.target(), env, args.toArray(String[]::new));
         Run clientRun = c.await(120).succeeded();
@@ -292,7 +293,7 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
         int port = freePort();
         List<String> env = List.of("PAGEWIRE_VERBS_REGISTRATION=" + name);
         Program s = VerbsPrograms.start(server.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200");
-        Thread.sleep(300);
+        VerbsPrograms.awaitListening(port, 30_000);
         Program c = VerbsPrograms.start(client.target(), env, "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-n", "200",
                 "127.0.0.1");
         c.await(120).succeeded();
@@ -310,7 +311,7 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
     void aProgramKilledMidRunEndsItsSessionAndTheNodesServeTheNext() throws Exception {
         int port = freePort();
         Program s = VerbsPrograms.start(server.target(), "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-D", "20");
-        Thread.sleep(300);
+        VerbsPrograms.awaitListening(port, 30_000);
         Program c = VerbsPrograms.start(client.target(), "ib_write_bw", "-d", "pagewire0", "-p", String.valueOf(port), "-D", "20",
                 "127.0.0.1");
         awaitTrue(() -> client.sessions() == 1 && server.sessions() == 1 && client.nic().counters().get(NicCounter.BYTES_SENT) > 0, 30_000,
@@ -355,7 +356,7 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
         List<String> args = new ArrayList<>(List.of(program, "-d", "pagewire0", "-p", String.valueOf(port)));
         args.addAll(options);
         Program s = VerbsPrograms.start(server.target(), args.toArray(String[]::new));
-        Thread.sleep(300); // the server listens for the client's TCP exchange
+        VerbsPrograms.awaitListening(port, 30_000); // the server listens for the client's TCP exchange
         args.add("127.0.0.1");
         Program c = VerbsPrograms.start(client.target(), args.toArray(String[]::new));
         Run clientRun = c.await(120);
