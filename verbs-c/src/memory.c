@@ -112,10 +112,7 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 	if (buffer == MAP_FAILED)
 		return ENOMEM;
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = first;
-	req.length = end - first;
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = pw_map_request(&ref, first, end);
 	ProtobufCMessage *reply = NULL;
 	int e = pw_call_in(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer, bytes,
 			   &reply);

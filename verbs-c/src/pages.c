@@ -72,14 +72,20 @@ int pw_extent_covers(struct pw_context *ctx, uint64_t page)
 	return found;
 }
 
+Pagewire__Verbs__V1__MapCpuPagesRequest pw_map_request(Pagewire__Verbs__V1__EndpointRef *ref, uint64_t first, uint64_t end)
+{
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
+	req.endpoint = ref;
+	req.address = first;
+	req.length = end - first;
+	return req;
+}
+
 int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
 	    Pagewire__Verbs__V1__MapCpuPagesResponse **out)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = first;
-	req.length = end - first;
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = pw_map_request(&ref, first, end);
 	req.release = release;
 	ProtobufCMessage *reply = NULL;
 	int e = pw_call(conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, &reply);
@@ -93,10 +99,7 @@ int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64
 int pw_let_go(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int discard)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = first;
-	req.length = end - first;
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = pw_map_request(&ref, first, end);
 	req.release = !discard;
 	req.discard = discard;
 	uint8_t buffer[2048];
@@ -133,10 +136,7 @@ void pw_runs_free(struct pw_runs *runs)
 int pw_hold_one(struct pw_context *ctx, uint64_t page, uint32_t *frame)
 {
 	Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-	Pagewire__Verbs__V1__MapCpuPagesRequest req = PAGEWIRE__VERBS__V1__MAP_CPU_PAGES_REQUEST__INIT;
-	req.endpoint = &ref;
-	req.address = page;
-	req.length = ctx->page_size;
+	Pagewire__Verbs__V1__MapCpuPagesRequest req = pw_map_request(&ref, page, page + ctx->page_size);
 	uint8_t buffer[4096];
 	ProtobufCMessage *reply = NULL;
 	int e = pw_call_in(&ctx->pager_conn, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer,

@@ -15,6 +15,8 @@ int pw_extent_covers(struct pw_context *ctx, uint64_t page);
 int pw_covered(struct pw_context *ctx, uint64_t page);
 /* The same, leaving `except` (a registration going away) out. mr_lock held. */
 int pw_covered_except(struct pw_context *ctx, uint64_t page, struct pw_mr *except);
+/* A MapCpuPages request for [first, end) of the endpoint `ref` names (no heap: the pager builds these too). */
+Pagewire__Verbs__V1__MapCpuPagesRequest pw_map_request(Pagewire__Verbs__V1__EndpointRef *ref, uint64_t first, uint64_t end);
 /* The node holds [first, end) for the program's CPU (release 0), or lets them go (1); the frames in *out. */
 int pw_hold(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end, int release,
 	    Pagewire__Verbs__V1__MapCpuPagesResponse **out);

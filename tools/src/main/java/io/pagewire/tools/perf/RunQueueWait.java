@@ -13,8 +13,8 @@ import java.util.stream.Stream;
  * How long the threads of some processes ran and waited on the run queue, from the kernel's schedstat
  * ({@code /proc/PID/task/TID/schedstat}: time on a core, time runnable but waiting for one), summed over
  * every thread of them. A snapshot taken before and one after a run give what the run cost the nodes'
- * threads in waits for a core, which is what a spinning program on the same cores makes them pay. (A JVM
- * names only its own threads for the kernel, so the sum is not split by thread.)
+ * threads in waits for a core, which is what a spinning program on the same cores makes them pay. Threads
+ * are told apart by id, not name: a JVM names only its own threads for the kernel.
  */
 public final class RunQueueWait {
     /** One thread's (or a sum's) times in nanoseconds: on a core, and runnable but waiting for one. */
