@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the testbed's base images from Debian packages, with no image registry involved: a
 # debootstrap (minbase) of this machine's Debian release, imported into Docker.
-#   pagewire/jre:<release>         the Java 17 runtime, libibverbs, librdmacm, ibverbs-utils, rdmacm-utils, perftest and UCX (the node image's runtime stage)
+#   pagewire/jre:<release>         the Java 17 runtime, libibverbs, librdmacm, ibverbs-utils, rdmacm-utils, perftest, UCX and libfabric (the node image's runtime stage)
 #   pagewire/build:<release>       a JDK 17, Maven, gcc and the verbs headers (the node image's build stage)
 #   pagewire/prometheus:<release>  Debian's Prometheus (the testbed's own Prometheus image)
 # Usage: build-base-images.sh [--rebuild] [jre|build|prometheus ...]  (default: all three; an image
@@ -18,7 +18,7 @@ say() { echo "build-base-images: $*" >&2; }
 
 packages_of() {
   case "$1" in
-    jre) echo openjdk-17-jre-headless,ca-certificates,libibverbs1,librdmacm1,libprotobuf-c1,ibverbs-utils,rdmacm-utils,perftest,libucx0,ucx-utils ;;
+    jre) echo openjdk-17-jre-headless,ca-certificates,libibverbs1,librdmacm1,libprotobuf-c1,ibverbs-utils,rdmacm-utils,perftest,libucx0,ucx-utils,libfabric-bin ;;
     build) echo openjdk-17-jdk-headless,maven,ca-certificates,gcc,make,libc6-dev,libibverbs-dev,librdmacm-dev,protobuf-c-compiler,libprotobuf-c-dev ;;
     prometheus) echo prometheus,ca-certificates ;;
     *) say "unknown image '$1' (jre, build or prometheus)"; exit 2 ;;

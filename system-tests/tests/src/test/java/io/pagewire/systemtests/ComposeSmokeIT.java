@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The compose file as a user runs it (with the local images and free host ports): the nodes become
  * healthy, an application on the host maps a node's rings through the shared ring directory and writes
- * between two nodes, rdma-core's, perftest's and rsockets' programs (RC, UC, UD, rdma_cm, SIDR) and UCX
+ * between two nodes, rdma-core's, perftest's and rsockets' programs (RC, UC, UD, rdma_cm, SIDR), libfabric's fi_pingpong and UCX
  * run in two nodes' containers through the image's verbs library, so does the prefetch experiment's ibv_rc_pingpong (its counts
  * from the nodes' meters), Prometheus scrapes all three, the workload profile's perf run completes, and `down -v`
  * removes everything again. Runs `docker compose` where the plugin exists, else Debian's docker-compose.
@@ -96,6 +96,10 @@ class ComposeSmokeIT {
                 {"rdma_server -p 7473", "rdma_client -s node-2 -p 7473", "rdma_client: end 0"},
                 {"rstream -p 7474 -S 65536 -C 20 -T v", "rstream -s node-2 -p 7474 -S 65536 -C 20 -T v", "custom"},
                 {"timeout 60 udpong -b 0.0.0.0 -p 7475 -T b", "udpong -s node-2 -p 7475 -C 50 -S 1000 -T b", "custom"},
+                // libfabric's verbs provider finds the device by binding the container's own interface address (eth0) through rdma_cm
+                {"timeout 90 fi_pingpong -e rdm -p 'verbs;ofi_rxm' -B 7476 -I 20", "fi_pingpong -e rdm -p 'verbs;ofi_rxm' -P 7476 -I 20 node-2",
+                    "=20"},
+                {"timeout 90 fi_pingpong -e msg -p verbs -B 7477 -I 20", "fi_pingpong -e msg -p verbs -P 7477 -I 20 node-2", "=20"},
             };
             for (String[] program : programs) {
                 Result client = pairInContainers(node1, node2, preload, program[0], program[1]);
@@ -107,6 +111,9 @@ class ComposeSmokeIT {
             Result ucxInfo = run(60, "docker", "exec", node1, "sh", "-c", preload + " ucx_info -d");
             assertThat(ucxInfo.output()).as("ucx_info -d in node-1's container:\n" + ucxInfo.output())
                     .contains("Memory domain: pagewire0", "Transport: rc_verbs", "Transport: ud_verbs", "Connection manager: rdmacm");
+            Result fiInfo = run(60, "docker", "exec", node1, "sh", "-c", preload + " fi_info -p verbs");
+            assertThat(fiInfo.output()).as("fi_info -p verbs in node-1's container:\n" + fiInfo.output())
+                    .contains("provider: verbs;ofi_rxm", "domain: pagewire0", "type: FI_EP_RDM", "type: FI_EP_MSG");
             String ucx = preload + " UCX_TLS=rc_v UCX_NET_DEVICES=pagewire0:1 PAGEWIRE_VERBS_REGISTRATION=PIN_ON_MISS";
             Result ucxClient = pairInContainers(node1, node2, ucx, "timeout 60 ucx_perftest -p 13337",
                     "timeout 60 ucx_perftest -p 13337 node-2 -t tag_lat -n 100");
