@@ -24,6 +24,11 @@ final class Credits {
     /** Send ledger: credits the peer granted in all, and spent of them. */
     private long grantedByPeer;
     private long spent;
+    /**
+     * Whether the peer's receive buffers may park a SEND (it said so in its last acknowledgement; until
+     * the first, assumed): SENDs spend credits only then.
+     */
+    private boolean peerReceivesPark = true;
     /** When the current wait for credits began, or -1. */
     private long waitSinceNs = -1;
 
@@ -58,9 +63,19 @@ final class Credits {
         grantedByPeer = initialGrant;
     }
 
-    /** An acknowledgement carried the peer's grant so far. */
-    void peerGranted(long limit) {
+    /** An acknowledgement carried the peer's grant so far, and whether its receive buffers may park a SEND. */
+    void peerGranted(long limit, boolean receivesPark) {
         grantedByPeer = Math.max(grantedByPeer, limit);
+        peerReceivesPark = receivesPark;
+    }
+
+    /**
+     * Whether a SEND spends credits: only where the peer's receive buffers may park it. A SEND that spent
+     * none and would park anyway (a SHADOW region registered since the peer said otherwise) parks within
+     * the credits the peer's pair holds, or is refused with an RNR NAK; it is never granted credits back.
+     */
+    boolean sendsSpend() {
+        return peerReceivesPark;
     }
 
     /** Whether {@code parts} credits are there to spend; if not, a wait for them begins (counted once). */

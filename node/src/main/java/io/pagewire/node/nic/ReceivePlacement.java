@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.TreeMap;
+import org.agrona.collections.LongHashSet;
 
 /**
  * Where a responder's received data goes: the pages of an RDMA WRITE's target, or of the posted
@@ -56,6 +57,8 @@ final class ReceivePlacement {
 
     /** Parked parts not yet in place, by PSN. */
     private final TreeMap<Long, Integer> parkedByPsn = new TreeMap<>();
+    /** PSNs of SEND segments that spent no credits (see {@link Credits#sendsSpend}): what they park is granted nothing when placed. */
+    private final LongHashSet unspentPsns = new LongHashSet();
     /** Notifications and receive completions waiting for parked data before them, in PSN order. */
     private final ArrayDeque<Delivery> deliveries = new ArrayDeque<>();
     /** The posted receive the SEND in progress lands in, and the PSN that SEND began at. */
@@ -235,6 +238,11 @@ final class ReceivePlacement {
         }
         List<Segment> segments = buffer.segments();
         MemoryRegion[] regions = receiving.regions();
+        // What the requester says it spent, never more than a segment may (a claim of more would inflate its grant).
+        int spent = (int) Math.min(Integer.toUnsignedLong(packet.getCreditsSpent()), Credits.perPacket(payload.size(), dma.pageShift()));
+        if (spent == 0 && !qp.unreliable()) {
+            unspentPsns.add(psn); // before the scatter: a part it parks may be placed on this thread before it returns
+        }
         int direct;
         try {
             direct = scatter(receiving, offset, payload, psn, packet.getRetransmitted(), out);
@@ -251,14 +259,20 @@ final class ReceivePlacement {
             return fail(Result.PROTECTION_ERROR, e.getMessage());
         } catch (KernelException e) {
             return fail(Result.MEMORY_ERROR, e.getMessage());
+        } finally {
+            if (spent == 0 && !parkedByPsn.containsKey(psn)) {
+                unspentPsns.remove(psn); // nothing of it waits to be placed
+            }
         }
         countReceived(segments, regions, offset, payload.size());
-        // The requester spent a packet's credits for this segment; what it did not park comes back now, the
-        // rest when placed. (A scatter list of many small elements may park more parts than a packet is
-        // charged; the pair's own limit on parked parts still holds, so nothing is granted below zero.)
+        // What the requester spent on this segment and did not park comes back now, the rest when placed.
+        // (A scatter list of many small elements may park more parts than a packet is charged; the pair's
+        // own limit on parked parts still holds, so nothing is granted below zero.)
         int parked = scatteredPages - direct;
-        credits.grant(Math.max(0, Credits.perPacket(payload.size(), dma.pageShift()) - parked));
-        credits.borrow();
+        if (spent > 0 || parked > 0) {
+            credits.grant(Math.max(0, spent - parked));
+            credits.borrow();
+        }
         if (last) {
             boolean immediate = opcode == Opcode.SEND_LAST_WITH_IMMEDIATE || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
             int invalidate = packet.getInvalidateRkey();
@@ -556,7 +570,11 @@ final class ReceivePlacement {
         } else {
             parkedByPsn.put(psn, left - 1);
         }
-        credits.grant(1);
+        if (!unspentPsns.contains(psn)) {
+            credits.grant(1);
+        } else if (left == 1) {
+            unspentPsns.remove(psn);
+        }
         while (!deliveries.isEmpty() && lowestParkedPsn() > deliveries.peek().psn()) {
             deliver(deliveries.poll());
         }

@@ -377,10 +377,13 @@ final class Requester {
         boolean firstTransmission = sendPsn > chargedThrough;
         // Writes spend credits only where they may park in the responder's system buffer (a region's rkey
         // names its mode; a window's does not, so a write through one always spends, and the responder
-        // grants back what did not park); a SEND always does, for as many pages as its segment can touch:
-        // which buffer it lands in is the responder's choice.
+        // grants back what did not park); a SEND does where the responder's receive buffers may park it,
+        // for as many pages as its segment can touch: which buffer it lands in is the responder's choice.
         // UC spends none: nothing acknowledges it to grant them back, and its responder drops what it cannot place.
-        int parts = qp.unreliable() ? 0 : send ? Credits.perPacket(length, remotePageShift)
+        if (send && index == 0 && firstTransmission) {
+            wqe.sendSpendsCredits = credits.sendsSpend();
+        }
+        int parts = qp.unreliable() ? 0 : send ? (wqe.sendSpendsCredits ? Credits.perPacket(length, remotePageShift) : 0)
                 : Nic.isWindowRkey(wqe.wr.rkey()) || nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits()
                         ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && !credits.canSpend(parts)) {
@@ -398,6 +401,9 @@ final class Requester {
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
         Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload).setRetransmitted(resending());
+        if (send && parts > 0) {
+            packet.setCreditsSpent(parts);
+        }
         Datagram datagram = wqe.wr.datagram();
         if (datagram != null) {
             // InfiniBand's DETH: the destination pair and the Q_Key (the high bit asks for this pair's own).
@@ -632,7 +638,7 @@ final class Requester {
     // ---- answers from the responder ----------------------------------------------------------------
 
     void onAcknowledge(Packet packet) {
-        credits.peerGranted(packet.getCreditLimit());
+        credits.peerGranted(packet.getCreditLimit(), packet.getReceivesPark());
         long psn = packet.getAckPsn();
         switch (packet.getSyndrome()) {
             case ACK -> acknowledged(psn);
@@ -790,7 +796,7 @@ final class Requester {
             wqe.atomicResult = packet.getAtomicResult();
             wqe.atomicPlaced = placeAtomicResult(wqe, out);
         }
-        credits.peerGranted(packet.getCreditLimit());
+        credits.peerGranted(packet.getCreditLimit(), packet.getReceivesPark());
         acknowledged(packet.getPsn() - 1);
         recovery.progressed();
         completeFinished();

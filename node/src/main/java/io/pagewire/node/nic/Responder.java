@@ -38,6 +38,8 @@ final class Responder {
     private final ReceivePlacement placement;
     private long ackSentPsn = Long.MIN_VALUE;
     private long ackSentCredit;
+    /** What the last acknowledgement said of parking SENDs (the requester assumes they park until told). */
+    private boolean ackSentReceivesPark = true;
     private boolean ackDue;
     /** A READ or atomic that must wait for parked writes before it. */
     private Packet deferred;
@@ -442,7 +444,8 @@ final class Responder {
         int slot = (int) (psn % atomicPsn.length);
         atomicPsn[slot] = psn;
         atomicResult[slot] = previous;
-        out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, psn).setAtomicResult(previous).setCreditLimit(credits.grantedToPeer()));
+        out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, psn).setAtomicResult(previous).setCreditLimit(credits.grantedToPeer())
+                .setReceivesPark(receivesPark()));
         return 1;
     }
 
@@ -465,7 +468,7 @@ final class Responder {
                 int slot = (int) (packet.getPsn() % atomicPsn.length);
                 if (atomicPsn[slot] == packet.getPsn()) {
                     out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, packet.getPsn()).setAtomicResult(atomicResult[slot])
-                            .setCreditLimit(credits.grantedToPeer()));
+                            .setCreditLimit(credits.grantedToPeer()).setReceivesPark(receivesPark()));
                 }
             }
             default -> ackDue = true;
@@ -560,7 +563,13 @@ final class Responder {
     }
 
     private Packet.Builder acknowledgement(Syndrome syndrome, long psn) {
-        return qp.packet(Opcode.ACKNOWLEDGE, psn).setSyndrome(syndrome).setAckPsn(psn).setCreditLimit(credits.grantedToPeer());
+        return qp.packet(Opcode.ACKNOWLEDGE, psn).setSyndrome(syndrome).setAckPsn(psn).setCreditLimit(credits.grantedToPeer())
+                .setReceivesPark(receivesPark());
+    }
+
+    /** Whether a SEND may park here: only a SHADOW region's missing page parks what lands in it. */
+    private boolean receivesPark() {
+        return !qp.endpoint().shadowRegions().isEmpty();
     }
 
     /** Acknowledges, once, what is executed and in place, with the credits granted so far. */
@@ -570,12 +579,14 @@ final class Responder {
             return;
         }
         long ackable = Math.min(expectedPsn, placement.lowestParkedPsn()) - 1;
-        if (!ackDue && ackable == ackSentPsn && credits.grantedToPeer() == ackSentCredit) {
+        boolean receivesPark = receivesPark();
+        if (!ackDue && ackable == ackSentPsn && credits.grantedToPeer() == ackSentCredit && receivesPark == ackSentReceivesPark) {
             return;
         }
         out.add(acknowledgement(Syndrome.ACK, ackable));
         ackSentPsn = ackable;
         ackSentCredit = credits.grantedToPeer();
+        ackSentReceivesPark = receivesPark;
         ackDue = false;
     }
 

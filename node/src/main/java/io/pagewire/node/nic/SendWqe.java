@@ -36,6 +36,11 @@ final class SendWqe {
     record LocalOperation(WorkRequest wr, CompletionStatus status, String error) {
     }
 
+    /**
+     * A SEND: whether its segments spend credits, fixed at its first segment's first transmission (see
+     * {@link Credits#sendsSpend}), so that every transmission of a segment claims the same.
+     */
+    boolean sendSpendsCredits;
     /** An atomic's answer arrived (its result is in {@link #atomicResult}). */
     boolean atomicDone;
     /** An atomic's result is in its local buffer (or it has none): it may complete. */
