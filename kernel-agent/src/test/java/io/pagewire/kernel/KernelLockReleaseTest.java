@@ -37,7 +37,7 @@ class KernelLockReleaseTest {
             byte[] read = new byte[PAGE];
             Thread reader = new Thread(() -> a.load(page, read, 0, PAGE), "reader");
             reader.start();
-            Thread.sleep(100); // the reader is inside its 2 s swap read by now
+            TestKernels.awaitParked(reader, SwapDevice.class, "the reader is inside its 2 s swap read");
             for (int p = 0; p < 16; p++) {
                 b.translate(others / PAGE + p);
             }
@@ -67,7 +67,7 @@ class KernelLockReleaseTest {
             // B's next fault must take a frame; CLOCK gives A's page (the oldest) and writes it back for 2 s.
             Thread evictor = new Thread(() -> b.touch(others + 14L * PAGE, false), "evictor");
             evictor.start();
-            Thread.sleep(100);
+            TestKernels.awaitParked(evictor, SwapDevice.class, "the evictor is inside its 2 s write-back");
             assertThat(c.translate(cPage / PAGE)).as("C's page is still mapped").isNotNull();
             assertThat(evictor.isAlive()).as("C's translation did not wait for the write-back").isTrue();
 
@@ -89,7 +89,7 @@ class KernelLockReleaseTest {
             assertThat(kernel.memory().tryLockForDma(t.frame(), t.generation())).isTrue();
             Thread freer = new Thread(() -> a.free(page), "freer");
             freer.start();
-            Thread.sleep(100); // the freer now waits for the DMA to drain
+            TestKernels.awaitParked(freer, null, "the freer waits for the DMA to drain");
             long other = b.allocate(4L * PAGE);
             b.store(other, TestKernels.pattern(4, 3 * PAGE), 0, 3 * PAGE);
             assertThat(b.translate(other / PAGE)).isNotNull();

@@ -3,6 +3,7 @@ package io.pagewire.node.verbs;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * Paces each caller's control-plane operations (session opens, allocations, registrations, queue
@@ -23,6 +24,8 @@ final class ControlPacer {
     private final long intervalNs;
     private final long toleranceNs;
     private final long maxDelayNs;
+    /** The time the pacer reads (System.nanoTime, or a test's own clock). */
+    private final LongSupplier clock;
     private final ConcurrentHashMap<String, AtomicLong> nextTimes = new ConcurrentHashMap<>();
     /** Callers remembered before idle ones are forgotten. */
     static final int FORGET_ABOVE = 4096;
@@ -34,6 +37,12 @@ final class ControlPacer {
      * @param burst operations a caller may start back to back before the rate applies
      */
     ControlPacer(double perSecond, int burst, long maxDelayNs) {
+        this(perSecond, burst, maxDelayNs, System::nanoTime);
+    }
+
+    /** As above, reading the time from {@code clock} (nanoseconds). */
+    ControlPacer(double perSecond, int burst, long maxDelayNs, LongSupplier clock) {
+        this.clock = clock;
         this.intervalNs = perSecond <= 0 ? 0 : Math.max(1, (long) (1e9 / perSecond));
         this.toleranceNs = intervalNs * Math.max(0, burst - 1L);
         this.maxDelayNs = maxDelayNs;
@@ -49,10 +58,10 @@ final class ControlPacer {
             if (nextTimes.size() >= FORGET_ABOVE) {
                 forgetIdleCallers();
             }
-            next = nextTimes.computeIfAbsent(caller, c -> new AtomicLong(System.nanoTime()));
+            next = nextTimes.computeIfAbsent(caller, c -> new AtomicLong(clock.getAsLong()));
         }
         while (true) {
-            long now = System.nanoTime();
+            long now = clock.getAsLong();
             long scheduled = next.get();
             long base = scheduled - now > 0 ? scheduled : now;
             long wait = base - toleranceNs - now;
@@ -75,7 +84,7 @@ final class ControlPacer {
      * burst), so many one-off callers (hosts, in plaintext) cannot grow the map.
      */
     private void forgetIdleCallers() {
-        long now = System.nanoTime();
+        long now = clock.getAsLong();
         nextTimes.values().removeIf(next -> next.get() - now <= 0);
     }
 

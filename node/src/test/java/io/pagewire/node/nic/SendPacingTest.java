@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.node.TestData;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -80,8 +81,9 @@ class SendPacingTest {
             long otherSrc = other.space().allocate(small);
             MemoryRegion otherFrom = other.register(otherSrc, small, RegistrationMode.PINNED, Access.all());
 
+            long paced = nics.a.counters().get(NicCounter.RATE_LIMIT_WAITS);
             nics.qa.post(WorkRequest.write(1, from.lkey(), src, bulk, dst, to.rkey()));
-            Thread.sleep(50); // the bulk session is past its burst and pacing
+            TestData.awaitTrue(() -> nics.a.counters().get(NicCounter.RATE_LIMIT_WAITS) > paced, 10_000, "the bulk session is past its burst and pacing");
             otherQp.post(WorkRequest.write(2, otherFrom.lkey(), otherSrc, small, dst, to.rkey()));
             nics.takeSuccess(otherCq, "the other session's write");
             assertThat(nics.cqa.poll()).as("the paced session's 4 MiB is still on its way when the other's 64 KiB landed" + nics.state())
@@ -106,8 +108,9 @@ class SendPacingTest {
 
             nics.qa.rateLimit(RATE, BURST);
             long start = System.nanoTime();
+            long paced = nics.a.counters().get(NicCounter.RATE_LIMIT_WAITS);
             nics.qa.post(WorkRequest.write(1, from.lkey(), src, size, dst, to.rkey()));
-            Thread.sleep(50); // the limited pair is past its burst
+            TestData.awaitTrue(() -> nics.a.counters().get(NicCounter.RATE_LIMIT_WAITS) > paced, 10_000, "the limited pair is past its burst");
             unlimited.post(WorkRequest.write(2, from.lkey(), src, (int) MIB, dst, to.rkey()));
             Completion first = nics.takeSuccess(nics.cqa, "the first write to complete");
             assertThat(first.wrId()).as("the pair without a limit finished first" + nics.state()).isEqualTo(2);

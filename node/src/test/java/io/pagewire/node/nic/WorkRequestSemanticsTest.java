@@ -3,6 +3,7 @@ package io.pagewire.node.nic;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.node.TestData;
 import io.pagewire.proto.fabric.Opcode;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -10,6 +11,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -110,14 +112,15 @@ class WorkRequestSemanticsTest {
 
     @Test
     void aFencedWriteWaitsForTheReadBeforeItAndAnUnfencedOneDoesNot() throws InterruptedException {
-        nics.link.drop = p -> p.getOpcode() == Opcode.READ_RESPONSE; // the READ cannot finish for now
+        AtomicInteger responsesDropped = new AtomicInteger();
+        nics.link.drop = p -> p.getOpcode() == Opcode.READ_RESPONSE && responsesDropped.incrementAndGet() > 0; // the READ cannot finish for now
         nics.qa.post(WorkRequest.read(1, a1.lkey(), a1.address(), 4096, b1.address(), b1.rkey()));
         nics.qa.post(WorkRequest.write(2, a1.lkey(), a1.address(), 8, b2.address(), b2.rkey()).fenced());
         nics.ea.space().store(a1.address() + 8192, new byte[] {7}, 0, 1);
-        Thread.sleep(300);
+        awaitReadSentAgain(responsesDropped);
         assertThat(load(nics.eb, b2.address(), 1)[0]).as("the fenced WRITE is not executed while the READ is outstanding").isZero();
         nics.qa.post(WorkRequest.write(3, a1.lkey(), a1.address() + 8192, 1, b2.address() + 100, b2.rkey()));
-        Thread.sleep(300);
+        awaitReadSentAgain(responsesDropped);
         assertThat(load(nics.eb, b2.address() + 100, 1)[0]).as("the fence holds the requests after it too, as the send queue is in order")
                 .isZero();
         nics.link.drop = p -> false;
@@ -188,5 +191,14 @@ class WorkRequestSemanticsTest {
             at += p.length;
         }
         return all;
+    }
+
+    /**
+     * Waits until the requester has sent the outstanding READ twice more (its responses dropped): its send
+     * path ran after what the test posted, so whatever it holds back it holds back by decision, not by delay.
+     */
+    private static void awaitReadSentAgain(AtomicInteger responsesDropped) throws InterruptedException {
+        int before = responsesDropped.get();
+        TestData.awaitTrue(() -> responsesDropped.get() >= before + 2, 10_000, "the READ was sent again twice");
     }
 }
