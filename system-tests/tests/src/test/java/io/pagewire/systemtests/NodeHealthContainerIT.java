@@ -7,6 +7,7 @@ import com.github.dockerjava.api.command.HealthState;
 import com.github.dockerjava.api.model.Statistics;
 import io.pagewire.testkit.ClusterSpec;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,8 +17,8 @@ import org.testcontainers.containers.wait.strategy.Wait;
 import org.testcontainers.utility.DockerImageName;
 
 /**
- * The image's health check starts no JVM: an idle node container uses under 2 % of a core over a
- * minute (its health checks included), it is reported healthy, and a node frozen whole (SIGSTOP from
+ * The image's health check starts no JVM: an idle node container uses under 2 % of a core (the middle
+ * of three 20-second windows, its health checks included), it is reported healthy, and a node frozen whole (SIGSTOP from
  * the host: nothing in it runs, so its health file grows old) is reported unhealthy within three
  * check intervals, and healthy again once it runs on.
  */
@@ -38,12 +39,23 @@ class NodeHealthContainerIT {
             String id = node.getContainerId();
             assertThat(health(docker, id)).isEqualTo("healthy");
 
-            long before = cpuNanos(docker, id);
-            long start = System.nanoTime();
-            Thread.sleep(60_000);
-            double percent = 100.0 * (cpuNanos(docker, id) - before) / (System.nanoTime() - start);
-            System.out.printf("NodeHealthContainerIT: an idle node container used %.2f %% of a core over a minute%n", percent);
-            assertThat(percent).as("%% of a core an idle node uses, health checks included").isLessThan(2.0);
+            // A minute in three windows, judged by the middle one: a node that spins (or polls without end)
+            // costs more than 2 % in every window, while the JIT's and the garbage collector's last start-up
+            // work, or a neighbour's load on a shared machine, lands in one of them.
+            double[] windows = new double[3];
+            for (int w = 0; w < windows.length; w++) {
+                long before = cpuNanos(docker, id);
+                long start = System.nanoTime();
+                Thread.sleep(20_000);
+                windows[w] = 100.0 * (cpuNanos(docker, id) - before) / (System.nanoTime() - start);
+            }
+            double[] sorted = windows.clone();
+            Arrays.sort(sorted);
+            double percent = sorted[1];
+            System.out.printf("NodeHealthContainerIT: an idle node container used %.2f, %.2f and %.2f %% of a core in three 20 s windows%n",
+                    windows[0], windows[1], windows[2]);
+            assertThat(percent).as("%% of a core an idle node uses, health checks included (the middle of three 20 s windows: %s)",
+                    Arrays.toString(windows)).isLessThan(2.0);
 
             docker.killContainerCmd(id).withSignal("STOP").exec();
             long frozen = System.nanoTime();
