@@ -1,11 +1,14 @@
 package io.pagewire.node.fabric;
 
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.ExtensionRegistryLite;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Drainable;
+import io.grpc.protobuf.ProtoUtils;
+import io.pagewire.node.nic.Packet;
+import io.pagewire.node.nic.PacketBatch;
 import io.pagewire.proto.fabric.LaneFrame;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -25,12 +28,11 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * What a lane message costs the CPU beyond its bytes: one batch of 4 KiB packets (the default MTU and
- * batch) built and serialised as a sending node does (payloads wrapping frames), and parsed and
- * scattered into frames as a receiving node does, against copying the same bytes as often as the raw
+ * batch) filled and drained as a sending node does (payloads viewing its staging array), and parsed and
+ * scattered into frames as a receiving node does; beside it, the same through protobuf's generated
+ * objects (how lanes were coded before {@link LaneCodec}), and copying the same bytes as often as the raw
  * gRPC baseline does (once into the transport on the sending side, once out of it on the receiving
- * side). The difference, per GiB, is the part of the data path's CPU that a packet format of Pagewire's
- * own (no protobuf objects per packet) could win back; the kernel's share (the sockets) is the same
- * for both and not measured here.
+ * side). The kernel's share (the sockets) is the same for all and not measured here.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -63,27 +65,50 @@ public class LaneCodecBenchmark {
             frames.put(i, (byte) i);
         }
         landed = new byte[packets * PAYLOAD];
-        wire = build().toByteArray();
+        wire = buildProtobuf().toByteArray();
         sink = new ReusableSink(wire.length + 1024);
         received = new byte[wire.length];
     }
 
-    private LaneFrame build() {
-        PacketBatch.Builder batch = PacketBatch.newBuilder();
+    /** The sending node's batch, its slots reused from message to message as an outbox's are. */
+    private final PacketBatch batch = new PacketBatch();
+
+    private PacketBatch fill() {
+        batch.clear();
         for (int i = 0; i < packets; i++) {
-            batch.addPackets(Packet.newBuilder().setOpcode(Opcode.WRITE_MIDDLE).setSrcQpn(1).setDstQpn(2).setPsn(1000 + i)
+            batch.add().setOpcode(Opcode.WRITE_MIDDLE).setSrcQpn(1).setDstQpn(2).setPsn(1000 + i)
                     .setRemoteAddress(0x7f0000000000L + (long) i * PAYLOAD).setRkey(0x1234)
-                    .setPayload(UnsafeByteOperations.unsafeWrap(frames.slice(i * PAYLOAD, PAYLOAD))));
+                    .setPayload(frames.array(), i * PAYLOAD, PAYLOAD);
         }
-        return LaneFrame.newBuilder().setBatch(batch).build();
+        return batch;
     }
 
-    /** Sending node: build the batch's packets over the frames and serialise it into the transport's buffer. */
+    private LaneFrame buildProtobuf() {
+        io.pagewire.proto.fabric.PacketBatch.Builder built = io.pagewire.proto.fabric.PacketBatch.newBuilder();
+        for (int i = 0; i < packets; i++) {
+            built.addPackets(io.pagewire.proto.fabric.Packet.newBuilder().setOpcode(Opcode.WRITE_MIDDLE).setSrcQpn(1).setDstQpn(2)
+                    .setPsn(1000 + i).setRemoteAddress(0x7f0000000000L + (long) i * PAYLOAD).setRkey(0x1234)
+                    .setPayload(UnsafeByteOperations.unsafeWrap(frames.array(), i * PAYLOAD, PAYLOAD)));
+        }
+        return LaneFrame.newBuilder().setBatch(built).build();
+    }
+
+    /** Sending node: fill the batch's slots over the staged payloads and drain it into the transport's buffer. */
     @Benchmark
     public int encode() throws IOException {
         sink.reset();
         // As gRPC's message framer does: a Drainable stream writes itself into the transport's output.
-        try (InputStream stream = LaneMarshaller.INSTANCE.stream(build())) {
+        try (InputStream stream = LaneMarshaller.INSTANCE.stream(LaneMessage.batch(fill()))) {
+            ((Drainable) stream).drainTo(sink);
+        }
+        return sink.size;
+    }
+
+    /** The same through protobuf's generated objects: a builder and a message per packet, serialised by protobuf. */
+    @Benchmark
+    public int encodeWithProtobuf() throws IOException {
+        sink.reset();
+        try (InputStream stream = ProtoUtils.marshaller(LaneFrame.getDefaultInstance()).stream(buildProtobuf())) {
             ((Drainable) stream).drainTo(sink);
         }
         return sink.size;
@@ -92,13 +117,31 @@ public class LaneCodecBenchmark {
     /** Receiving node: parse the lane message and copy every payload into its frame. */
     @Benchmark
     public int decodeAndScatter() {
-        LaneFrame frame = LaneMarshaller.INSTANCE.parse(new LaneMarshallerTest.KnownLengthStream(wire));
+        LaneMessage message = LaneMarshaller.INSTANCE.parse(new LaneMarshallerTest.KnownLengthStream(wire));
         int at = 0;
-        for (Packet packet : frame.getBatch().getPacketsList()) {
+        PacketBatch received = message.getBatch();
+        for (int i = 0; i < received.size(); i++) {
+            Packet packet = received.get(i);
+            System.arraycopy(packet.payloadArray(), packet.payloadOffset(), landed, at, packet.payloadLength());
+            at += packet.payloadLength();
+        }
+        LaneMarshaller.release(message);
+        return at;
+    }
+
+    /** The same through protobuf: an aliasing parse into a message per packet, each payload a view. */
+    @Benchmark
+    public int decodeWithProtobufAndScatter() throws IOException {
+        byte[] copy = received;
+        System.arraycopy(wire, 0, copy, 0, wire.length); // as the marshaller reads the stream into its array
+        CodedInputStream in = UnsafeByteOperations.unsafeWrap(copy, 0, wire.length).newCodedInput();
+        in.enableAliasing(true);
+        LaneFrame frame = LaneFrame.parseFrom(in, ExtensionRegistryLite.getEmptyRegistry());
+        int at = 0;
+        for (io.pagewire.proto.fabric.Packet packet : frame.getBatch().getPacketsList()) {
             packet.getPayload().copyTo(landed, at);
             at += packet.getPayload().size();
         }
-        LaneMarshaller.release(frame);
         return at;
     }
 

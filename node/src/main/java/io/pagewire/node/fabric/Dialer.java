@@ -6,7 +6,6 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
 import io.pagewire.node.security.BadInput;
-import io.pagewire.proto.fabric.LaneFrame;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -48,11 +47,11 @@ final class Dialer {
         }
         link.dialling[index] = true;
         AtomicReference<Lane> laneRef = new AtomicReference<>();
-        ClientResponseObserver<LaneFrame, LaneFrame> responses = new ClientResponseObserver<>() {
-            private ClientCallStreamObserver<LaneFrame> requests;
+        ClientResponseObserver<LaneMessage, LaneMessage> responses = new ClientResponseObserver<>() {
+            private ClientCallStreamObserver<LaneMessage> requests;
 
             @Override
-            public void beforeStart(ClientCallStreamObserver<LaneFrame> requestStream) {
+            public void beforeStart(ClientCallStreamObserver<LaneMessage> requestStream) {
                 requests = requestStream;
                 requestStream.disableAutoRequestWithInitial(1);
                 Lane lane = new Lane(link.peer, index, Lane.Direction.OUTBOUND, requestStream);
@@ -63,14 +62,14 @@ final class Dialer {
             }
 
             @Override
-            public void onNext(LaneFrame frame) {
+            public void onNext(LaneMessage frame) {
                 Lane.handle(frame, this::receive, () -> requests.request(1));
             }
 
             /** Handles one frame; false when it ended the lane. */
-            private boolean receive(LaneFrame frame) {
+            private boolean receive(LaneMessage frame) {
                 Lane lane = laneRef.get();
-                if (frame == LaneMarshaller.MALFORMED) {
+                if (frame == LaneMessage.MALFORMED) {
                     Status malformed = LaneAcceptor.malformed(context.nodeId(), link.peer);
                     badInput.report(BadInput.Source.LANE, link.peer, malformed.getDescription());
                     lane.close(malformed.asRuntimeException());

@@ -5,8 +5,8 @@ import io.grpc.Status;
 import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.PacketTransport;
 import io.pagewire.node.security.BadInput;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
+import io.pagewire.node.nic.Packet;
+import io.pagewire.node.nic.PacketBatch;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -192,7 +192,7 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         Lane lane = link == null || faults.isCut(peer) ? null : link.pick(laneHint);
         if (lane == null) {
             if (link != null) {
-                link.stats.unsentWhileDown.addAndGet(batch.getPacketsCount());
+                link.stats.unsentWhileDown.addAndGet(batch.size());
             }
             return;
         }
@@ -204,13 +204,13 @@ public final class Fabric implements PacketTransport, AutoCloseable {
             }
         }
         if (faults.delays()) {
-            // The frames the payloads wrap are locked only for this call: copy before waiting.
-            PacketBatch later = FaultInjector.copy(out);
+            // The packets and the frames their payloads wrap are the sender's only for this call: copy before waiting.
+            PacketBatch later = out.copy();
             faults.countDelayed();
             scheduler.schedule(() -> link.write(link.pick(laneHint), later), faults.nextDelayNs(), TimeUnit.NANOSECONDS);
             return;
         }
-        link.write(lane, channels.copiesPayloads() ? FaultInjector.copy(out) : out);
+        link.write(lane, channels.copiesPayloads() ? out.copy() : out);
     }
 
     @Override
@@ -238,7 +238,11 @@ public final class Fabric implements PacketTransport, AutoCloseable {
         List<Packet> held = faults.releaseHeld(peer);
         PeerLink link = peers.get(peer);
         if (!held.isEmpty() && link != null && !faults.isCut(peer)) {
-            link.write(link.pick(laneHint), PacketBatch.newBuilder().addAllPackets(held).build());
+            PacketBatch batch = new PacketBatch();
+            for (Packet packet : held) {
+                batch.addView(packet);
+            }
+            link.write(link.pick(laneHint), batch);
         }
     }
 

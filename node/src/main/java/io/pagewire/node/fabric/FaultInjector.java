@@ -1,8 +1,7 @@
 package io.pagewire.node.fabric;
 
-import com.google.protobuf.ByteString;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
+import io.pagewire.node.nic.Packet;
+import io.pagewire.node.nic.PacketBatch;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -89,31 +88,35 @@ public final class FaultInjector {
     /**
      * Applies loss, duplication and reordering to a batch. A packet held back for reordering goes out
      * after the packets of the next batch (or with {@link #releaseHeld}); held packets are copied,
-     * since the frames their payloads wrap are only locked while the batch is being sent.
+     * since the packet slots and the staged payloads they view are reused once the batch is sent. The
+     * batch returned views the same payloads as {@code batch}.
      */
     PacketBatch shape(String peer, PacketBatch batch) {
-        PacketBatch.Builder out = PacketBatch.newBuilder();
+        PacketBatch out = new PacketBatch();
         List<Packet> late = releaseHeld(peer);
         synchronized (random) {
-            for (Packet packet : batch.getPacketsList()) {
+            for (int i = 0; i < batch.size(); i++) {
+                Packet packet = batch.get(i);
                 if (random.nextDouble() < lossRate) {
                     dropped.incrementAndGet();
                     continue;
                 }
                 if (random.nextDouble() < reorderRate) {
                     reordered.incrementAndGet();
-                    heldBack.computeIfAbsent(peer, p -> new ArrayList<>()).add(copy(packet));
+                    heldBack.computeIfAbsent(peer, p -> new ArrayList<>()).add(packet.copy());
                     continue;
                 }
-                out.addPackets(packet);
+                out.addView(packet);
                 if (random.nextDouble() < duplicateRate) {
                     duplicated.incrementAndGet();
-                    out.addPackets(packet);
+                    out.addView(packet);
                 }
             }
         }
-        out.addAllPackets(late);
-        return out.build();
+        for (Packet packet : late) {
+            out.addView(packet);
+        }
+        return out;
     }
 
     boolean hasHeld(String peer) {
@@ -138,21 +141,6 @@ public final class FaultInjector {
 
     void countDelayed() {
         delayed.incrementAndGet();
-    }
-
-    static Packet copy(Packet packet) {
-        if (packet.getPayload().isEmpty()) {
-            return packet;
-        }
-        return packet.toBuilder().setPayload(ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build();
-    }
-
-    static PacketBatch copy(PacketBatch batch) {
-        PacketBatch.Builder copy = PacketBatch.newBuilder();
-        for (Packet packet : batch.getPacketsList()) {
-            copy.addPackets(copy(packet));
-        }
-        return copy.build();
     }
 
     public long dropped() {

@@ -3,9 +3,8 @@ package io.pagewire.node.fabric;
 import io.grpc.stub.CallStreamObserver;
 import io.pagewire.node.loop.LoopDutyCycle;
 import io.pagewire.node.trace.HopTrace;
-import io.pagewire.proto.fabric.LaneFrame;
+import io.pagewire.node.nic.PacketBatch;
 import io.pagewire.proto.fabric.LaneHello;
-import io.pagewire.proto.fabric.Packet;
 import java.util.Locale;
 import java.util.function.Predicate;
 
@@ -24,11 +23,11 @@ final class Lane {
     final String peer;
     final int index;
     final Direction direction;
-    private final CallStreamObserver<LaneFrame> out;
+    private final CallStreamObserver<LaneMessage> out;
     private volatile boolean up;
     private boolean closed;
 
-    Lane(String peer, int index, Direction direction, CallStreamObserver<LaneFrame> out) {
+    Lane(String peer, int index, Direction direction, CallStreamObserver<LaneMessage> out) {
         this.peer = peer;
         this.index = index;
         this.direction = direction;
@@ -51,8 +50,8 @@ final class Lane {
         return up && out.isReady();
     }
 
-    /** Writes a frame; false if the lane is closed or the stream refused it. */
-    synchronized boolean send(LaneFrame frame) {
+    /** Writes a message; false if the lane is closed or the stream refused it. */
+    synchronized boolean send(LaneMessage frame) {
         if (closed) {
             return false;
         }
@@ -93,9 +92,8 @@ final class Lane {
     }
 
     /** The first frame on a lane, either way: who this node is, which lane, and which process of it. */
-    static LaneFrame hello(String nodeId, int index, long incarnation) {
-        return LaneFrame.newBuilder().setHello(LaneHello.newBuilder().setNodeId(nodeId).setLaneIndex(index).setIncarnation(incarnation))
-                .build();
+    static LaneMessage hello(String nodeId, int index, long incarnation) {
+        return LaneMessage.hello(LaneHello.newBuilder().setNodeId(nodeId).setLaneIndex(index).setIncarnation(incarnation).build());
     }
 
     /**
@@ -109,7 +107,7 @@ final class Lane {
      * waited behind them, and the requesters' timers would expire on data that had long arrived: a
      * NIC's receive stalls, its transmit side does not.
      */
-    static void handle(LaneFrame frame, Predicate<LaneFrame> handler, Runnable requestNext) {
+    static void handle(LaneMessage frame, Predicate<LaneMessage> handler, Runnable requestNext) {
         if (HopTrace.isArmed()) {
             HopTrace.mark(carriesRequest(frame) ? HopTrace.Hop.LANE_RECEIVE_REQUEST : HopTrace.Hop.LANE_RECEIVE_RESPONSE);
         }
@@ -128,9 +126,10 @@ final class Lane {
     }
 
     /** Whether any packet of the frame asks something of the responder (the hop trace tells requests from their answers). */
-    private static boolean carriesRequest(LaneFrame frame) {
-        for (Packet p : frame.getBatch().getPacketsList()) {
-            switch (p.getOpcode()) {
+    private static boolean carriesRequest(LaneMessage frame) {
+        PacketBatch batch = frame.getBatch();
+        for (int i = 0; batch != null && i < batch.size(); i++) {
+            switch (batch.get(i).getOpcode()) {
                 case ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, READ_RESPONSE, CONNECTION_MANAGEMENT -> {
                 }
                 default -> {

@@ -6,8 +6,6 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.pagewire.node.security.BadInput;
 import io.pagewire.node.security.PeerIdentity;
-import io.pagewire.proto.fabric.FabricGrpc;
-import io.pagewire.proto.fabric.LaneFrame;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
@@ -85,13 +83,12 @@ final class LaneAcceptor {
         return null;
     }
 
-    /** The server end of a lane. */
-    private final class Service extends FabricGrpc.FabricImplBase {
-        @Override
-        public StreamObserver<LaneFrame> lane(StreamObserver<LaneFrame> responseObserver) {
+    /** The server end of a lane (fabric.proto's Fabric service, over {@link LaneMarshaller}). */
+    private final class Service {
+        StreamObserver<LaneMessage> lane(StreamObserver<LaneMessage> responseObserver) {
             // Who the caller's certificate says it is; read now, while the call's context is current.
             PeerIdentity caller = PeerIdentity.CURRENT.get();
-            ServerCallStreamObserver<LaneFrame> out = (ServerCallStreamObserver<LaneFrame>) responseObserver;
+            ServerCallStreamObserver<LaneMessage> out = (ServerCallStreamObserver<LaneMessage>) responseObserver;
             out.disableAutoRequest();
             out.setOnReadyThreshold(context.onReadyThresholdBytes());
             AtomicReference<Lane> laneRef = new AtomicReference<>();
@@ -106,14 +103,14 @@ final class LaneAcceptor {
             out.request(1);
             return new StreamObserver<>() {
                 @Override
-                public void onNext(LaneFrame frame) {
+                public void onNext(LaneMessage frame) {
                     Lane.handle(frame, this::receive, () -> out.request(1));
                 }
 
                 /** Handles one frame; false when it ended the lane. */
-                private boolean receive(LaneFrame frame) {
+                private boolean receive(LaneMessage frame) {
                     Lane lane = laneRef.get();
-                    if (frame == LaneMarshaller.MALFORMED) {
+                    if (frame == LaneMessage.MALFORMED) {
                         Status status = malformed(context.nodeId(), lane == null ? "a caller before its hello" : lane.peer);
                         badInput.report(BadInput.Source.LANE, lane == null ? String.valueOf(caller) : lane.peer, status.getDescription());
                         out.onError(status.asRuntimeException());
@@ -131,7 +128,7 @@ final class LaneAcceptor {
                 }
 
                 /** The lane's first frame: its hello, from a node this one accepts, or the lane ends. */
-                private boolean accept(LaneFrame frame) {
+                private boolean accept(LaneMessage frame) {
                     if (!frame.hasHello()) {
                         out.onError(Status.INVALID_ARGUMENT.withDescription("a lane must start with a LaneHello").asRuntimeException());
                         return false;

@@ -1,8 +1,8 @@
 package io.pagewire.node.fabric;
 
 import io.pagewire.node.loop.LoopDutyCycle;
+import io.pagewire.node.nic.PacketBatch;
 import io.pagewire.node.nic.PacketRouter;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.util.concurrent.atomic.LongAdder;
 
 /**

@@ -1,9 +1,7 @@
 package io.pagewire.node.fabric;
 
 import io.grpc.ManagedChannel;
-import io.pagewire.proto.fabric.LaneFrame;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
+import io.pagewire.node.nic.PacketBatch;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -148,26 +146,22 @@ final class PeerLink {
 
     /** Writes a batch on a lane; counted as sent, or as unsent when no lane could take it. */
     void write(Lane lane, PacketBatch batch) {
-        if (batch.getPacketsCount() == 0) {
+        if (batch.isEmpty()) {
             return;
         }
-        if (lane != null && lane.send(LaneFrame.newBuilder().setBatch(batch).build())) {
+        if (lane != null && lane.send(LaneMessage.batch(batch))) {
             stats.batchesSent.incrementAndGet();
-            stats.packetsSent.addAndGet(batch.getPacketsCount());
-            for (Packet packet : batch.getPacketsList()) {
-                stats.bytesSent.addAndGet(packet.getPayload().size());
-            }
+            stats.packetsSent.addAndGet(batch.size());
+            stats.bytesSent.addAndGet(batch.payloadBytes());
         } else {
-            stats.unsentWhileDown.addAndGet(batch.getPacketsCount());
+            stats.unsentWhileDown.addAndGet(batch.size());
         }
     }
 
     /** A batch arrived on one of the link's lanes. */
     void received(PacketBatch batch) {
-        stats.packetsReceived.addAndGet(batch.getPacketsCount());
-        for (Packet packet : batch.getPacketsList()) {
-            stats.bytesReceived.addAndGet(packet.getPayload().size());
-        }
+        stats.packetsReceived.addAndGet(batch.size());
+        stats.bytesReceived.addAndGet(batch.payloadBytes());
         sink.deliver(peer, batch);
     }
 

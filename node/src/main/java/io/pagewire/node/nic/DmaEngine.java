@@ -1,6 +1,5 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.PhysicalMemory;
 
@@ -87,25 +86,26 @@ final class DmaEngine {
      * pages in one piece); their frames stay locked in {@code out} until the packet is sent.
      *
      * @param again whether the packet was sent before (its lookups are counted apart)
-     * @param notResident where to put the page that was not resident when null is returned
-     * @return the payload, or null when a page is not resident (nothing is left locked for it)
+     * @param notResident where to put the page that was not resident when {@link #NOT_STAGED} is returned
+     * @return where the payload starts in {@code out}'s staging array as it is after this call, or
+     *         {@link #NOT_STAGED} when a page is not resident (nothing is left locked for it)
      */
-    ByteString gather(MemoryRegion region, long va, int length, Side side, boolean again, Outbox out, long[] notResident) {
+    int gather(MemoryRegion region, long va, int length, Side side, boolean again, Outbox out, long[] notResident) {
         if (length == 0) {
             checkUsable(region);
-            return ByteString.EMPTY;
+            return 0;
         }
         int offset = (int) (va & (pageSize - 1));
         if (offset + length <= pageSize) {
             long t = acquire(region, va >>> pageShift, false, side, again, out::flush);
             if (t == RegionPolicy.NOT_RESIDENT) {
                 notResident[0] = va >>> pageShift;
-                return null;
+                return NOT_STAGED;
             }
             out.holdLock(t);
             int at = out.reserve(length);
             memory.read(Tlb.frameOf(t), offset, out.staging(), at, length);
-            return out.staged(at, length);
+            return at;
         }
         // Across pages (an MTU above the page size): every page is locked first (a wait for one may
         // flush the outbox, which starts the staging array over), then each part is staged after the
@@ -120,7 +120,7 @@ final class DmaEngine {
                 long t = acquire(region, at >>> pageShift, false, side, again, out::flush);
                 if (t == RegionPolicy.NOT_RESIDENT) {
                     notResident[0] = at >>> pageShift;
-                    return null;
+                    return NOT_STAGED;
                 }
                 locked[held++] = t;
                 done += chunk;
@@ -133,18 +133,20 @@ final class DmaEngine {
                 memory.read(Tlb.frameOf(locked[i]), pageOffset, out.staging(), into + done, chunk);
                 done += chunk;
             }
-            ByteString payload = out.staged(into, length);
             for (int i = 0; i < held; i++) {
                 out.holdLock(locked[i]);
             }
             held = 0;
-            return payload;
+            return into;
         } finally {
             for (int i = 0; i < held; i++) {
                 release(locked[i], false);
             }
         }
     }
+
+    /** What {@link #gather} returns when a page is not resident. */
+    static final int NOT_STAGED = -1;
 
     /** Pages that [va, va + length) touches; a zero-length range touches none. */
     static int pagesSpanned(long va, long length, int pageShift) {

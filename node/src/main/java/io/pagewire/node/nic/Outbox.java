@@ -1,25 +1,22 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
-import com.google.protobuf.UnsafeByteOperations;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.util.Arrays;
 
 /**
  * The packets a queue pair has built for its peer and not yet sent, with the DMA locks on the frames
  * their payloads come from. {@link #flush} hands them to the transport as one batch and then releases
- * the locks: the transport reads the payloads before it returns (one that would read them later
- * copies them first). So payloads are staged in one array reused from batch to batch: frames live in
- * shared memory off the heap, which protobuf cannot wrap without a copy of its own (and an allocation
- * per packet), and the transport copies the staged bytes once more into its buffers.
+ * the locks: the transport reads the packets and payloads before it returns (one that would read them
+ * later copies them first). So both are reused from batch to batch: packets are slots of one
+ * {@link PacketBatch}, filled in place ({@link #next}), and payloads are staged in one array (frames
+ * live in shared memory off the heap, which a transport's buffers cannot take without a copy), from
+ * which the transport copies them once into its buffers.
  */
 final class Outbox {
     private final Nic nic;
     private final DmaEngine dma;
     private volatile int laneHint;
     private String peer;
-    private PacketBatch.Builder batch = PacketBatch.newBuilder();
+    private final PacketBatch batch = new PacketBatch();
     private long[] locked = new long[8];
     private int lockedCount;
     /** Where this batch's payloads are staged; its bytes from 0 to {@link #staged} belong to packets not yet sent. */
@@ -49,23 +46,20 @@ final class Outbox {
     /** A UD pair's next packet goes to {@code node}: what was built for another node goes out first. */
     void to(String node) {
         if (!node.equals(peer)) {
-            if (batch.getPacketsCount() > 0) {
+            if (!batch.isEmpty()) {
                 flush();
             }
             peer = node;
         }
     }
 
-    void add(Packet packet) {
-        batch.addPackets(packet);
-    }
-
-    void add(Packet.Builder packet) {
-        batch.addPackets(packet);
+    /** The next packet of the batch, cleared: the caller fills it in place before anything flushes the outbox. */
+    Packet next() {
+        return batch.add();
     }
 
     int size() {
-        return batch.getPacketsCount();
+        return batch.size();
     }
 
     void holdLock(long translation) {
@@ -76,8 +70,8 @@ final class Outbox {
     }
 
     /**
-     * Room for a payload of {@code length} bytes in the staging array ({@link #staging()}): where it
-     * starts. The payload, once copied there, is {@link #staged(int, int)}, valid until {@link #flush}.
+     * Room for a payload of {@code length} bytes in the staging array ({@link #staging()}, which this call
+     * may replace): where it starts. The bytes copied there stay valid until {@link #flush}.
      */
     int reserve(int length) {
         if (staged + length > staging.length) {
@@ -94,11 +88,6 @@ final class Outbox {
         return staging;
     }
 
-    /** The payload copied to [start, start + length) of the staging array. */
-    ByteString staged(int start, int length) {
-        return UnsafeByteOperations.unsafeWrap(staging, start, length);
-    }
-
     /** A packet's payload is about to be gathered, element by element ({@link #endPayload} when it is whole). */
     void beginPayload() {
         gathering = true;
@@ -111,16 +100,15 @@ final class Outbox {
     /** Sends what was built (if anything) and releases the DMA locks held for it. */
     void flush() {
         try {
-            if (batch.getPacketsCount() > 0) {
-                PacketBatch built = batch.build();
-                batch = PacketBatch.newBuilder();
+            if (!batch.isEmpty()) {
                 if (PacketRouter.ALL_NODES.equals(peer)) {
-                    nic.router().multicast(laneHint, built);
+                    nic.router().multicast(laneHint, batch);
                 } else {
-                    nic.router().transmit(peer, laneHint, built);
+                    nic.router().transmit(peer, laneHint, batch);
                 }
             }
         } finally {
+            batch.clear(); // the transport has read the packets: their slots take the next batch
             for (int i = 0; i < lockedCount; i++) {
                 dma.release(locked[i], false);
             }

@@ -1,9 +1,6 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -110,9 +107,10 @@ public final class PacketRouter implements AutoCloseable {
     }
 
     private void executePackets(String peer, PacketBatch batch, List<QueuePair> touched) {
-        for (Packet packet : batch.getPacketsList()) {
+        for (int i = 0; i < batch.size(); i++) {
+            Packet packet = batch.get(i);
             counters.increment(NicCounter.PACKETS_RECEIVED);
-            counters.add(NicCounter.BYTES_RECEIVED, packet.getPayload().size());
+            counters.add(NicCounter.BYTES_RECEIVED, packet.payloadLength());
             if (packet.getOpcode() == Opcode.CONNECTION_MANAGEMENT) {
                 management(peer, packet);
                 continue;
@@ -169,7 +167,7 @@ public final class PacketRouter implements AutoCloseable {
             return;
         }
         try {
-            agent.received(peer, packet.getPayload().toByteArray());
+            agent.received(peer, packet.payloadBytes());
         } catch (RuntimeException e) {
             counters.increment(NicCounter.DROPPED_PACKETS);
             LOG.log(System.Logger.Level.WARNING, "connection-management packet from " + peer + " failed: " + e);
@@ -192,9 +190,9 @@ public final class PacketRouter implements AutoCloseable {
 
     /** Sends a connection-management message to a node (this one included), on queue pair 1 as the CM's MADs travel. */
     public void sendManagement(String peer, byte[] payload) {
-        Packet packet = Packet.newBuilder().setOpcode(Opcode.CONNECTION_MANAGEMENT).setDstQpn(MANAGEMENT_QPN).setSrcQpn(MANAGEMENT_QPN)
-                .setPayload(ByteString.copyFrom(payload)).build();
-        transmit(peer, 0, PacketBatch.newBuilder().addPackets(packet).build());
+        PacketBatch batch = new PacketBatch();
+        batch.add().setOpcode(Opcode.CONNECTION_MANAGEMENT).setDstQpn(MANAGEMENT_QPN).setSrcQpn(MANAGEMENT_QPN).setPayload(payload);
+        transmit(peer, 0, batch);
     }
 
     /** The destination QPN of a multicast datagram (InfiniBand's 0xFFFFFF): every pair attached to its group takes it. */
@@ -256,10 +254,8 @@ public final class PacketRouter implements AutoCloseable {
     }
 
     void transmit(String peer, int laneHint, PacketBatch batch) {
-        for (Packet packet : batch.getPacketsList()) {
-            counters.add(NicCounter.BYTES_SENT, packet.getPayload().size());
-        }
-        counters.add(NicCounter.PACKETS_SENT, batch.getPacketsCount());
+        counters.add(NicCounter.BYTES_SENT, batch.payloadBytes());
+        counters.add(NicCounter.PACKETS_SENT, batch.size());
         if (peer.equals(nic.nodeId())) {
             loopback(batch);
             return;
@@ -273,16 +269,11 @@ public final class PacketRouter implements AutoCloseable {
     /**
      * A queue pair between two endpoints of this node: the batch comes back in on the NIC's loopback
      * thread, as it would from a link (never on the sender's thread, which holds its queue pair's
-     * lock). Payloads are copied first, as a transport copies them into its buffers: they are views
-     * of frames locked only until this returns.
+     * lock). The batch is copied first, as a transport copies it into its buffers: its slots are the
+     * sender's again, and its payloads views of frames locked only, once this returns.
      */
     private void loopback(PacketBatch batch) {
-        PacketBatch.Builder copy = PacketBatch.newBuilder();
-        for (Packet packet : batch.getPacketsList()) {
-            copy.addPackets(packet.getPayload().isEmpty() ? packet
-                    : packet.toBuilder().setPayload(ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build());
-        }
-        PacketBatch delivered = copy.build();
+        PacketBatch delivered = batch.copy();
         try {
             loopbackThread().execute(() -> receive(nic.nodeId(), delivered));
         } catch (RejectedExecutionException e) {

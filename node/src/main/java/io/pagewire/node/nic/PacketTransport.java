@@ -1,12 +1,11 @@
 package io.pagewire.node.nic;
 
-import io.pagewire.proto.fabric.PacketBatch;
-
 /** How the NIC reaches its peers: implemented by the fabric, which is the only part that knows gRPC. */
 public interface PacketTransport {
     /**
-     * Sends a batch to a peer; never blocks. Payloads may wrap frames the NIC holds locked only for the
-     * duration of this call, so the transport reads (serialises or copies) them before it returns.
+     * Sends a batch to a peer; never blocks. The batch's slots and the staged payloads they view are the
+     * NIC's again once this returns (and payloads may wrap frames it holds locked only for the duration of
+     * this call), so the transport reads (serialises or copies) them before it returns.
      * A batch for an unreachable peer is dropped; retransmission recovers it.
      *
      * @param laneHint keeps one queue pair's packets on one lane while that lane is up

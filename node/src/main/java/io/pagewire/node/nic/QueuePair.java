@@ -2,7 +2,6 @@ package io.pagewire.node.nic;
 
 import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -746,10 +745,11 @@ public final class QueuePair implements AutoCloseable {
         return nic;
     }
 
-    Packet.Builder packet(Opcode opcode, long psn) {
+    /** The next packet of {@code out}'s batch, addressed from this pair to its peer: fill it before anything flushes {@code out}. */
+    Packet packet(Outbox out, Opcode opcode, long psn) {
         nic.contexts().read(ContextCache.Kind.QUEUE_PAIR, qpn); // every packet the pair sends reads its context
         QpAddress p = peer;
-        return Packet.newBuilder().setDstQpn(p == null ? 0 : p.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
+        return out.next().setDstQpn(p == null ? 0 : p.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
     }
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {

@@ -1,12 +1,10 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.kernel.BadAddressException;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.SystemBufferFullException;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.List;
@@ -117,11 +115,11 @@ final class ReceivePlacement {
             immediateReceive = taken;
             immediateReceivePsn = psn;
         }
-        ByteString payload = packet.getPayload();
+        int size = packet.payloadLength();
         int direct;
         try {
-            direct = region == null ? 0
-                    : place(region, packet.getRemoteAddress(), writeOperationEnd(packet), payload, psn, Side.RECEIVE, packet.getRetransmitted(), out);
+            direct = region == null ? 0 : place(region, packet.getRemoteAddress(), writeOperationEnd(packet), packet.payloadBuffer(), psn,
+                    Side.RECEIVE, packet.getRetransmitted(), out);
         } catch (SystemBufferFullException e) {
             if (qp.unreliable()) {
                 counters.increment(NicCounter.UNRELIABLE_DROPPED_FAULT);
@@ -141,13 +139,13 @@ final class ReceivePlacement {
             return Result.NOT_READY;
         }
         if (region != null) {
-            region.counters().received(payload.size());
+            region.counters().received(size);
         }
         if (region != null && (region.policy().spendsCredits() || Nic.isWindowRkey(packet.getRkey()))) {
             credits.grant(direct); // parked parts are credited when they are placed
             credits.borrow();
         }
-        writeMessageBytes = (startsWriteMessage(packet.getOpcode()) ? 0 : writeMessageBytes) + payload.size();
+        writeMessageBytes = (startsWriteMessage(packet.getOpcode()) ? 0 : writeMessageBytes) + size;
         if (notify != null) {
             if (visibleNow(psn)) {
                 deliver(notify); // the common case: nothing parked before it, nothing allocated
@@ -181,7 +179,7 @@ final class ReceivePlacement {
      */
     private long writeOperationEnd(Packet packet) {
         long from = packet.getRemoteAddress();
-        long packetEnd = from + packet.getPayload().size();
+        long packetEnd = from + packet.payloadLength();
         if (startsWriteMessage(packet.getOpcode())) {
             writeMessageFrom = from;
             writeMessageEnd = Math.max(packetEnd, from + Integer.toUnsignedLong(packet.getLength()));
@@ -203,13 +201,13 @@ final class ReceivePlacement {
      * every part is in place.
      */
     Result send(Packet packet, Outbox out) {
-        ByteString payload = packet.getPayload();
+        int size = packet.payloadLength();
         Opcode opcode = packet.getOpcode();
         long psn = packet.getPsn();
         boolean first = opcode == Opcode.SEND_FIRST || opcode == Opcode.SEND_ONLY || opcode == Opcode.SEND_ONLY_WITH_IMMEDIATE;
         boolean last = opcode != Opcode.SEND_FIRST && opcode != Opcode.SEND_MIDDLE;
-        if (payload.size() > mtu || (!last && payload.size() != mtu)) {
-            return fail(Result.INVALID, "SEND segment of " + payload.size() + " bytes: segments are " + mtu
+        if (size > mtu || (!last && size != mtu)) {
+            return fail(Result.INVALID, "SEND segment of " + size + " bytes: segments are " + mtu
                     + " bytes (the MTU) but the last, which may be shorter");
         }
         if (first && (receiving == null || receivingFirstPsn != psn)) {
@@ -232,20 +230,20 @@ final class ReceivePlacement {
         }
         ReceiveRequest buffer = receiving.request();
         long offset = (psn - receivingFirstPsn) * mtu;
-        if (offset + payload.size() > buffer.length()) {
+        if (offset + size > buffer.length()) {
             return fail(Result.LENGTH_ERROR, "length error: the SEND from psn " + receivingFirstPsn + " is longer than the " + buffer.length()
-                    + "-byte receive buffer posted for it (at least " + (offset + payload.size()) + " bytes)");
+                    + "-byte receive buffer posted for it (at least " + (offset + size) + " bytes)");
         }
         List<Segment> segments = buffer.segments();
         MemoryRegion[] regions = receiving.regions();
         // What the requester says it spent, never more than a segment may (a claim of more would inflate its grant).
-        int spent = (int) Math.min(Integer.toUnsignedLong(packet.getCreditsSpent()), Credits.perPacket(payload.size(), dma.pageShift()));
+        int spent = (int) Math.min(Integer.toUnsignedLong(packet.getCreditsSpent()), Credits.perPacket(size, dma.pageShift()));
         if (spent == 0 && !qp.unreliable()) {
             unspentPsns.add(psn); // before the scatter: a part it parks may be placed on this thread before it returns
         }
         int direct;
         try {
-            direct = scatter(receiving, offset, payload, psn, packet.getRetransmitted(), out);
+            direct = scatter(receiving, offset, packet.payloadBuffer(), psn, packet.getRetransmitted(), out);
             if (direct < 0) {
                 counters.increment(qp.unreliable() ? NicCounter.UNRELIABLE_DROPPED_FAULT : NicCounter.RECEIVE_BUFFER_RNR_NAKS_SENT);
                 return Result.NOT_READY;
@@ -264,7 +262,7 @@ final class ReceivePlacement {
                 unspentPsns.remove(psn); // nothing of it waits to be placed
             }
         }
-        countReceived(segments, regions, offset, payload.size());
+        countReceived(segments, regions, offset, size);
         // What the requester spent on this segment and did not park comes back now, the rest when placed.
         // (A scatter list of many small elements may park more parts than a packet is charged; the pair's
         // own limit on parked parts still holds, so nothing is granted below zero.)
@@ -290,7 +288,7 @@ final class ReceivePlacement {
             }
             receiving = null;
             Integer extra = immediate ? Integer.valueOf(packet.getImmediate()) : invalidate != 0 ? Integer.valueOf(invalidate) : null;
-            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + payload.size(), extra, packet.getSolicited(),
+            deliverWhenVisible(new Delivery(psn, null, buffer, Completion.Opcode.RECV, offset + size, extra, packet.getSolicited(),
                     invalidate != 0));
         }
         return Result.PLACED;
@@ -300,27 +298,35 @@ final class ReceivePlacement {
     private int scatteredPages;
 
     /**
-     * Writes {@code payload} at {@code offset} of a posted receive, into the scatter elements it falls
-     * in, in order (most receives have one), each under its region's policy.
+     * Writes {@code payload} (its bytes from position to limit) at {@code offset} of a posted receive, into
+     * the scatter elements it falls in, in order (most receives have one), each under its region's policy.
      *
      * @return parts written directly (the rest parked), or -1 when a policy says the receiver is not ready
      */
-    private int scatter(ReceiveQueue.Posted posted, long offset, ByteString payload, long psn, boolean again, Outbox out) {
+    private int scatter(ReceiveQueue.Posted posted, long offset, ByteBuffer payload, long psn, boolean again, Outbox out) {
         List<Segment> segments = posted.request().segments();
         MemoryRegion[] regions = posted.regions();
         int direct = 0;
         scatteredPages = 0;
         long start = 0;
         int from = 0;
-        for (int i = 0; i < segments.size() && from < payload.size(); i++) {
+        int base = payload.position();
+        int size = payload.remaining();
+        int limit = payload.limit();
+        for (int i = 0; i < segments.size() && from < size; i++) {
             Segment e = segments.get(i);
             long end = start + e.length();
             long at = offset + from;
             if (at < end) {
-                int take = (int) Math.min(end - at, payload.size() - from);
+                int take = (int) Math.min(end - at, size - from);
                 long va = e.address() + (at - start);
-                ByteString piece = take == payload.size() ? payload : payload.substring(from, from + take);
-                int placed = place(regions[i], va, e.address() + e.length(), piece, psn, Side.RECEIVE_BUFFER, again, out);
+                payload.limit(base + from + take).position(base + from);
+                int placed;
+                try {
+                    placed = place(regions[i], va, e.address() + e.length(), payload, psn, Side.RECEIVE_BUFFER, again, out);
+                } finally {
+                    payload.limit(limit);
+                }
                 if (placed < 0) {
                     return -1;
                 }
@@ -356,17 +362,17 @@ final class ReceivePlacement {
             qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, foreign, false, 0, false);
             return;
         }
-        ByteString payload = packet.getPayload();
-        long bytes = (long) Datagram.GRH_BYTES + payload.size();
+        int size = packet.payloadLength();
+        long bytes = (long) Datagram.GRH_BYTES + size;
         if (bytes > buffer.length()) {
             qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_LENGTH_ERROR, 0, "length error: a datagram of "
-                    + payload.size() + " bytes and its 40-byte GRH do not fit the " + buffer.length() + "-byte receive buffer", false, 0, false);
+                    + size + " bytes and its 40-byte GRH do not fit the " + buffer.length() + "-byte receive buffer", false, 0, false);
             return;
         }
         long sequence = datagramSequence++;
         int direct;
         try {
-            direct = scatter(posted, 0, grh(source, packet).concat(payload), sequence, false, out);
+            direct = scatter(posted, 0, withGrh(source, packet), sequence, false, out);
         } catch (SystemBufferFullException e) {
             direct = -1;
         } catch (RegionInvalidException | BadAddressException e) {
@@ -391,19 +397,20 @@ final class ReceivePlacement {
     /**
      * The Global Route Header InfiniBand puts in a UD receive's first 40 bytes, network order: IP
      * version 6, the payload length, next header 0x1B (IBA transport), hop limit, then the source's
-     * and this node's port GIDs.
+     * and this node's port GIDs; the datagram's payload follows it in the buffer returned.
      */
-    private ByteString grh(Datagram source, Packet packet) {
-        byte[] grh = new byte[Datagram.GRH_BYTES];
+    private ByteBuffer withGrh(Datagram source, Packet packet) {
+        byte[] grh = new byte[Datagram.GRH_BYTES + packet.payloadLength()];
         grh[0] = 0x60;
-        int payloadLength = packet.getPayload().size() + GRH_TRANSPORT_HEADERS;
+        int payloadLength = packet.payloadLength() + GRH_TRANSPORT_HEADERS;
         grh[4] = (byte) (payloadLength >>> 8);
         grh[5] = (byte) payloadLength;
         grh[6] = 0x1B;
         grh[7] = (byte) 0xFF;
         Lids.gid(source.node(), grh, 8);
         Lids.gid(nic.nodeId(), grh, 24);
-        return ByteString.copyFrom(grh);
+        System.arraycopy(packet.payloadArray(), packet.payloadOffset(), grh, Datagram.GRH_BYTES, packet.payloadLength());
+        return ByteBuffer.wrap(grh);
     }
 
     /** What a UD packet carries after the GRH besides its payload: BTH (12), DETH (8), and the ICRC (4). */
@@ -488,10 +495,9 @@ final class ReceivePlacement {
      * @return how many parts were written directly (the rest were parked), or -1 when the policy says
      *         the receiver is not ready (nothing after the missing page was written)
      */
-    private int place(MemoryRegion region, long va, long operationEnd, ByteString payload, long psn, Side side, boolean again, Outbox out) {
+    private int place(MemoryRegion region, long va, long operationEnd, ByteBuffer src, long psn, Side side, boolean again, Outbox out) {
         RegionPolicy policy = region.policy();
         AddressSpace space = region.endpoint().space();
-        ByteBuffer src = payload.asReadOnlyByteBuffer();
         int pageSize = dma.pageSize();
         int length = src.remaining();
         int direct = 0;

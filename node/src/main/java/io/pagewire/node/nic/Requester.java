@@ -1,11 +1,9 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.kernel.BadAddressException;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -30,6 +28,9 @@ final class Requester {
     private final int mtu;
     private final int sendWindow;
     private final int batchPackets;
+    /** Where the last {@link #gatherOrFail} put its payload: an array of the outbox's, and the payload's start in it. */
+    private byte[] gathered;
+    private int gatheredStart;
     private final WqeRing wqes = new WqeRing();
     private final Recovery recovery;
     private final Pacing pacing;
@@ -389,8 +390,7 @@ final class Requester {
         if (firstTransmission && !credits.canSpend(parts)) {
             return false;
         }
-        ByteString payload = gatherOrFail(wqe, offset, length, out);
-        if (payload == null) {
+        if (!gatherOrFail(wqe, offset, length, out)) {
             return false;
         }
         if (firstTransmission) {
@@ -400,7 +400,7 @@ final class Requester {
         }
         boolean last = index == wqe.packets - 1;
         Opcode opcode = segmentOpcode(wqe.wr.opcode(), wqe.packets == 1, index == 0, last);
-        Packet.Builder packet = qp.packet(opcode, sendPsn).setPayload(payload).setRetransmitted(resending());
+        Packet packet = qp.packet(out, opcode, sendPsn).setPayload(gathered, gatheredStart, length).setRetransmitted(resending());
         if (send && parts > 0) {
             packet.setCreditsSpent(parts);
         }
@@ -430,7 +430,6 @@ final class Requester {
                 packet.setSolicited(true); // InfiniBand's SE bit, on the packet that completes the receive
             }
         }
-        out.add(packet);
         pacing.spend(length);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
@@ -480,8 +479,8 @@ final class Requester {
         int length = (int) Math.min((long) count * mtu, wqe.wr.length() - offset);
         long psn = wqe.psnFirst + index;
         // A request for responses asked before (a resend, or a refetch of dropped ones) is a retransmission.
-        out.add(qp.packet(Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
-                .setRkey(wqe.wr.rkey()).setLength(length).setRetransmitted(psn <= highestSent));
+        qp.packet(out, Opcode.READ_REQUEST, psn).setRemoteAddress(wqe.wr.remoteAddress() + offset)
+                .setRkey(wqe.wr.rkey()).setLength(length).setRetransmitted(psn <= highestSent);
         pacing.spend(length); // the responses it asks for cross the link on this session's behalf
         noteSent(psn, psn + count - 1);
     }
@@ -512,14 +511,13 @@ final class Requester {
 
     private boolean sendAtomic(SendWqe wqe, Outbox out) {
         WorkRequest wr = wqe.wr;
-        Packet.Builder packet = qp.packet(wr.opcode() == Completion.Opcode.COMPARE_SWAP ? Opcode.COMPARE_SWAP : Opcode.FETCH_ADD, sendPsn)
+        Packet packet = qp.packet(out, wr.opcode() == Completion.Opcode.COMPARE_SWAP ? Opcode.COMPARE_SWAP : Opcode.FETCH_ADD, sendPsn)
                 .setAdd(wr.add()).setRetransmitted(resending());
         if (wr.rkey() != 0) {
             packet.setRkey(wr.rkey()).setRemoteAddress(wr.remoteAddress()).setSwap(wr.swap());
         } else {
             packet.setCounterId(wr.counterId());
         }
-        out.add(packet);
         pacing.spend(Long.BYTES);
         noteSent(sendPsn, sendPsn);
         sendPsn++;
@@ -543,41 +541,60 @@ final class Requester {
     }
 
     /**
-     * The payload of [offset, offset + length) of the request's message, gathered from its elements, or
-     * null after raising a send-side fault or failing the request.
+     * Gathers the payload of [offset, offset + length) of the request's message from its elements into
+     * the outbox's staging array: true with the bytes at [{@link #gatheredStart}, + length) of
+     * {@link #gathered}, or false after raising a send-side fault or failing the request.
      */
-    private ByteString gatherOrFail(SendWqe wqe, long offset, int length, Outbox out) {
+    private boolean gatherOrFail(SendWqe wqe, long offset, int length, Outbox out) {
+        gathered = out.staging();
+        gatheredStart = 0;
         if (length == 0) {
-            return ByteString.EMPTY;
+            return true;
         }
         List<Segment> segments = wqe.wr.segments();
         out.beginPayload();
         try {
-            ByteString payload = null;
+            int total = 0;
             long start = 0; // where element i begins in the message
             for (int i = 0; i < segments.size() && length > 0; i++) {
                 Segment e = segments.get(i);
                 long end = start + e.length();
                 if (offset < end) {
                     int take = (int) Math.min(end - offset, length);
-                    ByteString piece = dma.gather(wqe.regions[i], e.address() + (offset - start), take, Side.SEND, resending(), out, notResident);
-                    if (piece == null) {
+                    int at = dma.gather(wqe.regions[i], e.address() + (offset - start), take, Side.SEND, resending(), out, notResident);
+                    if (at == DmaEngine.NOT_STAGED) {
                         raiseFault(wqe, wqe.regions[i], notResident[0], false, Side.SEND, out);
-                        return null;
+                        return false;
                     }
-                    payload = payload == null ? piece : payload.concat(piece);
+                    byte[] staging = out.staging();
+                    if (total == 0) {
+                        gathered = staging;
+                        gatheredStart = at;
+                    } else if (staging != gathered || at != gatheredStart + total) {
+                        // The staging array filled up and a new one began between elements: the pieces go
+                        // together into the new one (they are staged one after the other otherwise).
+                        byte[] before = gathered;
+                        int beforeStart = gatheredStart;
+                        int joined = out.reserve(total + take);
+                        byte[] into = out.staging();
+                        System.arraycopy(before, beforeStart, into, joined, total);
+                        System.arraycopy(staging, at, into, joined + total, take);
+                        gathered = into;
+                        gatheredStart = joined;
+                    }
+                    total += take;
                     offset += take;
                     length -= take;
                 }
                 start = end;
             }
-            return payload;
+            return true;
         } catch (RegionInvalidException | KernelException e) {
             failLocally(wqe, e);
         } finally {
             out.endPayload();
         }
-        return null;
+        return false;
     }
 
     /** Counts [offset, offset + length) of the message as sent from the regions it lies in. */
@@ -673,11 +690,11 @@ final class Requester {
         }
         long offset = (long) response * mtu;
         int expected = (int) Math.min(mtu, wqe.wr.length() - offset);
-        if (packet.getPayload().size() != expected) {
+        if (packet.payloadLength() != expected) {
             counters.increment(NicCounter.DROPPED_PACKETS);
             return;
         }
-        if (!scatterResponse(wqe, offset, packet.getPayload(), packet.getPsn(), packet.getRetransmitted(), out)) {
+        if (!scatterResponse(wqe, offset, packet.payloadBuffer(), packet.getPsn(), packet.getRetransmitted(), out)) {
             return;
         }
         wqe.responses.set(response);
@@ -690,8 +707,7 @@ final class Requester {
      * Writes a READ response's payload at message offset {@code offset} of the request's elements; false
      * after dropping it for a page that is not resident (asked for again once it is), or failing the request.
      */
-    private boolean scatterResponse(SendWqe wqe, long offset, ByteString payload, long psn, boolean again, Outbox out) {
-        ByteBuffer src = payload.asReadOnlyByteBuffer();
+    private boolean scatterResponse(SendWqe wqe, long offset, ByteBuffer src, long psn, boolean again, Outbox out) {
         try {
             List<Segment> segments = wqe.wr.segments();
             long start = 0;

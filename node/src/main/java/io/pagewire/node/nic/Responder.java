@@ -1,10 +1,8 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.kernel.BadAddressException;
 import io.pagewire.kernel.KernelException;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import io.pagewire.proto.fabric.Syndrome;
 import java.util.Arrays;
 
@@ -100,7 +98,7 @@ final class Responder {
             if (ahead >= NAK_AFTER_PACKETS_AHEAD && deferred == null && nakSentFor != expectedPsn && rnrNakedFor != expectedPsn) {
                 nakSentFor = expectedPsn;
                 counters.increment(NicCounter.SEQUENCE_NAKS_SENT);
-                out.add(acknowledgement(Syndrome.NAK_SEQUENCE_ERROR, expectedPsn));
+                acknowledgement(out, Syndrome.NAK_SEQUENCE_ERROR, expectedPsn);
             }
             return;
         }
@@ -123,7 +121,7 @@ final class Responder {
             counters.increment(NicCounter.UNRELIABLE_DROPPED_QKEY);
             return;
         }
-        if (packet.getPayload().size() > mtu) {
+        if (packet.payloadLength() > mtu) {
             counters.increment(NicCounter.UNRELIABLE_DROPPED_REFUSED);
             return;
         }
@@ -225,14 +223,14 @@ final class Responder {
     // ---- WRITE ------------------------------------------------------------------------------------
 
     private long executeWrite(Packet packet, Outbox out) {
-        ByteString payload = packet.getPayload();
-        if (payload.size() > mtu) {
-            return refuse(packet, Syndrome.NAK_INVALID_REQUEST, "payload of " + payload.size() + " bytes exceeds the MTU of " + mtu, out);
+        int size = packet.payloadLength();
+        if (size > mtu) {
+            return refuse(packet, Syndrome.NAK_INVALID_REQUEST, "payload of " + size + " bytes exceeds the MTU of " + mtu, out);
         }
         // A zero-length WRITE names no memory: its rkey is not checked (the standard says so; it is how
         // UCX and others flush a connection).
-        boolean empty = payload.isEmpty() && packet.getLength() == 0 && startsAndEndsMessage(packet.getOpcode());
-        MemoryRegion region = empty ? null : accessible(packet, Access.REMOTE_WRITE, payload.size(), out);
+        boolean empty = size == 0 && packet.getLength() == 0 && startsAndEndsMessage(packet.getOpcode());
+        MemoryRegion region = empty ? null : accessible(packet, Access.REMOTE_WRITE, size, out);
         if (region == null && !empty) {
             return 1;
         }
@@ -304,8 +302,8 @@ final class Responder {
         ackDue = true;
         if (failure != null && !qp.unreliable()) {
             counters.increment(NicCounter.REMOTE_ACCESS_NAKS_SENT);
-            out.add(acknowledgement(Syndrome.NAK_REMOTE_ACCESS_ERROR, psn)
-                    .setError("the write's destination memory was freed before its parked data could be placed: " + failure.getMessage()));
+            acknowledgement(out, Syndrome.NAK_REMOTE_ACCESS_ERROR, psn)
+                    .setError("the write's destination memory was freed before its parked data could be placed: " + failure.getMessage());
         }
         if (deferred != null && placement.lowestParkedPsn() > deferred.getPsn()) {
             Packet waiting = deferred;
@@ -348,16 +346,15 @@ final class Responder {
         for (int i = 0; i < responses; i++) {
             long offset = (long) i * mtu;
             int size = (int) Math.min(mtu, length - offset);
-            ByteString payload;
+            int payload;
             try {
-                payload = size == 0 ? ByteString.EMPTY
-                        : dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, resent, out, notResident);
+                payload = size == 0 ? 0 : dma.gather(region, packet.getRemoteAddress() + offset, size, Side.READ_SOURCE, resent, out, notResident);
             } catch (RegionInvalidException | BadAddressException e) {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_ACCESS_ERROR, e.getMessage(), out) + i;
             } catch (KernelException e) {
                 return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, e.getMessage(), out) + i;
             }
-            if (payload == null) {
+            if (payload == DmaEngine.NOT_STAGED) {
                 // The source page is out: fault it in; the requester asks again from this response. A fault
                 // that already failed for good ends the READ instead of answering RNR NAK for ever.
                 String failed = nic.responderFaults().takeFailure(region.endpoint().space(), notResident[0]);
@@ -376,7 +373,7 @@ final class Responder {
             if (!resent && region != null) {
                 region.counters().sent(size);
             }
-            out.add(qp.packet(Opcode.READ_RESPONSE, psn + i).setPayload(payload).setRetransmitted(resent));
+            qp.packet(out, Opcode.READ_RESPONSE, psn + i).setPayload(out.staging(), payload, size).setRetransmitted(resent);
             if (out.size() >= ctx.batchPackets()) {
                 out.flush();
             }
@@ -444,14 +441,14 @@ final class Responder {
         int slot = (int) (psn % atomicPsn.length);
         atomicPsn[slot] = psn;
         atomicResult[slot] = previous;
-        out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, psn).setAtomicResult(previous).setCreditLimit(credits.grantedToPeer())
-                .setReceivesPark(receivesPark()));
+        qp.packet(out, Opcode.ATOMIC_ACKNOWLEDGE, psn).setAtomicResult(previous).setCreditLimit(credits.grantedToPeer())
+                .setReceivesPark(receivesPark());
         return 1;
     }
 
     private void defer(Packet packet) {
-        // Kept past its lane message, whose buffers a payload is a view of; a READ or FETCH_ADD needs none.
-        deferred = packet.getPayload().isEmpty() ? packet : packet.toBuilder().clearPayload().build();
+        // Kept past its lane message, whose packet slots are reused; a READ or FETCH_ADD needs no payload.
+        deferred = packet.copyWithoutPayload();
         stalled = true;
     }
 
@@ -467,8 +464,8 @@ final class Responder {
             case FETCH_ADD, COMPARE_SWAP -> {
                 int slot = (int) (packet.getPsn() % atomicPsn.length);
                 if (atomicPsn[slot] == packet.getPsn()) {
-                    out.add(qp.packet(Opcode.ATOMIC_ACKNOWLEDGE, packet.getPsn()).setAtomicResult(atomicResult[slot])
-                            .setCreditLimit(credits.grantedToPeer()).setReceivesPark(receivesPark()));
+                    qp.packet(out, Opcode.ATOMIC_ACKNOWLEDGE, packet.getPsn()).setAtomicResult(atomicResult[slot])
+                            .setCreditLimit(credits.grantedToPeer()).setReceivesPark(receivesPark());
                 }
             }
             default -> ackDue = true;
@@ -482,7 +479,7 @@ final class Responder {
             return 1;
         }
         counters.increment(syndrome == Syndrome.NAK_INVALID_REQUEST ? NicCounter.INVALID_REQUEST_NAKS_SENT : NicCounter.REMOTE_ACCESS_NAKS_SENT);
-        out.add(acknowledgement(syndrome, packet.getPsn()).setError(error));
+        acknowledgement(out, syndrome, packet.getPsn()).setError(error);
         stalled = true;
         return 1;
     }
@@ -512,7 +509,7 @@ final class Responder {
         rnrNakedFor = psn;
         stalled = true;
         counters.increment(NicCounter.RNR_NAKS_SENT);
-        out.add(acknowledgement(Syndrome.RNR_NAK, psn).setRnrDelayNs(rnrDelayNs));
+        acknowledgement(out, Syndrome.RNR_NAK, psn).setRnrDelayNs(rnrDelayNs);
         return 0;
     }
 
@@ -562,8 +559,8 @@ final class Responder {
         return region;
     }
 
-    private Packet.Builder acknowledgement(Syndrome syndrome, long psn) {
-        return qp.packet(Opcode.ACKNOWLEDGE, psn).setSyndrome(syndrome).setAckPsn(psn).setCreditLimit(credits.grantedToPeer())
+    private Packet acknowledgement(Outbox out, Syndrome syndrome, long psn) {
+        return qp.packet(out, Opcode.ACKNOWLEDGE, psn).setSyndrome(syndrome).setAckPsn(psn).setCreditLimit(credits.grantedToPeer())
                 .setReceivesPark(receivesPark());
     }
 
@@ -583,7 +580,7 @@ final class Responder {
         if (!ackDue && ackable == ackSentPsn && credits.grantedToPeer() == ackSentCredit && receivesPark == ackSentReceivesPark) {
             return;
         }
-        out.add(acknowledgement(Syndrome.ACK, ackable));
+        acknowledgement(out, Syndrome.ACK, ackable);
         ackSentPsn = ackable;
         ackSentCredit = credits.grantedToPeer();
         ackSentReceivesPark = receivesPark;
@@ -603,10 +600,9 @@ final class Responder {
             counters.increment(NicCounter.DUPLICATE_PACKETS);
             return;
         }
-        // A received payload is a view of its whole lane message: a packet kept past this message keeps
-        // only its own bytes, not up to a batch's worth of neighbours.
-        held[slot] = packet.getPayload().isEmpty() ? packet
-                : packet.toBuilder().setPayload(ByteString.copyFrom(packet.getPayload().asReadOnlyByteBuffer())).build();
+        // A received packet is a slot of its lane message and its payload a view of the message's array,
+        // both reused for the next message: a packet kept past this one is a copy with its own bytes.
+        held[slot] = packet.copy();
         counters.increment(NicCounter.OUT_OF_ORDER_PACKETS);
     }
 

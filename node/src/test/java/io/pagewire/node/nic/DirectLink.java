@@ -1,8 +1,5 @@
 package io.pagewire.node.nic;
 
-import com.google.protobuf.ByteString;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -41,19 +38,19 @@ final class DirectLink implements AutoCloseable {
                 if (executors == null || down.contains(peer)) {
                     return;
                 }
-                PacketBatch.Builder[] byLane = new PacketBatch.Builder[lanes];
-                for (Packet p : batch.getPacketsList()) {
+                PacketBatch[] byLane = new PacketBatch[lanes];
+                for (Packet p : batch) {
                     if (!drop.test(p)) {
                         int lane = Math.floorMod(p.getDstQpn(), lanes);
                         if (byLane[lane] == null) {
-                            byLane[lane] = PacketBatch.newBuilder();
+                            byLane[lane] = new PacketBatch();
                         }
-                        byLane[lane].addPackets(p.toBuilder().setPayload(ByteString.copyFrom(p.getPayload().asReadOnlyByteBuffer())));
+                        byLane[lane].addCopyOf(p);
                     }
                 }
                 for (int lane = 0; lane < lanes; lane++) {
                     if (byLane[lane] != null) {
-                        PacketBatch delivered = byLane[lane].build();
+                        PacketBatch delivered = byLane[lane];
                         executors[lane].execute(() -> nics.get(peer).router().receive(from, delivered));
                     }
                 }

@@ -2,11 +2,8 @@ package io.pagewire.node.nic;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
-import io.pagewire.proto.fabric.PacketBatch;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -32,17 +29,18 @@ class MalformedPacketsTest {
             MemoryRegion dst = nics.eb.register(nics.eb.space().allocate(PAGE), PAGE, RegistrationMode.PINNED, Access.all());
             int toQp = nics.qb.qpn();
             int fromQp = nics.qa.qpn();
-            PacketBatch garbage = PacketBatch.newBuilder()
-                    .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(0).setOpcode(Opcode.OPCODE_UNSPECIFIED))
-                    .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(1).setOpcode(Opcode.WRITE_ONLY)
-                            .setRkey(dst.rkey()).setRemoteAddress(dst.address()).setPayload(ByteString.copyFrom(new byte[100_000])))
-                    .addPackets(Packet.newBuilder().setDstQpn(9999).setSrcQpn(fromQp).setPsn(0).setOpcode(Opcode.WRITE_ONLY))
-                    .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(77).setPsn(0).setOpcode(Opcode.WRITE_ONLY))
-                    // PSNs of 2^63 and above (negative as a Java long) once indexed the replay cache out of bounds.
-                    .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(-5).setOpcode(Opcode.FETCH_ADD))
-                    .addPackets(Packet.newBuilder().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(Long.MIN_VALUE).setOpcode(Opcode.READ_REQUEST)
-                            .setLength(8).setRkey(dst.rkey()).setRemoteAddress(dst.address()))
-                    .build();
+            PacketBatch garbage = new PacketBatch();
+            garbage.add().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(0).setOpcode(Opcode.OPCODE_UNSPECIFIED);
+            garbage.add().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(1).setOpcode(Opcode.WRITE_ONLY)
+                    .setRkey(dst.rkey()).setRemoteAddress(dst.address()).setPayload(new byte[100_000]);
+            garbage.add().setDstQpn(9999).setSrcQpn(fromQp).setPsn(0).setOpcode(Opcode.WRITE_ONLY);
+            garbage.add().setDstQpn(toQp).setSrcQpn(77).setPsn(0).setOpcode(Opcode.WRITE_ONLY);
+            // PSNs of 2^63 and above (negative as a Java long) once indexed the replay cache out of bounds.
+            garbage.add().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(-5).setOpcode(Opcode.FETCH_ADD);
+            garbage.add().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(Long.MIN_VALUE).setOpcode(Opcode.READ_REQUEST)
+                    .setLength(8).setRkey(dst.rkey()).setRemoteAddress(dst.address());
+            // An opcode number no build knows, as a peer of a later version might send.
+            garbage.add().setDstQpn(toQp).setSrcQpn(fromQp).setPsn(2).setOpcodeValue(250);
             List<String> thrown = new CopyOnWriteArrayList<>();
             Logger nicLog = Logger.getLogger(Nic.class.getPackageName());
             Handler capture = new Handler() {

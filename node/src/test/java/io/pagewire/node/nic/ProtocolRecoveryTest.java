@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pagewire.kernel.KernelContext;
 import io.pagewire.proto.fabric.Opcode;
-import io.pagewire.proto.fabric.Packet;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -86,7 +85,7 @@ class QueuePairStatesTest {
                 MemoryRegion into = pair.eb.register(pair.eb.space().allocate(4096), 4096, RegistrationMode.PINNED, Access.all());
                 pair.qb.postReceive(new ReceiveRequest(7, into.lkey(), into.address(), 4096));
                 BlockingQueue<Packet> held = new LinkedBlockingQueue<>();
-                pair.link.drop = p -> p.getOpcode() == Opcode.SEND_ONLY && held.add(p); // the SEND reaches B by hand
+                pair.link.drop = p -> p.getOpcode() == Opcode.SEND_ONLY && held.add(p.copy()); // the SEND reaches B by hand
                 pair.qa.post(WorkRequest.send(1, from.lkey(), from.address(), 64));
                 Packet send = held.poll(10, TimeUnit.SECONDS);
                 assertThat(send).as(teardown + ": the SEND left A").isNotNull();

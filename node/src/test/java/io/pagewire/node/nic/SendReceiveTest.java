@@ -148,6 +148,40 @@ class SendReceiveTest {
         assertThat(landed).as("header, then payload").isEqualTo(expected);
     }
 
+    /**
+     * Packets gathered from 3 KiB elements in one batch after a 1,000-byte WRITE: their payloads are staged
+     * at offsets that are not multiples of the MTU, so the outbox's staging array (64 KiB at first) fills up
+     * between the two elements of one packet, and that packet's pieces must come together in the next array.
+     * (WRITEs into PINNED memory spend no credits, so both go out in one batch.)
+     */
+    @Test
+    void aPacketWhoseElementsStraddleAFullStagingArrayArrivesWhole() throws Exception {
+        int element = 3 * 1024;
+        // 96 KiB in 24 packets, one batch with the first WRITE's: packet 16's payload starts 1,000 + 15 * 4,096 bytes
+        // into the array, its first 3 KiB piece fits below 64 KiB and its second does not.
+        int elements = 32;
+        byte[] first = bytes(1000, 5);
+        byte[] whole = bytes(element * elements, 6);
+        MemoryRegion small = source(first, RegistrationMode.PINNED);
+        MemoryRegion big = source(whole, RegistrationMode.PINNED);
+        List<Segment> segments = new ArrayList<>();
+        for (int i = 0; i < elements; i++) {
+            segments.add(new Segment(big.lkey(), big.address() + (long) i * element, element));
+        }
+        long dst = eb.space().allocate(whole.length + 4096L);
+        MemoryRegion target = eb.register(dst, whole.length + 4096L, RegistrationMode.PINNED, Access.all());
+        qa.post(List.of(WorkRequest.write(1, small.lkey(), small.address(), first.length, dst, target.rkey()),
+                new WorkRequest(2, Completion.Opcode.WRITE, segments, whole.length, dst + 4096, target.rkey(), 0, 0, true, 0, 0, false,
+                        false)));
+        for (int i = 1; i <= 2; i++) {
+            Completion done = take(cqa, "write " + i);
+            assertThat(done.status()).as(done.error() + state()).isEqualTo(CompletionStatus.SUCCESS);
+        }
+        byte[] landed = new byte[whole.length];
+        eb.space().load(dst + 4096, landed, 0, landed.length);
+        assertThat(landed).as("the gathered WRITE, element after element").isEqualTo(whole);
+    }
+
     private static byte[] bytes(int length, int seed) {
         byte[] b = new byte[length];
         new Random(seed).nextBytes(b);
