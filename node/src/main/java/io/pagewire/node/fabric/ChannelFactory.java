@@ -15,8 +15,9 @@ public interface ChannelFactory {
     ManagedChannel open(String peer, String target);
 
     /**
-     * Whether payloads must be copied before they are handed to a stream: the in-process transport
-     * passes message objects to the other side by reference, to be read after the send returns.
+     * Whether a batch must be copied before it is handed to a stream: the in-process transport passes
+     * the message's stream to the other side unread, to be read after the send returns (and after the
+     * NIC reused the batch's slots and payload arrays).
      */
     boolean copiesPayloads();
 
@@ -33,10 +34,13 @@ public interface ChannelFactory {
                 // the address holds a certificate for that id (its DNS name), whatever the address.
                 NettyChannelBuilder builder = tls == null ? NettyChannelBuilder.forTarget(target).usePlaintext()
                         : NettyChannelBuilder.forTarget(target, tls).overrideAuthority(peer);
+                // No retries: a lane recovers from loss itself, and a retriable stream would keep each message
+                // for replay (and serialise it later), where the NIC reuses a batch once its send returns.
                 return builder
                         .eventLoopGroup(loops)
                         .channelType(channelType)
                         .directExecutor()
+                        .disableRetry()
                         .flowControlWindow(context.flowControlWindowBytes())
                         .maxInboundMessageSize(context.maxMessageBytes())
                         .keepAliveTime(30, TimeUnit.SECONDS)
@@ -58,7 +62,7 @@ public interface ChannelFactory {
         return new ChannelFactory() {
             @Override
             public ManagedChannel open(String peer, String target) {
-                return InProcessChannelBuilder.forName(target).executor(executor).maxInboundMessageSize(maxMessageBytes).build();
+                return InProcessChannelBuilder.forName(target).executor(executor).maxInboundMessageSize(maxMessageBytes).disableRetry().build();
             }
 
             @Override
