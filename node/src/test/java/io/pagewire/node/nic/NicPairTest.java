@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelContext;
+import io.pagewire.node.TestData;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
@@ -177,9 +178,20 @@ class NicPairTest {
         Completion c = pair.cqa().take(10, TimeUnit.SECONDS);
         assertThat(c).isNotNull();
         assertThat(c.status()).as(c.error()).isEqualTo(CompletionStatus.SUCCESS);
-        Thread.sleep(100); // long enough for a retransmission (ack timeout 20 ms) to have applied it again
+        // A retransmission (ack timeout 20 ms) sent before the acknowledgement came would reach B as a duplicate:
+        // wait until B has seen as many as A sent, so a second application would have happened by now.
+        TestData.awaitTrue(() -> b.counters().get(NicCounter.DUPLICATE_PACKETS) >= retransmitted(a), 10_000,
+                "B received every retransmission A sent");
         assertThat(counter.value()).as("one write, one notification").isEqualTo(1);
         assertThat(seen).as("the other handler still ran, once").containsExactly(1L);
         assertThat(b.counters().get(NicCounter.DROPPED_PACKETS)).isZero();
+    }
+
+    private static long retransmitted(Nic nic) {
+        long sum = 0;
+        for (NicCounter counter : NicCounter.RETRANSMISSIONS) {
+            sum += nic.counters().get(counter);
+        }
+        return sum;
     }
 }
