@@ -105,7 +105,7 @@ public final class Endpoint implements AutoCloseable {
         return name;
     }
 
-    public Nic nic() {
+    Nic nic() {
         return nic;
     }
 

@@ -8,6 +8,7 @@ import io.pagewire.kernel.MemoryListener;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.EventCounter;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.QueuePair;
@@ -41,6 +42,8 @@ import java.util.function.LongConsumer;
 final class Session {
     private static final System.Logger LOG = System.getLogger(Session.class.getName());
     final Endpoint endpoint;
+    /** The node's memory file, which an application on the node's host maps (null: the node's memory is anonymous). */
+    private final Path memoryFile;
     /** Who opened it, as the node's caller authentication named them: whose share of the node it counts against. */
     final String caller;
     final long key;
@@ -63,13 +66,14 @@ final class Session {
         boolean ring();
     }
 
-    Session(Endpoint endpoint, String caller, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
+    Session(Nic nic, Endpoint endpoint, String caller, long key, ServerCallStreamObserver<SessionEvent> events, RingPort ringPort) {
+        this.memoryFile = nic.kernel().memory().path();
         this.ringPort = ringPort;
         this.endpoint = endpoint;
         this.caller = caller;
         this.key = key;
         this.events = events;
-        this.completions = endpoint.nic().createCompletionQueue();
+        this.completions = nic.createCompletionQueue();
         endpoint.listenToQueuePairs((qpn, event) -> send(SessionEvent.newBuilder()
                 .setQueuePairEvent(QueuePairEventRaised.newBuilder().setQpn(qpn).setKind(switch (event) {
                     case FATAL -> QueuePairEventRaised.Kind.FATAL;
@@ -247,7 +251,7 @@ final class Session {
      * anonymous one) its store, load and waits stay calls.
      */
     private RingsActive shareMemory(SessionRings rings) {
-        Path memory = endpoint.nic().kernel().memory().path();
+        Path memory = memoryFile;
         if (memory == null) {
             return RingsActive.getDefaultInstance();
         }

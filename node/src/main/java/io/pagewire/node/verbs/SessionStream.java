@@ -191,7 +191,7 @@ final class SessionStream implements AutoCloseable {
                         sessions.admit(caller);
                         try {
                             Endpoint endpoint = nic.openEndpoint(request.getOpen().getName(), caller);
-                            session = new Session(endpoint, caller, sessions.newKey(), events, rings);
+                            session = new Session(nic, endpoint, caller, sessions.newKey(), events, rings);
                         } catch (RuntimeException e) {
                             sessions.abandoned(caller);
                             throw e;

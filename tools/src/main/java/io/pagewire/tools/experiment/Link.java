@@ -3,6 +3,7 @@ package io.pagewire.tools.experiment;
 import io.pagewire.node.nic.Completion;
 import io.pagewire.node.nic.CompletionQueue;
 import io.pagewire.node.nic.Endpoint;
+import io.pagewire.node.nic.Nic;
 import io.pagewire.node.nic.QueuePair;
 import io.pagewire.node.nic.WorkRequest;
 import java.util.concurrent.TimeUnit;
@@ -13,12 +14,12 @@ import java.util.function.LongFunction;
  * side's completion queue: what every experiment's workload runs over.
  */
 record Link(QueuePair qp, CompletionQueue cq, QueuePair remoteQp, CompletionQueue remoteCq) {
-    /** Connects {@code sender} (its node's NIC) to {@code receiver} (its own). */
-    static Link connect(Endpoint sender, Endpoint receiver) {
-        CompletionQueue cq = sender.nic().createCompletionQueue();
-        CompletionQueue remoteCq = receiver.nic().createCompletionQueue();
-        QueuePair qp = sender.nic().createQueuePair(sender, cq);
-        QueuePair remoteQp = receiver.nic().createQueuePair(receiver, remoteCq);
+    /** Connects {@code sender}, an endpoint of {@code senderNic}, to {@code receiver}, one of {@code receiverNic}. */
+    static Link connect(Nic senderNic, Endpoint sender, Nic receiverNic, Endpoint receiver) {
+        CompletionQueue cq = senderNic.createCompletionQueue();
+        CompletionQueue remoteCq = receiverNic.createCompletionQueue();
+        QueuePair qp = senderNic.createQueuePair(sender, cq);
+        QueuePair remoteQp = receiverNic.createQueuePair(receiver, remoteCq);
         qp.connect(remoteQp.address());
         remoteQp.connect(qp.address());
         return new Link(qp, cq, remoteQp, remoteCq);

@@ -402,7 +402,7 @@ public final class OvercommitExperiment implements Experiment {
             this.shape = shape;
             Endpoint writer = writerNode.nic().openEndpoint("overcommit-writer-" + index);
             receiver = receiverNode.nic().openEndpoint("overcommit-app-" + index);
-            link = Link.connect(writer, receiver);
+            link = Link.connect(writerNode.nic(), writer, receiverNode.nic(), receiver);
             long src = writer.space().allocate(MESSAGE);
             writer.space().store(src, new byte[MESSAGE], 0, MESSAGE);
             source = writer.register(src, MESSAGE, RegistrationMode.PINNED, Access.all());

@@ -130,7 +130,7 @@ public final class PinCacheExperiment implements Experiment {
             PagewireNode receiver = cluster.node(2);
             Endpoint writer = sender.nic().openEndpoint("pin-cache-writer");
             Endpoint owner = receiver.nic().openEndpoint("pin-cache-receiver");
-            Link link = Link.connect(writer, owner);
+            Link link = Link.connect(sender.nic(), writer, receiver.nic(), owner);
             long src = writer.space().allocate(PAGE);
             writer.space().store(src, new byte[PAGE], 0, PAGE);
             MemoryRegion source = writer.register(src, PAGE, RegistrationMode.PINNED, Access.all());

@@ -246,7 +246,7 @@ public final class ReceiveFaultsExperiment implements Experiment {
             PagewireNode receiver = cluster.node(2);
             Endpoint writer = sender.nic().openEndpoint("receive-faults-writer");
             Endpoint owner = receiver.nic().openEndpoint("receive-faults-receiver");
-            Link link = Link.connect(writer, owner);
+            Link link = Link.connect(sender.nic(), writer, receiver.nic(), owner);
             CompletionQueue cq = link.cq();
             CompletionQueue receives = link.remoteCq();
             QueuePair qp = link.qp();

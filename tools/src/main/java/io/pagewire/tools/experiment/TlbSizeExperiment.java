@@ -234,7 +234,7 @@ public final class TlbSizeExperiment implements Experiment {
             PagewireNode receiver = cluster.node(2);
             Endpoint local = sender.nic().openEndpoint("tlb-size-source");
             Endpoint remote = receiver.nic().openEndpoint("tlb-size-target");
-            Link link = Link.connect(local, remote);
+            Link link = Link.connect(sender.nic(), local, receiver.nic(), remote);
 
             int sourcePages = 16;
             long src = local.space().allocate((long) sourcePages * PAGE);
