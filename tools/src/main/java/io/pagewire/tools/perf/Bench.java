@@ -54,6 +54,10 @@ public final class Bench {
     static final int LATENCY_SIZE = 64;
     /** UCX's and MPI's small message: their latency is quoted at 8 bytes. */
     static final int MIDDLEWARE_SIZE = 8;
+    /** The message rate's message: perftest's and the raw gRPC stream's 64-byte messages. */
+    static final int RATE_SIZE = 64;
+    /** Requests perftest posts per ibv_post_send when it measures the message rate ({@code -l}). */
+    static final int POST_LIST = 16;
     /** MPI's large message: past UCX's rendezvous threshold, as bandwidth. */
     static final int MPI_LARGE_SIZE = 256 * 1024;
 
@@ -282,6 +286,7 @@ public final class Bench {
             record("verbs " + program + " RTT 64 B default p50 us", row.typicalUs() * 2);
             record("verbs " + program + " RTT 64 B default p99 us", row.p99Us() * 2);
         }
+        middlewareThroughput(pair, requester, responder);
         int iterations = budget.latencyIterations() * 7;
         for (String transport : new String[] {"rc_v", "ud_v", "tcp"}) {
             Double us = middleware.ucxTagLatencyUs(transport, pair.requester(), pair.responder(), MIDDLEWARE_SIZE, iterations, iterations / 10);
@@ -305,6 +310,45 @@ public final class Bench {
                 record(over + " " + label(MPI_LARGE_SIZE) + " MB/s", MPI_LARGE_SIZE / large / (1 << 20) * 1e6);
             } else {
                 log.printf("# %s %s failed; not recorded:%n%s%n", over, label(MPI_LARGE_SIZE), middleware.failure());
+            }
+        }
+    }
+
+    /**
+     * Issue 54's throughput rows, between the default pair's nodes: perftest's message rate at 64 B (post lists of
+     * {@link #POST_LIST}, as perftest's {@code -l}) beside the rate at which the raw gRPC stream between the same
+     * node processes carries 64-byte messages; ib_send_bw at 64 KiB beside ib_write_bw's; UCX's tag_bw at 64 KiB
+     * over {@code rc_v} and over TCP loopback.
+     */
+    private void middlewareThroughput(NodeProcesses pair, VerbsPerftest.Place requester, VerbsPerftest.Place responder) {
+        String seconds = String.valueOf(Math.max(1, Math.round(budget.warmupSeconds() + budget.bandwidthSeconds())));
+        VerbsPerftest.Bandwidth rate = verbs.bandwidth("ib_write_bw", requester, responder, List.of("-s", String.valueOf(RATE_SIZE), "-D",
+                seconds, "-l", String.valueOf(POST_LIST)));
+        if (rate != null) {
+            record("verbs ib_write_bw " + RATE_SIZE + " B Mpps", rate.mpps());
+        } else {
+            log.printf("# verbs ib_write_bw %d B failed; not recorded:%n%s%n", RATE_SIZE, verbs.failure);
+        }
+        try (NodeProbe probeA = new NodeProbe(pair.requester(), ClientSecurity.plaintext());
+                NodeProbe probeB = new NodeProbe(pair.responder(), ClientSecurity.plaintext())) {
+            Perftest.BandwidthRow link = probeA.linkBandwidth(probeB.describe().getNodeId(), RATE_SIZE, Long.MAX_VALUE,
+                    (long) (budget.warmupSeconds() * 1e9), (long) (budget.bandwidthSeconds() * 1e9), ProcessCpu::nanos);
+            record("grpc stream " + RATE_SIZE + " B Mpps", link.messageRateMpps());
+        }
+        String size = String.valueOf(VERBS_BANDWIDTH_SIZE);
+        VerbsPerftest.Bandwidth send = verbs.bandwidth("ib_send_bw", requester, responder, List.of("-s", size, "-D", seconds));
+        if (send != null) {
+            record("verbs ib_send_bw " + label(VERBS_BANDWIDTH_SIZE) + " MB/s", send.averageMbPerSec());
+        } else {
+            log.printf("# verbs ib_send_bw failed; not recorded:%n%s%n", verbs.failure);
+        }
+        int iterations = (int) Math.max(1000, Math.min(200_000, budget.bandwidthSeconds() * 300e6 / VERBS_BANDWIDTH_SIZE));
+        for (String transport : new String[] {"rc_v", "tcp"}) {
+            Double mb = middleware.ucxTagBandwidthMbPerSec(transport, pair.requester(), pair.responder(), VERBS_BANDWIDTH_SIZE, iterations);
+            if (mb != null) {
+                record("ucx tag_bw " + transport + " " + label(VERBS_BANDWIDTH_SIZE) + " MB/s", mb);
+            } else {
+                log.printf("# ucx tag_bw %s failed; not recorded:%n%s%n", transport, middleware.failure());
             }
         }
     }
@@ -385,7 +429,7 @@ public final class Bench {
                 Perftest.BandwidthRow odp = bandwidth(a, b, RegistrationMode.ON_DEMAND, size, warmup, cpu);
                 record("write_bw " + kib + " ON_DEMAND MB/s", odp.averageMbPerSec());
                 record("write_bw " + kib + " ON_DEMAND CPU s/GB", odp.cpuSecondsPerGb());
-                if (size == VERBS_BANDWIDTH_SIZE && verbs.available()) {
+                if (verbs.available()) {
                     // The same nodes and link, driven by Debian's perftest through the verbs library.
                     Double mb = verbs.writeBandwidthMbPerSec(pair.requester(), pair.responder(), size, warmup + budget.bandwidthSeconds());
                     if (mb != null) {

@@ -74,8 +74,11 @@ public final class BenchReport {
         }
         ratios.add(new Ratio("minor receive fault, added us", "write RTT 64 B PIN_ON_MISS, minor receive fault each ping p50 us",
                 "write RTT 64 B warm PIN_ON_MISS p50 us", Ratio.Kind.ADDED_AT_MOST, 10));
-        ratios.add(new Ratio("verbs ib_write_bw 64 KiB / grpc stream", "verbs ib_write_bw 64 KiB MB/s", "grpc stream 64 KiB MB/s",
-                Ratio.Kind.AT_LEAST, 0.9));
+        for (int size : Bench.BANDWIDTH_SIZES) {
+            String kib = Bench.label(size);
+            ratios.add(new Ratio("verbs ib_write_bw " + kib + " / grpc stream", "verbs ib_write_bw " + kib + " MB/s", "grpc stream " + kib + " MB/s",
+                    Ratio.Kind.AT_LEAST, 0.9));
+        }
         ratios.add(new Ratio("verbs ib_write_lat RTT p50 busy-poll / perf write_lat busy-poll", "verbs ib_write_lat RTT 64 B busy-poll p50 us",
                 "write RTT 64 B busy-poll p50 us", Ratio.Kind.AT_MOST, 1.2));
         ratios.addAll(middlewareRatios());
@@ -101,6 +104,17 @@ public final class BenchReport {
         ratios.add(new Ratio("ucx tag_lat rc_v / ucx over tcp", "ucx tag_lat rc_v RTT 8 B p50 us", "ucx tag_lat tcp RTT 8 B p50 us",
                 Ratio.Kind.AT_MOST, 5));
         ratios.add(new Ratio("mpi 8 B pml ucx / mpi over tcp", "mpi pml ucx ud_v RTT 8 B us", "mpi tcp RTT 8 B us", Ratio.Kind.AT_MOST, 5));
+        String writeBw = "verbs ib_write_bw " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE) + " MB/s";
+        ratios.add(new Ratio("verbs ib_write_bw " + Bench.RATE_SIZE + " B message rate (post lists of " + Bench.POST_LIST
+                + ") / grpc stream", "verbs ib_write_bw " + Bench.RATE_SIZE + " B Mpps", "grpc stream " + Bench.RATE_SIZE + " B Mpps",
+                Ratio.Kind.AT_LEAST, 0.5));
+        ratios.add(new Ratio("verbs ib_send_bw / ib_write_bw " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE),
+                "verbs ib_send_bw " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE) + " MB/s", writeBw, Ratio.Kind.AT_LEAST, 0.9));
+        ratios.add(new Ratio("ucx tag_bw rc_v " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE) + " / verbs ib_write_bw",
+                "ucx tag_bw rc_v " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE) + " MB/s", writeBw, Ratio.Kind.AT_LEAST, 0.8));
+        ratios.add(new Ratio("ucx tag_bw rc_v / ucx over tcp " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE),
+                "ucx tag_bw rc_v " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE) + " MB/s", "ucx tag_bw tcp " + Bench.label(Bench.VERBS_BANDWIDTH_SIZE)
+                        + " MB/s", Ratio.Kind.SHOWN, 0));
         ratios.add(new Ratio("mpi " + large + " pml ucx / mpi over tcp", "mpi pml ucx ud_v " + large + " MB/s", "mpi tcp " + large + " MB/s",
                 Ratio.Kind.AT_LEAST, 0.5));
         return ratios;
@@ -220,7 +234,10 @@ public final class BenchReport {
             (64 B) through the verbs library; UCX's `ucx_perftest -t tag_lat` (8 B) over `rc_v`, `ud_v` and `tcp`
             (registration PIN_ON_MISS); OpenMPI's ping-pong (`pagewire-mpi-check`) at 8 B and 256 KiB over `pml ucx`
             (`ud_v`, registration PINNED) and over `pml ob1` with `btl tcp`. Their round trips are twice the one-way
-            figures they print.
+            figures they print. Beside them, their throughput: `ib_write_bw` at every bandwidth size against the raw
+            gRPC stream, its message rate at 64 B (post lists of 16, perftest's `-l`) against the rate at which the raw
+            stream carries 64-byte messages, `ib_send_bw` at 64 KiB against `ib_write_bw`, and `ucx_perftest -t tag_bw`
+            at 64 KiB over `rc_v` against `ib_write_bw` (and over `tcp`, shown).
 
             A ratio without a target is shown to tell costs apart (for example what TLS costs the raw gRPC stream itself).
 

@@ -85,6 +85,31 @@ public final class Middleware {
      * or over TCP loopback when {@code transport} is {@code tcp}.
      */
     Double ucxTagLatencyUs(String transport, String requester, String responder, int size, int iterations, int warmup) {
+        Map<String, String> env = ucxEnvironment(transport);
+        if (env == null) {
+            return null;
+        }
+        boolean tcp = transport.equals("tcp");
+        Double us = ucx.tagLatencyUs(niced(tcp ? null : responder), niced(tcp ? null : requester), env, size, iterations, warmup);
+        failure = ucx.failure();
+        return us;
+    }
+
+    /** ucx_perftest's tag_bw in MB/s, over Pagewire through {@code transport} or over TCP loopback, as {@link #ucxTagLatencyUs}. */
+    Double ucxTagBandwidthMbPerSec(String transport, String requester, String responder, int size, int iterations) {
+        Map<String, String> env = ucxEnvironment(transport);
+        if (env == null) {
+            return null;
+        }
+        boolean tcp = transport.equals("tcp");
+        Double mb = ucx.tagBandwidthMbPerSec(niced(tcp ? null : responder), niced(tcp ? null : requester), env, size, iterations,
+                Math.max(10, iterations / 10));
+        failure = ucx.failure();
+        return mb;
+    }
+
+    /** UCX's environment for {@code transport} ({@code rc_v}, {@code ud_v} over Pagewire; {@code tcp} over loopback), or null when UCX cannot run. */
+    private Map<String, String> ucxEnvironment(String transport) {
         boolean tcp = transport.equals("tcp");
         if (!ucx.available() || (!tcp && launcher == null)) {
             failure = "not installed";
@@ -96,9 +121,7 @@ public final class Middleware {
         if (!tcp) {
             env.put("PAGEWIRE_VERBS_REGISTRATION", UCX_REGISTRATION);
         }
-        Double us = ucx.tagLatencyUs(niced(tcp ? null : responder), niced(tcp ? null : requester), env, size, iterations, warmup);
-        failure = ucx.failure();
-        return us;
+        return env;
     }
 
     /**

@@ -57,6 +57,16 @@ public final class Ucx {
         return row == null ? null : Double.parseDouble(row[1]);
     }
 
+    /**
+     * tag_bw's bandwidth (MB/s as UCX prints it), launched as {@link #tagLatencyUs} is, or null when the run
+     * failed ({@link #failure} says how).
+     */
+    Double tagBandwidthMbPerSec(List<String> serverLaunch, List<String> clientLaunch, Map<String, String> environment, int size,
+            long iterations, long warmup) {
+        String[] row = run("tag_bw", size, iterations, warmup, serverLaunch, clientLaunch, environment);
+        return row == null ? null : Double.parseDouble(row[5]);
+    }
+
     /** Why the last run failed, for the log. */
     String failure() {
         return failure;

@@ -142,6 +142,24 @@ public final class VerbsPerftest {
         return row == null || row.length < 4 ? null : Double.parseDouble(row[3]);
     }
 
+    /**
+     * A perftest bandwidth program's ({@code ib_write_bw}, {@code ib_send_bw}, ...) average bandwidth in MB/s
+     * and message rate with {@code options} on both sides, or null when the run failed ({@link #failure} says how).
+     */
+    public Bandwidth bandwidth(String program, Place requester, Place responder, List<String> options) {
+        String path = ExternalPrograms.onPath(program);
+        if (path == null || library == null) {
+            failure = program + " or the verbs library is not installed";
+            return null;
+        }
+        String[] row = run(path, requester, responder, options, Map.of());
+        return row == null || row.length < 5 ? null : new Bandwidth(Double.parseDouble(row[3]), Double.parseDouble(row[4]));
+    }
+
+    /** What a perftest bandwidth program reports: its average bandwidth (MB/s) and message rate (millions a second). */
+    public record Bandwidth(double averageMbPerSec, double mpps) {
+    }
+
     /** ib_write_lat's typical one-way latency in microseconds (half a round trip), or null when the run failed. */
     Double writeLatencyTypicalUs(String requester, String responder, int size, int iterations) {
         Latency latency = writeLatency(Place.host(requester), Place.host(responder), size, iterations);
