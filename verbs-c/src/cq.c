@@ -156,16 +156,27 @@ static int short_of(struct pw_cq *cq, int wanted)
  * An empty poll. The NIC is the node's threads, on the same cores as the program: a program that polls
  * without end would hold a core the NIC needs. So once a CQ has polled empty for PAGEWIRE_VERBS_SPIN_US
  * (3 us by default), each further empty poll of it yields the core. Once every CQ of the context has
- * polled empty for PAGEWIRE_VERBS_SLEEP_AFTER_US (100 us by default: a wait longer than a short round
- * trip pays a wake-up rather than keep its node's threads off the core with yields, while a wait for the
- * acknowledgement of a program's own WRITE seldom sleeps), an empty poll sleeps on the context's bell
- * instead, which the node rings when it writes an event for a program that said it sleeps (the ring
- * header's "application asleep" word), for at most PAGEWIRE_VERBS_SLEEP_US (1 ms by default; 0 never
- * sleeps). The yield's clock
- * is the CQ's, as a progress loop that polls an idle CQ beside a busy one (UCX's UD CQs beside its RC
- * ones) gives the core away on the idle one; the sleep's is the context's, so that loop never sleeps on
- * the idle CQ while the other delivers.
+ * polled empty for as long as twice its recent waits took (sleep_after: at least PAGEWIRE_VERBS_SLEEP_AFTER_US,
+ * 100 us by default, at most PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US, 1 ms), an empty poll sleeps on the
+ * context's bell instead, which the node rings when it writes an event for a program that said it sleeps
+ * (the ring header's "application asleep" word), for at most PAGEWIRE_VERBS_SLEEP_US (1 ms by default; 0
+ * never sleeps). Why the threshold follows the waits: a sleeper pays a wake-up, which makes its next wait
+ * longer, so a fixed threshold below a program's round trip makes every wait of a ping-pong sleep (UCX's
+ * tag_lat slept in 75 % of its waits at 100 us); a wait that is longer than the program's recent ones
+ * (a rank at a barrier, a progress loop with nothing to do) still ends in a sleep and gives the core up.
+ * The yield's clock is the CQ's, as a progress loop that polls an idle CQ beside a busy one (UCX's UD CQs
+ * beside its RC ones) gives the core away on the idle one; the sleep's is the context's, so that loop
+ * never sleeps on the idle CQ while the other delivers.
  */
+/* How long the context's CQs poll empty before a poll sleeps: twice the recent waits, within the settings' bounds. */
+static int64_t sleep_after(struct pw_context *ctx, const struct pw_settings *settings)
+{
+	int64_t twice = 2 * (int64_t)__atomic_load_n(&ctx->wait_average_ns, __ATOMIC_RELAXED);
+	if (twice < settings->sleep_after_ns)
+		return settings->sleep_after_ns;
+	return twice > settings->sleep_after_max_ns ? settings->sleep_after_max_ns : twice;
+}
+
 static void idle_poll(struct pw_cq *cq)
 {
 	struct pw_context *ctx = pw_ctx(cq->cq.context);
@@ -183,7 +194,7 @@ static void idle_poll(struct pw_cq *cq)
 	}
 	if ((int64_t)(now - cq_since) < settings->spin_ns)
 		return;
-	if (since == 0 || (int64_t)(now - since) < settings->sleep_after_ns || ctx->bell_fd < 0 || !ctx->rings_base
+	if (since == 0 || (int64_t)(now - since) < sleep_after(ctx, settings) || ctx->bell_fd < 0 || !ctx->rings_base
 	    || settings->sleep_us == 0) {
 		sched_yield();
 		return;
@@ -211,14 +222,26 @@ static void idle_poll(struct pw_cq *cq)
 	__atomic_sub_fetch(&ctx->bell_sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A poll found completions: the CQ spins again, and so does the context. */
+/*
+ * A poll found completions: the CQ spins again, and so does the context; the empty period it ends counts
+ * into the context's moving average of waits (an eighth of the way, and no more than the longest
+ * threshold, so one long pause moves it little).
+ */
 static void busy_poll(struct pw_cq *cq)
 {
 	struct pw_context *ctx = pw_ctx(cq->cq.context);
 	pw_trace_mark(PW_HOP_POLL_COMPLETION);
 	__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&ctx->polls_empty_since_ns, __ATOMIC_RELAXED))
+	uint64_t since = __atomic_load_n(&ctx->polls_empty_since_ns, __ATOMIC_RELAXED);
+	if (since) {
 		__atomic_store_n(&ctx->polls_empty_since_ns, 0, __ATOMIC_RELAXED);
+		int64_t waited = (int64_t)(now_ns(CLOCK_MONOTONIC) - since);
+		int64_t most = pw_settings()->sleep_after_max_ns;
+		waited = waited > most ? most : waited; /* a long idle spell counts as the longest wait that matters */
+		int64_t average = (int64_t)__atomic_load_n(&ctx->wait_average_ns, __ATOMIC_RELAXED);
+		if (waited > 0)
+			__atomic_store_n(&ctx->wait_average_ns, (uint64_t)(average + (waited - average) / 8), __ATOMIC_RELAXED);
+	}
 }
 
 int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)

@@ -139,6 +139,7 @@ struct pw_context {
 	int bell_fd;
 	int bell_sleepers;              /* pollers sleeping on the bell (cq.c): the reader thread leaves its bytes to them */
 	uint64_t polls_empty_since_ns;  /* when the context's CQ polls began to find nothing (0: the last one found some) */
+	uint64_t wait_average_ns;       /* how long the context's recent empty periods lasted until a completion (cq.c, a moving average) */
 	uint64_t delivered;             /* completions put into any of the context's CQs */
 	uint64_t delivered_seen;        /* `delivered` when the polls began to find nothing */
 	uint64_t poll_sleeps;           /* empty polls that slept on the bell */
@@ -303,6 +304,7 @@ static inline struct pw_context *pw_ctx(struct ibv_context *c)
 struct pw_settings {
 	int64_t spin_ns;        /* PAGEWIRE_VERBS_SPIN_US: how long a CQ polls empty before its polls yield */
 	int64_t sleep_after_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_US: how long a context's CQs poll empty before a poll sleeps */
+	int64_t sleep_after_max_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US: as long as twice the recent waits, up to this */
 	uint32_t sleep_us;      /* PAGEWIRE_VERBS_SLEEP_US: the longest one empty poll sleeps on the bell (0: never) */
 	const char *hop_trace_directory; /* PAGEWIRE_VERBS_HOP_TRACE: where the hop trace goes at exit, or NULL for none */
 	uint64_t hop_trace_events;       /* PAGEWIRE_VERBS_HOP_TRACE_EVENTS: how many events it keeps */

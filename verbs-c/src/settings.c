@@ -55,6 +55,9 @@ static void read_settings(void)
 {
 	settings.spin_ns = (int64_t)whole("PAGEWIRE_VERBS_SPIN_US", 3, 0, 10000000, "microseconds") * 1000;
 	settings.sleep_after_ns = (int64_t)whole("PAGEWIRE_VERBS_SLEEP_AFTER_US", 100, 0, 100000000, "microseconds") * 1000;
+	settings.sleep_after_max_ns = (int64_t)whole("PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US", 1000, 0, 100000000, "microseconds") * 1000;
+	if (settings.sleep_after_max_ns < settings.sleep_after_ns)
+		settings.sleep_after_max_ns = settings.sleep_after_ns; /* no longer than the floor: a fixed threshold */
 	settings.sleep_us = (uint32_t)whole("PAGEWIRE_VERBS_SLEEP_US", 1000, 0, 100000, "microseconds");
 	const char *trace = getenv("PAGEWIRE_VERBS_HOP_TRACE");
 	settings.hop_trace_directory = trace && *trace ? trace : NULL;

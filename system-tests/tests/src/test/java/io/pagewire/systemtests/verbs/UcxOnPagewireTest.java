@@ -97,7 +97,7 @@ class UcxOnPagewireTest extends SdkFixture {
     void aPollerAsleepOnAnIdleCqIsWokenByTheOtherCqsCompletion() throws Exception {
         String port = String.valueOf(TwoNodeProgramsFixture.freePort());
         List<String> env = List.of("UCX_TLS=rc_v", "UCX_NET_DEVICES=pagewire0:1", "PAGEWIRE_VERBS_LOG=info",
-                "PAGEWIRE_VERBS_SLEEP_AFTER_US=0", "PAGEWIRE_VERBS_SLEEP_US=5000");
+                "PAGEWIRE_VERBS_SLEEP_AFTER_US=0", "PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US=0", "PAGEWIRE_VERBS_SLEEP_US=5000");
         Program s = VerbsPrograms.start(server.target(), env, "stdbuf", "-oL", "ucx_perftest", "-p", port);
         s.awaitOutput("Waiting for connection", 60);
         Run clientRun = VerbsPrograms.start(client.target(), env, "ucx_perftest", "-p", port, "127.0.0.1", "-t", "tag_lat", "-n", "300")

@@ -332,7 +332,7 @@ class VerbsLibraryTest extends TwoNodeProgramsFixture {
     @Test
     void pollersAsleepOnTheBellKeepItForEveryDoorbell() throws Exception {
         String port = String.valueOf(freePort());
-        List<String> env = List.of("PAGEWIRE_VERBS_LOG=info", "PAGEWIRE_VERBS_SLEEP_AFTER_US=0");
+        List<String> env = List.of("PAGEWIRE_VERBS_LOG=info", "PAGEWIRE_VERBS_SLEEP_AFTER_US=0", "PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US=0");
         Program s = VerbsPrograms.start(server.target(), env, "stdbuf", "-oL", "ib_send_lat", "-d", "pagewire0", "-p", port, "-s", "8",
                 "-n", "3000");
         s.awaitOutput("Waiting for client", 60);
