@@ -224,8 +224,9 @@ static void idle_poll(struct pw_cq *cq)
 
 /*
  * A poll found completions: the CQ spins again, and so does the context; the empty period it ends counts
- * into the context's moving average of waits (an eighth of the way, and no more than the longest
- * threshold, so one long pause moves it little).
+ * into the context's average of recent waits, which follows the longer ones: half the way up, an eighth of
+ * the way down, so the short waits of a progress loop's send completions between a ping-pong's long
+ * waits for the answer do not pull it below them. A wait counts as no more than the longest threshold.
  */
 static void busy_poll(struct pw_cq *cq)
 {
@@ -240,7 +241,8 @@ static void busy_poll(struct pw_cq *cq)
 		waited = waited > most ? most : waited; /* a long idle spell counts as the longest wait that matters */
 		int64_t average = (int64_t)__atomic_load_n(&ctx->wait_average_ns, __ATOMIC_RELAXED);
 		if (waited > 0)
-			__atomic_store_n(&ctx->wait_average_ns, (uint64_t)(average + (waited - average) / 8), __ATOMIC_RELAXED);
+			__atomic_store_n(&ctx->wait_average_ns, (uint64_t)(average + (waited - average) / (waited > average ? 2 : 8)),
+					 __ATOMIC_RELAXED);
 	}
 }
 

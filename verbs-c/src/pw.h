@@ -139,7 +139,7 @@ struct pw_context {
 	int bell_fd;
 	int bell_sleepers;              /* pollers sleeping on the bell (cq.c): the reader thread leaves its bytes to them */
 	uint64_t polls_empty_since_ns;  /* when the context's CQ polls began to find nothing (0: the last one found some) */
-	uint64_t wait_average_ns;       /* how long the context's recent empty periods lasted until a completion (cq.c, a moving average) */
+	uint64_t wait_average_ns;       /* how long the context's recent empty periods lasted until a completion (cq.c: it follows the longer ones) */
 	uint64_t delivered;             /* completions put into any of the context's CQs */
 	uint64_t delivered_seen;        /* `delivered` when the polls began to find nothing */
 	uint64_t poll_sleeps;           /* empty polls that slept on the bell */
