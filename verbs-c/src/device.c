@@ -32,13 +32,11 @@ static int device_count;
 
 static void find_devices(void)
 {
-	const char *nodes = getenv("PAGEWIRE_NODE");
-	const char *dir = getenv("PAGEWIRE_VERBS_RING_DIRECTORY");
-	const char *socket_override = getenv("PAGEWIRE_VERBS_SOCKET");
+	const struct pw_settings *settings = pw_settings();
+	const char *dir = settings->ring_directory;
+	const char *socket_override = settings->socket;
 	char list[1024];
-	snprintf(list, sizeof(list), "%s", nodes && *nodes ? nodes : "127.0.0.1:7100");
-	if (!dir || !*dir)
-		dir = "/dev/shm";
+	snprintf(list, sizeof(list), "%s", settings->nodes);
 	char *save = NULL;
 	for (char *t = strtok_r(list, ",", &save); t && device_count < PW_MAX_DEVICES; t = strtok_r(NULL, ",", &save)) {
 		struct pw_device *d = &devices[device_count];

@@ -705,8 +705,8 @@ static int open_uffd(uint64_t features, uint64_t *granted)
  */
 static int open_userfaultfd(void)
 {
-	const char *want = getenv("PAGEWIRE_VERBS_PAGER");
-	if (want && !strcasecmp(want, "signal"))
+	enum pw_pager_choice want = pw_settings()->pager;
+	if (want == PW_PAGER_SIGNAL)
 		return -1;
 	uint64_t granted = 0;
 	int fd = open_uffd(UFFD_FEATURE_MINOR_SHMEM | UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_UNPOPULATED, &granted);
@@ -714,7 +714,7 @@ static int open_userfaultfd(void)
 	if (fd < 0)
 		fd = open_uffd(UFFD_FEATURE_MINOR_SHMEM, &granted);
 	if (fd < 0) {
-		pw_log(want ? PW_WARN : PW_INFO, "userfaultfd is not available with minor faults on shared memory (%s): page faults go "
+		pw_log(want == PW_PAGER_USERFAULTFD ? PW_WARN : PW_INFO, "userfaultfd is not available with minor faults on shared memory (%s): page faults go "
 		       "through a SIGSEGV handler", strerror(errno));
 		return -1;
 	}

@@ -300,8 +300,23 @@ static inline struct pw_context *pw_ctx(struct ibv_context *c)
 	return (struct pw_context *)((uint8_t *)c - offsetof(struct pw_context, vctx.context));
 }
 
-/* The library's settings from the environment, read once (settings.c). */
+/* How the library catches a touch of a page the node took back (PAGEWIRE_VERBS_PAGER). */
+enum pw_pager_choice {
+	PW_PAGER_DEFAULT,     /* userfaultfd where the kernel allows it, else the SIGSEGV handler */
+	PW_PAGER_USERFAULTFD, /* asked for: the same, and a warning when it falls back */
+	PW_PAGER_SIGNAL,      /* the SIGSEGV handler */
+};
+
+/*
+ * The library's settings from the environment, each read and checked once, here and nowhere else
+ * (settings.c; docs/verbs.md lists them): a value that does not fit is said and replaced by the default.
+ */
 struct pw_settings {
+	const char *nodes;          /* PAGEWIRE_NODE: the node(s), comma-separated (HOST:PORT, node id or socket path) */
+	const char *ring_directory; /* PAGEWIRE_VERBS_RING_DIRECTORY: where the nodes' verbs sockets are */
+	const char *socket;         /* PAGEWIRE_VERBS_SOCKET: the first node's socket, when it is elsewhere (NULL: none) */
+	Pagewire__Verbs__V1__RegistrationMode registration; /* PAGEWIRE_VERBS_REGISTRATION: the mode plain registrations get */
+	enum pw_pager_choice pager; /* PAGEWIRE_VERBS_PAGER */
 	int64_t spin_ns;        /* PAGEWIRE_VERBS_SPIN_US: how long a CQ polls empty before its polls yield */
 	int64_t sleep_after_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_US: how long a context's CQs poll empty before a poll sleeps */
 	int64_t sleep_after_max_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US: as long as twice the recent waits, up to this */
@@ -310,6 +325,8 @@ struct pw_settings {
 	uint64_t hop_trace_events;       /* PAGEWIRE_VERBS_HOP_TRACE_EVENTS: how many events it keeps */
 };
 const struct pw_settings *pw_settings(void);
+/* PAGEWIRE_VERBS_LOG's level, read once on its own (the other settings' checks log). */
+int pw_log_level(void);
 
 /* trace.c: the hop trace (PAGEWIRE_VERBS_HOP_TRACE), written when the program ends */
 enum pw_hop {

@@ -18,16 +18,9 @@ enum { CALL = 1, OPEN_SESSION = 2, SESSION_SEND = 3 };
 enum { REPLY = 1, SESSION_EVENT = 3, SESSION_END = 4 };
 #define MAX_FRAME (64u << 20)
 
-static int log_level = -1;
-
 void pw_log(enum pw_level level, const char *fmt, ...)
 {
-	if (log_level < 0) {
-		const char *s = getenv("PAGEWIRE_VERBS_LOG");
-		log_level = !s ? PW_WARN : !strcmp(s, "error") ? PW_ERROR : !strcmp(s, "info") ? PW_INFO
-			  : !strcmp(s, "debug") ? PW_DEBUG : PW_WARN;
-	}
-	if ((int)level > log_level)
+	if ((int)level > pw_log_level())
 		return;
 	static const char *names[] = { "error", "warn", "info", "debug" };
 	char line[2048];
