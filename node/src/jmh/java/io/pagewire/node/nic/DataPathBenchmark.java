@@ -56,7 +56,7 @@ public class DataPathBenchmark {
         endpoint.space().store(base, new byte[(int) length], 0, (int) length);
         region = endpoint.register(base, length, mode, Access.all());
         dma = nic.dma();
-        outbox = new Outbox(nic);
+        outbox = new Outbox(nic.router(), nic.dma());
         // Warm every translation once, as traffic would.
         for (int p = 0; p < PAGES; p++) {
             dma.release(dma.acquire(region, (base >>> 12) + p, true, Side.RECEIVE, false, null), true);

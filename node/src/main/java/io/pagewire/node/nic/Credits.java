@@ -15,7 +15,7 @@ final class Credits {
     /** The largest grant an address may claim: far more than any node grants, far less than overflow. */
     static final int MAX_INITIAL = 1 << 24;
 
-    private final Nic nic;
+    private final NicServices nic;
     private final CreditPool pool;
     /** Whose share of the pool this pair's credits count against. */
     private final String owner;
@@ -38,7 +38,7 @@ final class Credits {
     private boolean returned;
 
     /** A ledger holding {@code first} credits already reserved from the pool (the grant the pair's address names). */
-    Credits(Nic nic, CreditPool pool, String owner, int first, int maxHeld) {
+    Credits(NicServices nic, CreditPool pool, String owner, int first, int maxHeld) {
         this.nic = nic;
         this.pool = pool;
         this.owner = owner;
@@ -94,7 +94,7 @@ final class Credits {
     void spend(int parts) {
         spent += parts;
         if (waitSinceNs >= 0) {
-            nic.waited(WaitCause.CREDITS, nic.clock().nanoTime() - waitSinceNs);
+            nic.observers().waited(WaitCause.CREDITS, nic.clock().nanoTime() - waitSinceNs);
             waitSinceNs = -1;
         }
     }

@@ -15,6 +15,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 /**
  * An application's endpoint as the NIC sees it: its address space (the "process"), the memory regions
@@ -22,7 +23,13 @@ import java.util.concurrent.atomic.LongAdder;
  * pairs close, registrations are dropped, pins released and memory freed.
  */
 public final class Endpoint implements AutoCloseable {
-    private final Nic nic;
+    private final NicServices nic;
+    /** The node's regions and windows by key, where this endpoint's are published. */
+    private final Regions keys;
+    private final Translations translations;
+    private final WorkRequests workRequests;
+    /** Told once the endpoint closed (the NIC forgets it). */
+    private final Consumer<Endpoint> closedListener;
     private final AddressSpace space;
     private final String name;
     private final Map<Integer, MemoryRegion> regions = new ConcurrentHashMap<>();
@@ -80,14 +87,18 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    Endpoint(Nic nic, AddressSpace space, String name) {
-        this.nic = nic;
+    Endpoint(EndpointResources resources, AddressSpace space, String name) {
+        this.nic = resources.services();
+        this.keys = resources.regions();
+        this.translations = resources.translations();
+        this.workRequests = resources.workRequests();
+        this.closedListener = resources.closed();
         this.space = space;
         this.name = name;
         NicContext ctx = nic.context();
         this.sendAllowance = ctx.sendBytesPerSecondPerSession() == 0 ? null
                 : new SendAllowance(ctx.sendBytesPerSecondPerSession(), ctx.sendBurstBytesPerSession(), nic.clock().nanoTime());
-        this.ownerWorkRequests = nic.workRequestsOf(owner());
+        this.ownerWorkRequests = workRequests.of(owner());
         space.addListener(listener);
     }
 
@@ -103,10 +114,6 @@ public final class Endpoint implements AutoCloseable {
 
     public String name() {
         return name;
-    }
-
-    Nic nic() {
-        return nic;
     }
 
     /** The endpoint's virtual memory: allocate, store, load. */
@@ -134,7 +141,7 @@ public final class Endpoint implements AutoCloseable {
         checkAccess(access);
         space.checkAllocated(address, length);
         reserveRegion(length);
-        RegionPolicy policy = nic.policy(mode);
+        RegionPolicy policy = keys.policy(mode);
         long[] table;
         try {
             table = policy.pinForRegistration(space, address, length);
@@ -142,13 +149,13 @@ public final class Endpoint implements AutoCloseable {
             unreserveRegion(length);
             throw e;
         }
-        MemoryRegion region = new MemoryRegion(this, address, length, policy, access, nextLkey.getAndIncrement(), nic.newRkey(mode), table);
+        MemoryRegion region = new MemoryRegion(this, address, length, policy, access, nextLkey.getAndIncrement(), keys.newRkey(mode), table);
         if (table != null) {
             region.counters().pinned(table.length);
         }
         policy.registered(region);
         regions.put(region.lkey(), region);
-        nic.publish(region);
+        keys.publish(region);
         nic.counters().increment(NicCounter.REGISTRATIONS, mode);
         return region;
     }
@@ -166,7 +173,7 @@ public final class Endpoint implements AutoCloseable {
                 throw new QuotaExceededException(this + " holds " + windows.size() + " memory windows, as many as its regions may be ("
                         + NicConfiguration.REGIONS_PER_SESSION.name() + "); deallocate some first");
             }
-            MemoryWindow window = nic.allocateWindow(this, type);
+            MemoryWindow window = keys.allocateWindow(this, type);
             windows.put(MemoryWindow.indexOf(window.rkey()), window);
             return window;
         }
@@ -185,7 +192,7 @@ public final class Endpoint implements AutoCloseable {
         }
         windows.remove(MemoryWindow.indexOf(rkey), window);
         window.deallocate();
-        nic.forget(window);
+        keys.forget(window);
     }
 
     /** Registers the whole address space for on-demand paging, as {@code IBV_ACCESS_ON_DEMAND} does with address 0 and SIZE_MAX. */
@@ -193,10 +200,10 @@ public final class Endpoint implements AutoCloseable {
         checkOpen();
         checkAccess(access);
         reserveRegion(0);
-        MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, nic.policy(RegistrationMode.ON_DEMAND), access,
-                nextLkey.getAndIncrement(), nic.newRkey(RegistrationMode.ON_DEMAND), null);
+        MemoryRegion region = new MemoryRegion(this, 0, MemoryRegion.IMPLICIT_LENGTH, keys.policy(RegistrationMode.ON_DEMAND), access,
+                nextLkey.getAndIncrement(), keys.newRkey(RegistrationMode.ON_DEMAND), null);
         regions.put(region.lkey(), region);
-        nic.publish(region);
+        keys.publish(region);
         nic.counters().increment(NicCounter.REGISTRATIONS, RegistrationMode.ON_DEMAND);
         return region;
     }
@@ -265,7 +272,7 @@ public final class Endpoint implements AutoCloseable {
         boolean wasUsable = region.invalidReason() == null;
         Teardown teardown = new Teardown();
         teardown.run(() -> region.invalidate(reason));
-        teardown.run(() -> nic.unpublish(region));
+        teardown.run(() -> keys.unpublish(region));
         teardown.run(() -> region.policy().released(region, wasUsable));
         teardown.finish();
     }
@@ -385,7 +392,7 @@ public final class Endpoint implements AutoCloseable {
     /**
      * Counts one more outstanding work request against this session's limit and the node's, or
      * refuses it (RESOURCE_EXHAUSTED) with nothing counted. Striped counts, checked against their sum
-     * (see {@link Nic}).
+     * (see {@link WorkRequests}).
      */
     void admitWorkRequest(long wrId) {
         int limit = nic.context().workRequestsPerSession();
@@ -393,20 +400,20 @@ public final class Endpoint implements AutoCloseable {
             throw new QuotaExceededException("work request " + wrId + ": " + this + " has " + limit + " work requests outstanding, its limit ("
                     + NicConfiguration.WORK_REQUESTS_PER_SESSION.name() + "); reap completions first");
         }
-        nic.admitWorkRequest(wrId, owner(), ownerWorkRequests);
+        workRequests.admit(wrId, owner(), ownerWorkRequests);
         workRequestsOutstanding.increment();
     }
 
     /** A receive taken and given back: counted as outstanding again, past the limits (it was admitted before). */
     void recountWorkRequest() {
         workRequestsOutstanding.increment();
-        nic.recountWorkRequest(ownerWorkRequests);
+        workRequests.recount(ownerWorkRequests);
     }
 
     /** Work requests completed, failed or flushed (receives: consumed). */
     void retireWorkRequests(int n) {
         workRequestsOutstanding.add(-n);
-        nic.retireWorkRequests(n, ownerWorkRequests);
+        workRequests.retire(n, ownerWorkRequests);
     }
 
     /** Work requests posted here and not yet completed (or, for receives, consumed). */
@@ -445,7 +452,7 @@ public final class Endpoint implements AutoCloseable {
         }
         teardown.run(() -> space.removeListener(listener));
         teardown.run(space::close);
-        teardown.run(() -> nic.forget(this));
+        teardown.run(() -> closedListener.accept(this));
         teardown.finish();
     }
 
@@ -474,16 +481,16 @@ public final class Endpoint implements AutoCloseable {
         @Override
         public void mapped(AddressSpace s, long vpn, Translation translation) {
             if (!shadowRegions.isEmpty() && inShadowRegion(vpn)) {
-                nic.shadow().map(Tlb.key(id(), vpn), translation);
+                translations.shadow.map(Tlb.key(id(), vpn), translation);
             }
         }
 
         @Override
         public void invalidate(AddressSpace s, long firstVpn, long pageCount, InvalidationReason reason) {
             // Pins of dropped PIN_ON_MISS entries are revoked by the kernel on UNMAP; eviction never hits pinned pages.
-            nic.onDemandPageTable().invalidate(id(), firstVpn, pageCount);
-            int dropped = nic.tlb().invalidate(id(), firstVpn, pageCount).dropped;
-            dropped += nic.shadow().invalidate(id(), firstVpn, pageCount);
+            translations.onDemand.invalidate(id(), firstVpn, pageCount);
+            int dropped = translations.tlb.invalidate(id(), firstVpn, pageCount).dropped;
+            dropped += translations.shadow.invalidate(id(), firstVpn, pageCount);
             nic.counters().add(NicCounter.INVALIDATED_TRANSLATIONS, dropped);
             if (dropped == 0 && reason != InvalidationReason.UNMAP) {
                 return; // the common eviction: nothing of this endpoint's was translated, no region to look at

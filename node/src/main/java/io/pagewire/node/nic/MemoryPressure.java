@@ -2,6 +2,7 @@ package io.pagewire.node.nic;
 
 import io.pagewire.kernel.AddressSpace;
 import io.pagewire.kernel.FaultKind;
+import io.pagewire.kernel.KernelAgent;
 import io.pagewire.kernel.KernelException;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -24,7 +25,9 @@ public final class MemoryPressure {
     private static final long PAGE_OUT_PATIENCE_NS = 5_000_000;
     private static final long PAGE_OUT_RETRY_NS = 20_000;
 
-    private final Nic nic;
+    private final KernelAgent kernel;
+    private final NicCounters counters;
+    private final Translations translations;
     private final SplittableRandom random;
     private volatile double rate;
     private volatile FaultKind depth;
@@ -35,8 +38,10 @@ public final class MemoryPressure {
     /** Pages marked at most: a peer that never comes back to its pages leaves no more than this behind. */
     private static final int MAX_DUE = 1 << 16;
 
-    MemoryPressure(Nic nic, double rate, FaultKind depth, long seed) {
-        this.nic = nic;
+    MemoryPressure(KernelAgent kernel, NicCounters counters, Translations translations, double rate, FaultKind depth, long seed) {
+        this.kernel = kernel;
+        this.counters = counters;
+        this.translations = translations;
         this.random = new SplittableRandom(seed ^ 0x5EED_9A6EL);
         set(rate, depth);
     }
@@ -86,7 +91,7 @@ public final class MemoryPressure {
             return; // one take of a page at a time: the one under way goes on
         }
         RegistrationMode mode = region.mode();
-        nic.kernel().faultService().execute(() -> {
+        kernel.faultService().execute(() -> {
             try {
                 reclaim(space, vpn, mode, FaultKind.MAJOR);
             } finally {
@@ -115,8 +120,8 @@ public final class MemoryPressure {
 
     /** The NIC's translation of a page: its TLB entry and the pin a PIN_ON_MISS entry holds, its on-demand mapping. */
     private void dropTranslation(AddressSpace space, long vpn) {
-        nic.dropTranslations(space, vpn, 1);
-        nic.onDemandPageTable().invalidate(space.id(), vpn, 1);
+        translations.dropTranslations(space, vpn, 1);
+        translations.onDemand.invalidate(space.id(), vpn, 1);
     }
 
     private void reclaim(AddressSpace space, long vpn, RegistrationMode mode, FaultKind kind) {
@@ -142,6 +147,6 @@ public final class MemoryPressure {
                 return; // freed or closed meanwhile
             }
         }
-        nic.counters().increment(NicCounter.PRESSURE_RECLAIMS, mode);
+        counters.increment(NicCounter.PRESSURE_RECLAIMS, mode);
     }
 }

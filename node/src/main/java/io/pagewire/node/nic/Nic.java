@@ -1,20 +1,14 @@
 package io.pagewire.node.nic;
 
 import io.pagewire.kernel.AddressSpace;
-import io.pagewire.kernel.FaultKind;
 import io.pagewire.kernel.KernelAgent;
-import io.pagewire.kernel.KernelConfiguration;
-import io.pagewire.kernel.KernelException;
 import io.pagewire.kernel.NanoClock;
-import java.security.SecureRandom;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The emulated user-level NIC of one node: its TLB and shadow page table, the DMA engine, the memory
@@ -24,7 +18,6 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class Nic implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Nic.class.getName());
-    private static final long RKEY_MODE_MASK = 3L;
 
     private final String nodeId;
     private final KernelAgent kernel;
@@ -32,37 +25,35 @@ public final class Nic implements AutoCloseable {
     private final NicCounters counters = new NicCounters();
     private final NanoClock clock;
     private final NicTimers timers;
-    private final Tlb tlb;
-    private final ShadowPageTable shadow = new ShadowPageTable();
-    private final OnDemandPageTable onDemandPageTable = new OnDemandPageTable();
+    private final Translations translations;
     private final DmaEngine dma;
     private final MemoryPressure pressure;
     /** Replaced whole when an experiment resizes it; read once per lookup. */
-    private volatile ContextCache contexts;
+    private final ContextCaches contexts;
     private final CreditPool credits;
     /** Credits a queue pair is granted when created: what one MTU-sized packet may need; it borrows more as it uses them. */
     private final int firstCredits;
     private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
-    private final Map<Integer, QueuePair> queuePairs = new ConcurrentHashMap<>();
-    private final Map<Long, MemoryRegion> regionsByRkey = new ConcurrentHashMap<>();
-    private final ResponderFaults responderFaults = new ResponderFaults(this);
-    /** What each registration mode does with a region's pages, by the mode's ordinal. */
-    private final RegionPolicy[] policies;
+    private final QueuePairTable queuePairs = new QueuePairTable();
+    private final ResponderFaults responderFaults;
+    /** Regions and windows by key, and what each registration mode does with a region's pages. */
+    private final Regions regions;
+    private final WorkRequests workRequests;
+    /** What every queue pair and every endpoint gets: built once, handed to each instead of the NIC. */
+    private final QueuePairResources queuePairResources;
+    private final EndpointResources endpointResources;
     private final AtomicInteger nextQpn = new AtomicInteger(1);
     private final AtomicInteger nextCqId = new AtomicInteger(1);
-    private final SecureRandom keys = new SecureRandom();
     private final long sweepIntervalNs;
     private final PacketRouter router;
-    private volatile CompletionObserver completionObserver = (opcode, mode, status, bytes, latencyNs) -> { };
-    private volatile FaultObserver faultObserver = (side, kind, mode, serviceNs) -> { };
-    private volatile WaitObserver waitObserver = (cause, nanos) -> { };
+    private final NicObservers observers = new NicObservers(counters);
+    /** What the NIC's parts call: made once, handed to each of them instead of the NIC. */
+    private final NicServices services;
     private volatile boolean closed;
     /** What responders answer a request that meets a NIC page fault; settable while the node runs, for fault experiments. */
     private volatile FaultAnswer faultAnswer;
     /** Whether the timeout sweep is scheduled: only while some pair has work queued, so an idle NIC never wakes. */
     private final AtomicBoolean sweepArmed = new AtomicBoolean();
-    /** Multicast groups by LID: the UD pairs of this NIC attached to each. */
-    private final Map<Integer, Set<QueuePair>> multicastGroups = new ConcurrentHashMap<>();
 
     /**
      * @param transport how packets leave; may be set later through {@link PacketRouter#attach} when the transport needs the NIC first
@@ -85,41 +76,45 @@ public final class Nic implements AutoCloseable {
             throw new IllegalArgumentException(NicConfiguration.CREDITS_PER_QP.name() + " must be at least " + partsPerPacket
                     + " (the page-sized parts one MTU-sized packet can touch), was " + context.creditsPerQp());
         }
-        this.tlb = new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed());
-        this.policies = new RegionPolicy[] {new PinnedPolicy(this), new PinOnMissPolicy(this), new ShadowPolicy(this), new OnDemandPolicy(this)};
-        this.contexts = new ContextCache(context.contextCacheEntries(), context.contextCacheWays(), context.contextCacheMissNs(), counters);
-        this.pressure = new MemoryPressure(this, context.reclaimAfterAccess(), context.reclaimDepth(), context.randomSeed());
+        this.translations = new Translations(kernel, counters,
+                new Tlb(context.tlbEntries(), context.tlbWays(), context.tlbReplacement(), context.tlbIndexing(), context.randomSeed()));
+        this.contexts = new ContextCaches(new ContextCache(context.contextCacheEntries(), context.contextCacheWays(),
+                context.contextCacheMissNs(), counters));
+        this.pressure = new MemoryPressure(kernel, counters, translations, context.reclaimAfterAccess(), context.reclaimDepth(),
+                context.randomSeed());
         this.dma = new DmaEngine(kernel.memory(), pressure);
+        this.services = new NicServices(nodeId, this.context, clock, this.timers, counters, kernel, dma, contexts, observers);
+        this.responderFaults = new ResponderFaults(services);
+        this.router = new PacketRouter(services, queuePairs, transport);
+        this.regions = new Regions(nodeId, new PinnedPolicy(services), new PinOnMissPolicy(services, translations, router::laneStalled),
+                new ShadowPolicy(services, translations), new OnDemandPolicy(services, translations, responderFaults));
+        this.workRequests = new WorkRequests(nodeId, this.context.workRequestsPerNode(), kernel.context().callerShare());
+        this.queuePairResources = new QueuePairResources(services, router, regions, responderFaults, () -> faultAnswer, this::armSweep,
+                this::forget);
+        this.endpointResources = new EndpointResources(services, regions, translations, workRequests, this::forget);
         this.faultAnswer = context.faultAnswer();
         this.firstCredits = partsPerPacket;
         this.credits = new CreditPool(kernel.systemBuffer().slotCount(), kernel.context().callerShare());
         this.sweepIntervalNs = Math.max(1_000_000, Math.min(context.ackTimeoutNs(), context.minAckTimeoutNs()) / 4);
-        this.router = new PacketRouter(this, transport);
     }
 
     /** Receives the service time of every page fault the NIC has served from now on (the metrics layer). */
     public void observeFaults(FaultObserver observer) {
-        faultObserver = observer;
+        observers.observeFaults(observer);
     }
 
     /** Receives the length of every stall, parking, RNR back-off and credit wait from now on (the metrics layer). */
     public void observeWaits(WaitObserver observer) {
-        waitObserver = observer;
+        observers.observeWaits(observer);
     }
 
-    /** One of the NIC's waits ended after {@code nanos}. */
-    void waited(WaitCause cause, long nanos) {
-        waitObserver.waited(cause, nanos);
-    }
 
     /** Receives the latency of every finished work request from now on (the metrics layer). */
     public void observeCompletions(CompletionObserver observer) {
-        completionObserver = observer;
+        observers.observeCompletions(observer);
     }
 
-    void observeCompletion(Completion.Opcode opcode, RegistrationMode mode, CompletionStatus status, long bytes, long latencyNs) {
-        completionObserver.completed(opcode, mode, status, bytes, latencyNs);
-    }
+
 
 
     public String nodeId() {
@@ -157,7 +152,7 @@ public final class Nic implements AutoCloseable {
     public Endpoint openEndpoint(String name, String owner) {
         checkOpen();
         AddressSpace space = kernel.createAddressSpace(owner);
-        Endpoint endpoint = new Endpoint(this, space, name == null ? "" : name);
+        Endpoint endpoint = new Endpoint(endpointResources, space, name == null ? "" : name);
         endpoints.put(endpoint.id(), endpoint);
         return endpoint;
     }
@@ -211,9 +206,9 @@ public final class Nic implements AutoCloseable {
         }
         String owner = endpoint.owner();
         credits.reserve(owner, firstCredits);
-        QueuePair qp = new QueuePair(this, endpoint, cq, nextQpn.getAndIncrement(), srq,
-                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, transport);
-        queuePairs.put(qp.qpn(), qp);
+        QueuePair qp = new QueuePair(queuePairResources, endpoint, cq, nextQpn.getAndIncrement(), srq,
+                new Credits(services, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, transport);
+        queuePairs.put(qp);
         endpoint.attach(qp);
         return qp;
     }
@@ -234,11 +229,11 @@ public final class Nic implements AutoCloseable {
         }
         String owner = endpoint.owner();
         credits.reserve(owner, firstCredits);
-        QueuePair fresh = new QueuePair(this, endpoint, old.completionQueue(), old.qpn(), old.sharedReceiveQueue(),
-                new Credits(this, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, old.transport());
+        QueuePair fresh = new QueuePair(queuePairResources, endpoint, old.completionQueue(), old.qpn(), old.sharedReceiveQueue(),
+                new Credits(services, credits, owner, firstCredits, context.creditsPerQp()), firstCredits, old.transport());
         fresh.protectionDomain(old.protectionDomain()); // the pair's PD is the object's, not its state's
         old.discard();
-        queuePairs.put(fresh.qpn(), fresh);
+        queuePairs.put(fresh);
         endpoint.attach(fresh);
         return fresh;
     }
@@ -248,29 +243,29 @@ public final class Nic implements AutoCloseable {
     }
 
     public List<QueuePair> queuePairs() {
-        return List.copyOf(queuePairs.values());
+        return queuePairs.all();
     }
 
     /** A memory region by the key peers use, or null. */
     public MemoryRegion regionByRkey(long rkey) {
-        return regionsByRkey.get(rkey);
+        return regions.regionByRkey(rkey);
     }
 
     /** TLB entries holding a PIN_ON_MISS pin right now (never more than the entries). */
     public int tlbPinnedEntries() {
-        return tlb.pinnedEntries();
+        return translations.tlb.pinnedEntries();
     }
 
     public int tlbEntries() {
-        return tlb.entries();
+        return translations.tlb.entries();
     }
 
     public int tlbValidEntries() {
-        return tlb.validEntries();
+        return translations.tlb.validEntries();
     }
 
     public int shadowEntries() {
-        return shadow.size();
+        return translations.shadow.size();
     }
 
     /** Receive credits granted to queue pairs, and the total the system buffer backs. */
@@ -285,18 +280,14 @@ public final class Nic implements AutoCloseable {
     // ---- shared mechanics -------------------------------------------------------------------------
 
     Tlb tlb() {
-        return tlb;
+        return translations.tlb;
     }
 
     /** Contexts the NIC's context cache holds now (0: none modelled). */
     public int contextCacheEntries() {
-        return contexts.entries();
+        return contexts.current().entries();
     }
 
-    /** The NIC's cache of queue pair and region contexts (none unless configured). */
-    ContextCache contexts() {
-        return contexts;
-    }
 
     /**
      * Replaces the context cache with an empty one of {@code entries} (0: none) in sets of {@code ways},
@@ -311,7 +302,7 @@ public final class Nic implements AutoCloseable {
             throw new IllegalArgumentException(NicConfiguration.CONTEXT_CACHE_WAYS.name() + " must be from 1 to the context cache's entries ("
                     + entries + ") and divide them, was " + ways);
         }
-        this.contexts = new ContextCache(entries, ways, missNs, counters);
+        contexts.replace(new ContextCache(entries, ways, missNs, counters));
     }
 
     /** What responders answer a request that meets a NIC page fault. */
@@ -329,13 +320,7 @@ public final class Nic implements AutoCloseable {
         return pressure;
     }
 
-    OnDemandPageTable onDemandPageTable() {
-        return onDemandPageTable;
-    }
 
-    ShadowPageTable shadow() {
-        return shadow;
-    }
 
     DmaEngine dma() {
         return dma;
@@ -349,30 +334,7 @@ public final class Nic implements AutoCloseable {
         return timers;
     }
 
-    /** Counts a served fault by the side it was on and tells the fault observer how long it took. */
-    void countFault(MemoryRegion region, Side side, FaultKind kind, long serviceNs) {
-        RegistrationMode mode = region.mode();
-        boolean major = kind == FaultKind.MAJOR;
-        region.counters().fault(major);
-        NicCounter counter = switch (side) {
-            case SEND, READ_SOURCE -> major ? NicCounter.SEND_FAULTS_MAJOR : NicCounter.SEND_FAULTS_MINOR;
-            case RECEIVE, READ_TARGET, ATOMIC_TARGET -> major ? NicCounter.RECEIVE_FAULTS_MAJOR : NicCounter.RECEIVE_FAULTS_MINOR;
-            case RECEIVE_BUFFER -> major ? NicCounter.RECEIVE_BUFFER_FAULTS_MAJOR : NicCounter.RECEIVE_BUFFER_FAULTS_MINOR;
-            case PREFETCH -> major ? NicCounter.PREFETCH_FAULTS_MAJOR : NicCounter.PREFETCH_FAULTS_MINOR;
-        };
-        counters.increment(counter, mode);
-        faultObserver.served(side, kind, mode, serviceNs);
-    }
 
-    /** The faults raised for peers' requests (receive targets, READ sources). */
-    ResponderFaults responderFaults() {
-        return responderFaults;
-    }
-
-    /** What a registration mode does with a region's pages. */
-    RegionPolicy policy(RegistrationMode mode) {
-        return policies[mode.ordinal()];
-    }
 
     /**
      * The timers with every task guarded: a scheduled executor keeps a task's exception in a future
@@ -400,168 +362,24 @@ public final class Nic implements AutoCloseable {
         };
     }
 
-    /** Releases the pin a PIN_ON_MISS entry held when the TLB replaced it. */
-    void unpinEvicted(long key) {
-        AddressSpace space = kernel.addressSpace((int) (key >>> 40));
-        if (space == null) {
-            return; // its endpoint closed, revoking every pin
-        }
-        releasePin(space, key & ((1L << 40) - 1));
-    }
-
-    /**
-     * Gives back a pin the NIC took. A space closed or a page freed meanwhile took its pins with it; a
-     * page that is still there and not pinned means the NIC's pin accounting is wrong, which is
-     * logged and counted rather than swallowed.
-     */
-    void releasePin(AddressSpace space, long vpn) {
-        try {
-            space.unpin(vpn);
-        } catch (KernelException e) {
-            // Closed meanwhile: every pin went with it.
-        } catch (IllegalStateException e) {
-            if (!space.isClosed() && space.isAllocated(vpn << space.pageShift(), 1)) {
-                counters.increment(NicCounter.PIN_ACCOUNTING_ERRORS);
-                LOG.log(System.Logger.Level.WARNING, "the NIC released a pin it did not hold: " + e.getMessage(), e);
-            }
-        }
-    }
-
     /** Drops TLB translations of a range (deregistration), releasing the pins PIN_ON_MISS entries held. */
     void dropTranslations(AddressSpace space, long firstVpn, long pages) {
-        Tlb.Invalidated dropped = tlb.invalidate(space.id(), firstVpn, pages);
-        for (int i = 0; i < dropped.pinnedCount; i++) {
-            unpinEvicted(dropped.pinnedKeys[i]);
-        }
-    }
-
-    /**
-     * A fresh rkey: 32 bits, as verbs programs carry them ({@code ibv_mr.rkey}): 30 random bits, and in
-     * the low two bits the region's registration mode (as a real NIC's keys carry index bits), so a
-     * requester knows which writes may park in the system buffer and must spend credits.
-     */
-    long newRkey(RegistrationMode mode) {
-        while (true) {
-            // Bit 31 stays clear: it marks a memory window's rkey.
-            long rkey = (Integer.toUnsignedLong(keys.nextInt()) & ~RKEY_MODE_MASK & ~MemoryWindow.RKEY_BIT) | mode.ordinal();
-            if ((rkey & ~RKEY_MODE_MASK) != 0 && !regionsByRkey.containsKey(rkey)) {
-                return rkey;
-            }
-        }
-    }
-
-    /** Memory windows of every endpoint, by index: what a window rkey names. */
-    private final Map<Integer, MemoryWindow> windowsByIndex = new ConcurrentHashMap<>();
-    private final AtomicInteger nextWindowIndex = new AtomicInteger(1);
-
-    /** A fresh window of {@code endpoint}'s, under a new index (23 bits, then the key's 8). */
-    MemoryWindow allocateWindow(Endpoint endpoint, MemoryWindow.Type type) {
-        for (int tries = 0; tries < (1 << 23); tries++) {
-            int index = nextWindowIndex.getAndUpdate(i -> i + 1 >= (1 << 23) ? 1 : i + 1);
-            MemoryWindow window = new MemoryWindow(endpoint, type, index);
-            if (windowsByIndex.putIfAbsent(index, window) == null) {
-                return window;
-            }
-        }
-        throw new QuotaExceededException("node " + nodeId + " has every memory window index in use");
-    }
-
-    void forget(MemoryWindow window) {
-        windowsByIndex.remove(MemoryWindow.indexOf(window.rkey()), window);
-    }
-
-    /** The window a window rkey names (whatever its key), or null. */
-    MemoryWindow windowByRkey(long rkey) {
-        return windowsByIndex.get(MemoryWindow.indexOf(rkey));
-    }
-
-    /** Whether an rkey names a memory window rather than a region. */
-    static boolean isWindowRkey(long rkey) {
-        return (rkey & MemoryWindow.RKEY_BIT) != 0;
-    }
-
-    /** The registration mode a region's rkey names in its low bits. */
-    static RegistrationMode modeOfRkey(long rkey) {
-        return MODES[(int) (rkey & RKEY_MODE_MASK)];
-    }
-
-    /** values() copies its array on every call; the per-packet path reads this one. */
-    private static final RegistrationMode[] MODES = RegistrationMode.values();
-
-    void publish(MemoryRegion region) {
-        regionsByRkey.put(region.rkey(), region);
-    }
-
-    void unpublish(MemoryRegion region) {
-        regionsByRkey.remove(region.rkey(), region);
-    }
-
-    /**
-     * Work requests outstanding on every endpoint of this node. Striped (a post and its completion run
-     * on different threads): the limit is checked against the sum, so concurrent posters may pass it by
-     * a few, which is all a bound on the node's heap needs.
-     */
-    private final LongAdder workRequestsOutstanding = new LongAdder();
-
-    /** Work requests outstanding by owner (application), striped as the node's count is. */
-    private final Map<String, LongAdder> workRequestsByOwner = new ConcurrentHashMap<>();
-
-    /** The count of an owner's outstanding work requests, shared by its endpoints; null for no owner. */
-    LongAdder workRequestsOf(String owner) {
-        return owner == null ? null : workRequestsByOwner.computeIfAbsent(owner, o -> new LongAdder());
-    }
-
-    /**
-     * Counts one more outstanding work request against the node's limit and its owner's share of it
-     * ({@code pagewire.quota.callerShare}), or refuses it.
-     */
-    void admitWorkRequest(long wrId, String owner, LongAdder ownerCount) {
-        int limit = context.workRequestsPerNode();
-        if (workRequestsOutstanding.sum() >= limit) {
-            throw new QuotaExceededException("work request " + wrId + ": node " + nodeId + " has " + limit
-                    + " work requests outstanding, its limit (" + NicConfiguration.WORK_REQUESTS_PER_NODE.name() + "); try again later");
-        }
-        long share = Math.max(1, (long) (limit * kernel.context().callerShare()));
-        if (ownerCount != null && ownerCount.sum() >= share) {
-            throw new QuotaExceededException("work request " + wrId + ": " + owner + " has " + share + " work requests outstanding on node "
-                    + nodeId + ", its share (" + KernelConfiguration.CALLER_SHARE.name() + ") of the node's " + limit + "; reap completions first");
-        }
-        workRequestsOutstanding.increment();
-        if (ownerCount != null) {
-            ownerCount.increment();
-        }
-    }
-
-    void recountWorkRequest(LongAdder ownerCount) {
-        workRequestsOutstanding.increment();
-        if (ownerCount != null) {
-            ownerCount.increment();
-        }
-    }
-
-    void retireWorkRequests(int n, LongAdder ownerCount) {
-        workRequestsOutstanding.add(-n);
-        if (ownerCount != null) {
-            ownerCount.add(-n);
-        }
+        translations.dropTranslations(space, firstVpn, pages);
     }
 
     /** Work requests posted on this node and not yet completed (or, for receives, consumed). */
     public int workRequestsOutstanding() {
-        return (int) workRequestsOutstanding.sum();
+        return workRequests.outstanding();
     }
 
     void forget(Endpoint endpoint) {
         endpoints.remove(endpoint.id(), endpoint);
-        onDemandPageTable.invalidateAll(endpoint.id());
+        translations.onDemand.invalidateAll(endpoint.id());
     }
 
     void forget(QueuePair qp) {
-        queuePairs.remove(qp.qpn(), qp);
-        router.forget(qp);
-        for (Set<QueuePair> members : multicastGroups.values()) {
-            members.remove(qp);
-        }
+        queuePairs.remove(qp);
+        router.forget(qp.linkWaiter);
     }
 
     /**
@@ -572,7 +390,7 @@ public final class Nic implements AutoCloseable {
      */
     public void attachMulticast(QueuePair qp, int lid) {
         checkMulticast(qp, lid);
-        if (!multicastGroups.computeIfAbsent(lid, l -> ConcurrentHashMap.newKeySet()).add(qp)) {
+        if (!queuePairs.attach(qp, lid)) {
             throw new NicException("queue pair " + qp.qpn() + " is attached to multicast group " + lid + " already");
         }
     }
@@ -580,8 +398,7 @@ public final class Nic implements AutoCloseable {
     /** Detaches a UD pair from the multicast group {@code lid}; a NicException when it is not attached. */
     public void detachMulticast(QueuePair qp, int lid) {
         checkMulticast(qp, lid);
-        Set<QueuePair> members = multicastGroups.get(lid);
-        if (members == null || !members.remove(qp)) {
+        if (!queuePairs.detach(qp, lid)) {
             throw new NicException("queue pair " + qp.qpn() + " is not attached to multicast group " + lid);
         }
     }
@@ -595,11 +412,6 @@ public final class Nic implements AutoCloseable {
         }
     }
 
-    /** The pairs of this NIC attached to multicast group {@code lid}. */
-    Set<QueuePair> multicastMembers(int lid) {
-        Set<QueuePair> members = multicastGroups.get(lid);
-        return members == null ? Set.of() : members;
-    }
 
     /** A pair has work queued: the timeout sweep runs from now until every pair is idle again. */
     void armSweep() {
@@ -619,7 +431,7 @@ public final class Nic implements AutoCloseable {
         }
         long now = clock.nanoTime();
         boolean wanted = false;
-        for (QueuePair qp : queuePairs.values()) {
+        for (QueuePair qp : queuePairs.all()) {
             try {
                 qp.checkTimeout(now);
             } catch (RuntimeException e) {
@@ -632,7 +444,7 @@ public final class Nic implements AutoCloseable {
             return;
         }
         sweepArmed.set(false);
-        for (QueuePair qp : queuePairs.values()) {
+        for (QueuePair qp : queuePairs.all()) {
             if (qp.sweepWanted()) {
                 armSweep();
                 return;

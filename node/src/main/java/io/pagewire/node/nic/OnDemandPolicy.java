@@ -22,9 +22,13 @@ final class OnDemandPolicy extends TlbPolicy {
 
     private final OnDemandPageTable pageTable;
 
-    OnDemandPolicy(Nic nic) {
-        super(nic, RegistrationMode.ON_DEMAND, false);
-        this.pageTable = nic.onDemandPageTable();
+    /** The NIC page faults this mode raises for peers' requests: ODP's page-fault events. */
+    private final ResponderFaults faults;
+
+    OnDemandPolicy(NicServices nic, Translations translations, ResponderFaults faults) {
+        super(nic, translations, RegistrationMode.ON_DEMAND, false);
+        this.pageTable = translations.onDemand;
+        this.faults = faults;
     }
 
     @Override
@@ -93,11 +97,11 @@ final class OnDemandPolicy extends TlbPolicy {
 
     @Override
     Verdict missing(MemoryRegion region, long vpn, long address, long operationEnd, ByteBuffer part, Side side, Parking parking) {
-        String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
+        String failed = faults.takeFailure(region.endpoint().space(), vpn);
         if (failed != null) {
             throw new KernelException("a page fault on the destination failed: " + failed);
         }
-        if (!nic.responderFaults().raise(region, vpn, true, side)) {
+        if (!faults.raise(region, vpn, true, side)) {
             // Its fault is in flight: raised with the rest of this operation (up to the reach below)
             // when the first packet met a missing page, so a resend that meets it again, once per
             // RNR NAK until the pages are in, looks at nothing more.
@@ -110,7 +114,7 @@ final class OnDemandPolicy extends TlbPolicy {
         long aheadPages = ((end - 1) >> shift) - vpn; // pages after this one that the operation still writes
         for (long ahead = vpn + 1; ahead <= vpn + aheadPages; ahead++) {
             if (!pageTable.maps(space.id(), ahead)) { // resident or not: the NIC has no mapping for it
-                nic.responderFaults().raise(region, ahead, true, side);
+                faults.raise(region, ahead, true, side);
             }
         }
         return Verdict.NOT_READY;

@@ -12,7 +12,7 @@ import java.util.Arrays;
  * which the transport copies them once into its buffers.
  */
 final class Outbox {
-    private final Nic nic;
+    private final Wire wire;
     private final DmaEngine dma;
     private volatile int laneHint;
     private String peer;
@@ -29,9 +29,9 @@ final class Outbox {
      */
     private boolean gathering;
 
-    Outbox(Nic nic) {
-        this.nic = nic;
-        this.dma = nic.dma();
+    Outbox(Wire wire, DmaEngine dma) {
+        this.wire = wire;
+        this.dma = dma;
     }
 
     int laneHint() {
@@ -101,10 +101,10 @@ final class Outbox {
     void flush() {
         try {
             if (!batch.isEmpty()) {
-                if (PacketRouter.ALL_NODES.equals(peer)) {
-                    nic.router().multicast(laneHint, batch);
+                if (Wire.ALL_NODES.equals(peer)) {
+                    wire.multicast(laneHint, batch);
                 } else {
-                    nic.router().transmit(peer, laneHint, batch);
+                    wire.transmit(peer, laneHint, batch);
                 }
             }
         } finally {

@@ -10,7 +10,7 @@ final class Pacing {
     /** The longest a paced pair sleeps before it looks at its allowance again. */
     static final long MAX_SLEEP_NS = 100_000_000L;
 
-    private final Nic nic;
+    private final NicServices nic;
     private final Runnable wake;
     /** The session's send allowance, or null when it is not paced. */
     private final SendAllowance session;
@@ -20,7 +20,7 @@ final class Pacing {
     private long waitSinceNs;
 
     /** @param wake what the NIC's timers run when the pair may look at its allowance again */
-    Pacing(Nic nic, SendAllowance session, Runnable wake) {
+    Pacing(NicServices nic, SendAllowance session, Runnable wake) {
         this.nic = nic;
         this.session = session;
         this.wake = wake;
@@ -76,7 +76,7 @@ final class Pacing {
     void timerExpired() {
         if (waiting) {
             waiting = false;
-            nic.waited(WaitCause.RATE_LIMIT, nic.clock().nanoTime() - waitSinceNs);
+            nic.observers().waited(WaitCause.RATE_LIMIT, nic.clock().nanoTime() - waitSinceNs);
         }
     }
 }

@@ -18,20 +18,22 @@ import java.util.concurrent.atomic.LongAdder;
  * endpoints of this node), holds queue pairs that wait for a lane to take data, and tells them of
  * their peer's link coming back or their peer restarting.
  */
-public final class PacketRouter implements AutoCloseable {
+public final class PacketRouter implements Wire, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PacketRouter.class.getName());
 
-    private final Nic nic;
+    private final NicServices nic;
+    private final QueuePairTable queuePairs;
     private final NicCounters counters;
-    private final Map<String, Set<QueuePair>> waitingForLink = new ConcurrentHashMap<>();
+    private final Map<String, Set<LinkWaiter>> waitingForLink = new ConcurrentHashMap<>();
     private final ThreadLocal<ReceivePass> receivePass = ThreadLocal.withInitial(ReceivePass::new);
     private volatile PacketTransport transport;
     private volatile ManagementAgent managementAgent;
     /** Carries batches between queue pairs of this node; made at the first such batch. */
     private ExecutorService loopback;
 
-    PacketRouter(Nic nic, PacketTransport transport) {
+    PacketRouter(NicServices nic, QueuePairTable queuePairs, PacketTransport transport) {
         this.nic = nic;
+        this.queuePairs = queuePairs;
         this.counters = nic.counters();
         this.transport = transport;
     }
@@ -116,12 +118,12 @@ public final class PacketRouter implements AutoCloseable {
                 continue;
             }
             if (packet.getDstQpn() == MULTICAST_QPN) {
-                for (QueuePair member : nic.multicastMembers(packet.getMulticastLid())) {
+                for (QueuePair member : queuePairs.multicastMembers(packet.getMulticastLid())) {
                     receiveDatagram(member, peer, packet, touched);
                 }
                 continue;
             }
-            QueuePair qp = nic.queuePair(packet.getDstQpn());
+            QueuePair qp = queuePairs.get(packet.getDstQpn());
             if (qp != null && qp.datagram()) {
                 receiveDatagram(qp, peer, packet, touched);
                 continue;
@@ -198,27 +200,25 @@ public final class PacketRouter implements AutoCloseable {
     /** The destination QPN of a multicast datagram (InfiniBand's 0xFFFFFF): every pair attached to its group takes it. */
     public static final int MULTICAST_QPN = 0xFF_FFFF;
 
-    /** Where a multicast datagram goes: this node and every peer whose link is up. */
-    static final String ALL_NODES = "*";
 
     /** InfiniBand's general services queue pair, which CM messages travel on; no queue pair of this NIC has its number's role. */
     public static final int MANAGEMENT_QPN = 1;
 
     /** The link to a peer can take data again: queue pairs that stopped for it carry on. */
     public void onPeerWritable(String peer) {
-        Set<QueuePair> waiting = waitingForLink.get(peer);
+        Set<LinkWaiter> waiting = waitingForLink.get(peer);
         if (waiting == null) {
             return;
         }
-        for (QueuePair qp : List.copyOf(waiting)) {
-            waiting.remove(qp);
-            qp.kick();
+        for (LinkWaiter waiter : List.copyOf(waiting)) {
+            waiting.remove(waiter);
+            waiter.kick();
         }
     }
 
     /** A link to a peer was (re)established: queue pairs to it send again what is unacknowledged. */
     public void onPeerReconnected(String peer) {
-        for (QueuePair qp : nic.queuePairs()) {
+        for (QueuePair qp : queuePairs.all()) {
             QpAddress p = qp.peer();
             if (p != null && p.node().equals(peer)) {
                 qp.replay();
@@ -232,7 +232,7 @@ public final class PacketRouter implements AutoCloseable {
         if (agent != null) {
             agent.peerRestarted(peer);
         }
-        for (QueuePair qp : nic.queuePairs()) {
+        for (QueuePair qp : queuePairs.all()) {
             QpAddress p = qp.peer();
             if (p != null && p.node().equals(peer)) {
                 qp.peerRestarted();
@@ -240,8 +240,8 @@ public final class PacketRouter implements AutoCloseable {
         }
     }
 
-    /** Sends a batch of multicast datagrams to this node and to every peer the transport reaches. */
-    void multicast(int laneHint, PacketBatch batch) {
+    @Override
+    public void multicast(int laneHint, PacketBatch batch) {
         PacketTransport t = transport;
         if (t != null) {
             for (String peer : t.peers()) {
@@ -253,7 +253,8 @@ public final class PacketRouter implements AutoCloseable {
         transmit(nic.nodeId(), laneHint, batch);
     }
 
-    void transmit(String peer, int laneHint, PacketBatch batch) {
+    @Override
+    public void transmit(String peer, int laneHint, PacketBatch batch) {
         counters.add(NicCounter.BYTES_SENT, batch.payloadBytes());
         counters.add(NicCounter.PACKETS_SENT, batch.size());
         if (peer.equals(nic.nodeId())) {
@@ -292,7 +293,8 @@ public final class PacketRouter implements AutoCloseable {
         return loopback;
     }
 
-    boolean isWritable(String peer, int laneHint) {
+    @Override
+    public boolean isWritable(String peer, int laneHint) {
         if (peer.equals(nic.nodeId())) {
             return true;
         }
@@ -300,8 +302,8 @@ public final class PacketRouter implements AutoCloseable {
         return t != null && t.isWritable(peer, laneHint);
     }
 
-    /** Whether a datagram to {@code peer} has a way there: this node, or a peer whose link is up. */
-    boolean reaches(String peer) {
+    @Override
+    public boolean reaches(String peer) {
         if (peer.equals(nic.nodeId())) {
             return true;
         }
@@ -309,12 +311,13 @@ public final class PacketRouter implements AutoCloseable {
         return t != null && t.reaches(peer);
     }
 
-    void waitForWritable(String peer, QueuePair qp) {
-        if (waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(qp)) {
+    @Override
+    public void waitForWritable(String peer, LinkWaiter waiter) {
+        if (waitingForLink.computeIfAbsent(peer, p -> ConcurrentHashMap.newKeySet()).add(waiter)) {
             counters.increment(NicCounter.LINK_WAITS);
         }
         // The link may have turned writable between the check and the registration.
-        if (isWritable(peer, qp.laneHint())) {
+        if (isWritable(peer, waiter.laneHint())) {
             nic.timers().schedule(1_000, () -> onPeerWritable(peer));
         }
     }
@@ -326,7 +329,8 @@ public final class PacketRouter implements AutoCloseable {
      * A receive stalled the lane it came on (U-Net/MM): charged to the peer whose batch this thread
      * is executing. A stall outside a batch's execution (none is known) counts in the NIC's total only.
      */
-    void laneStalled(long nanos) {
+    @Override
+    public void laneStalled(long nanos) {
         ReceivePass pass = receivePass.get();
         pass.stalled = true;
         String peer = pass.executingFor;
@@ -353,9 +357,9 @@ public final class PacketRouter implements AutoCloseable {
     }
 
     /** A queue pair closed: it waits for no lane any more. */
-    void forget(QueuePair qp) {
-        for (Set<QueuePair> waiting : waitingForLink.values()) {
-            waiting.remove(qp);
+    void forget(LinkWaiter waiter) {
+        for (Set<LinkWaiter> waiting : waitingForLink.values()) {
+            waiting.remove(waiter);
         }
     }
 

@@ -14,8 +14,8 @@ public interface PacketTransport {
 
     /**
      * Whether the lane to the peer that {@code laneHint} picks takes more data now (gRPC flow
-     * control). When a lane that was not writable becomes so, the transport calls
-     * {@link Nic#onPeerWritable}.
+     * control). When a lane that was not writable becomes so, the transport tells the NIC's router
+     * (its {@code onPeerWritable}).
      */
     boolean isWritable(String peer, int laneHint);
 

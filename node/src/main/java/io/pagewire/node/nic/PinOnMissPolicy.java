@@ -6,6 +6,7 @@ import io.pagewire.kernel.PinLimitExceededException;
 import io.pagewire.kernel.Pinned;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.IntPredicate;
+import java.util.function.LongConsumer;
 
 /**
  * PIN_ON_MISS (U-Net/MM): translations live in the NIC's TLB; a miss asks the kernel to pin the page
@@ -21,8 +22,8 @@ final class PinOnMissPolicy extends TlbPolicy {
         return switch (limit) {
             case MEMLOCK -> id -> id == space.id();
             case SHARE -> id -> {
-                Endpoint endpoint = nic.endpoint(id);
-                return endpoint != null && endpoint.space().account() == space.account();
+                AddressSpace other = nic.kernel().addressSpace(id);
+                return other != null && other.account() == space.account();
             };
             case NODE -> id -> true;
         };
@@ -34,8 +35,12 @@ final class PinOnMissPolicy extends TlbPolicy {
     /** Entries one miss may unpin to get under the kernel's pin limit before it gives up. */
     private static final int MAX_ROOM_MAKING = 64;
 
-    PinOnMissPolicy(Nic nic) {
-        super(nic, RegistrationMode.PIN_ON_MISS, true);
+    /** Tells the transport a receive stalled the lane it came on, for how many nanoseconds (U-Net/MM's stall). */
+    private final LongConsumer laneStalled;
+
+    PinOnMissPolicy(NicServices nic, Translations translations, LongConsumer laneStalled) {
+        super(nic, translations, RegistrationMode.PIN_ON_MISS, true);
+        this.laneStalled = laneStalled;
     }
 
     @Override
@@ -70,7 +75,7 @@ final class PinOnMissPolicy extends TlbPolicy {
                 }
                 madeRoom++;
                 counters.increment(NicCounter.TLB_EVICTIONS, RegistrationMode.PIN_ON_MISS);
-                nic.unpinEvicted(victim);
+                translations.unpinEvicted(victim);
                 attempt--;
                 continue;
             } catch (RuntimeException e) {
@@ -84,7 +89,7 @@ final class PinOnMissPolicy extends TlbPolicy {
             }
             region.counters().pinned(1);
             if (pinned.fault() != null) {
-                nic.countFault(region, side, pinned.fault(), nic.clock().nanoTime() - start);
+                nic.observers().faultServed(region, side, pinned.fault(), nic.clock().nanoTime() - start);
             }
             int frame = pinned.translation().frame();
             int generation = pinned.translation().generation();
@@ -92,7 +97,7 @@ final class PinOnMissPolicy extends TlbPolicy {
                 return Tlb.pack(frame, generation);
             }
             // An invalidation of this page overtook us; the page may be gone, so ask again.
-            nic.releasePin(space, vpn);
+            translations.releasePin(space, vpn);
         }
         throw new KernelException("page 0x" + Long.toHexString(vpn << space.pageShift()) + " of endpoint " + space.id()
                 + " kept being invalidated while the NIC pinned it");
@@ -106,11 +111,11 @@ final class PinOnMissPolicy extends TlbPolicy {
         region.counters().pinned(1);
         try {
             if (pinned.fault() != null) {
-                nic.countFault(region, side, pinned.fault(), nic.clock().nanoTime() - start);
+                nic.observers().faultServed(region, side, pinned.fault(), nic.clock().nanoTime() - start);
             }
             return Tlb.pack(pinned.translation().frame(), pinned.translation().generation());
         } finally {
-            nic.releasePin(space, vpn); // freed meanwhile: the caller's DMA lock will find the frame gone
+            translations.releasePin(space, vpn); // freed meanwhile: the caller's DMA lock will find the frame gone
             if (side.stallsLane()) {
                 receiveStalled(start);
             }
@@ -138,7 +143,7 @@ final class PinOnMissPolicy extends TlbPolicy {
     private void receiveStalled(long since) {
         long stalled = nic.clock().nanoTime() - since;
         counters.add(NicCounter.RECEIVE_STALL_NANOS, RegistrationMode.PIN_ON_MISS, stalled);
-        nic.waited(WaitCause.RECEIVE_STALL, stalled);
-        nic.router().laneStalled(stalled);
+        nic.observers().waited(WaitCause.RECEIVE_STALL, stalled);
+        laneStalled.accept(stalled);
     }
 }

@@ -9,7 +9,7 @@ import java.util.concurrent.CompletableFuture;
  * translation table, which never misses; nothing to fault, prefetch or park.
  */
 final class PinnedPolicy extends RegionPolicy {
-    PinnedPolicy(Nic nic) {
+    PinnedPolicy(NicServices nic) {
         super(nic, RegistrationMode.PINNED);
     }
 

@@ -47,7 +47,8 @@ public final class QueuePair implements AutoCloseable {
         RC, UC, UD
     }
 
-    private final Nic nic;
+    private final QueuePairResources resources;
+    private final NicServices nic;
     private final Transport transport;
     private final Endpoint endpoint;
     private final CompletionQueue cq;
@@ -84,16 +85,17 @@ public final class QueuePair implements AutoCloseable {
     /** The grant the pair's address names. */
     private final int firstCredits;
 
-    QueuePair(Nic nic, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, Credits credits, int firstCredits,
-            Transport transport) {
-        this.nic = nic;
+    QueuePair(QueuePairResources resources, Endpoint endpoint, CompletionQueue cq, int qpn, SharedReceiveQueue srq, Credits credits,
+            int firstCredits, Transport transport) {
+        this.resources = resources;
+        this.nic = resources.services();
         this.transport = transport;
         this.credits = credits;
         this.firstCredits = firstCredits;
         this.endpoint = endpoint;
         this.cq = cq;
         this.qpn = qpn;
-        this.outbox = new Outbox(nic);
+        this.outbox = new Outbox(resources.wire(), nic.dma());
         this.srq = srq;
         this.receives = srq == null ? new ReceiveQueue(nic.context().cqCapacity()) : srq.queue();
         if (srq != null) {
@@ -103,6 +105,19 @@ public final class QueuePair implements AutoCloseable {
         this.responder = new Responder(this);
         this.attributes = ConnectionAttributes.defaults(nic.context());
     }
+
+    /** This pair as it waits for a lane that takes data. */
+    final Wire.LinkWaiter linkWaiter = new Wire.LinkWaiter() {
+        @Override
+        public int laneHint() {
+            return QueuePair.this.laneHint();
+        }
+
+        @Override
+        public void kick() {
+            QueuePair.this.kick();
+        }
+    };
 
     /** Which lane the fabric carries this queue pair on: the same number on both ends once connected. */
     int laneHint() {
@@ -520,7 +535,7 @@ public final class QueuePair implements AutoCloseable {
         } finally {
             unlockAndSend();
         }
-        nic.forget(this);
+        resources.closed().accept(this);
         endpoint.detach(this);
     }
 
@@ -547,7 +562,7 @@ public final class QueuePair implements AutoCloseable {
         } finally {
             unlockAndSend();
         }
-        nic.forget(this);
+        resources.closed().accept(this);
         endpoint.detach(this);
     }
 
@@ -741,8 +756,9 @@ public final class QueuePair implements AutoCloseable {
 
     // ---- shared by the two halves (lock held) -------------------------------------------------------
 
-    Nic nic() {
-        return nic;
+    /** What the pair's halves use beyond its own state: the NIC's services, the wire, the regions peers' keys name, ... */
+    QueuePairResources resources() {
+        return resources;
     }
 
     /** The next packet of {@code out}'s batch, addressed from this pair to its peer: fill it before anything flushes {@code out}. */
@@ -755,7 +771,7 @@ public final class QueuePair implements AutoCloseable {
     void complete(SendWqe wqe, CompletionStatus status, String error) {
         complete(wqe.wr, status, error, wqe.atomicResult);
         MemoryRegion first = wqe.firstRegion();
-        nic.observeCompletion(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
+        nic.observers().completed(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
                 nic.clock().nanoTime() - wqe.postedNs);
     }
 

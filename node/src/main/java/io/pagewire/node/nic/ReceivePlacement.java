@@ -44,7 +44,7 @@ final class ReceivePlacement {
     }
 
     private final QueuePair qp;
-    private final Nic nic;
+    private final NicServices nic;
     private final NicCounters counters;
     private final DmaEngine dma;
     private final Credits credits;
@@ -73,7 +73,7 @@ final class ReceivePlacement {
 
     ReceivePlacement(QueuePair qp) {
         this.qp = qp;
-        this.nic = qp.nic();
+        this.nic = qp.resources().services();
         this.counters = nic.counters();
         this.dma = nic.dma();
         this.credits = qp.credits();
@@ -141,7 +141,7 @@ final class ReceivePlacement {
         if (region != null) {
             region.counters().received(size);
         }
-        if (region != null && (region.policy().spendsCredits() || Nic.isWindowRkey(packet.getRkey()))) {
+        if (region != null && (region.policy().spendsCredits() || Regions.isWindowRkey(packet.getRkey()))) {
             credits.grant(direct); // parked parts are credited when they are placed
             credits.borrow();
         }
@@ -550,7 +550,7 @@ final class ReceivePlacement {
         try {
             long parkedAt = nic.clock().nanoTime();
             nic.kernel().systemBuffer().park(space, address, part, failure -> {
-                nic.waited(WaitCause.SYSTEM_BUFFER, nic.clock().nanoTime() - parkedAt);
+                nic.observers().waited(WaitCause.SYSTEM_BUFFER, nic.clock().nanoTime() - parkedAt);
                 qp.onParkedPartDone(psn, failure);
             });
         } catch (RuntimeException e) {

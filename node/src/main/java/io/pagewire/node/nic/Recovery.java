@@ -30,7 +30,9 @@ final class Recovery {
         GIVE_UP
     }
 
-    private final Nic nic;
+    private final NicServices nic;
+    /** Arms the NIC's acknowledgement-timeout sweep, which runs while any pair has work queued. */
+    private final Runnable armSweep;
     /** The pair's timeout, retry counts and RNR delay: the node's defaults until its owner sets them. */
     private ConnectionAttributes attributes;
     /**
@@ -56,8 +58,9 @@ final class Recovery {
     /** Work waits for a lane that cannot take data: the acknowledgement timer runs as if it were in flight. */
     private boolean linkWaiting;
 
-    Recovery(Nic nic) {
+    Recovery(NicServices nic, Runnable armSweep) {
         this.nic = nic;
+        this.armSweep = armSweep;
         this.attributes = ConnectionAttributes.defaults(nic.context());
     }
 
@@ -70,7 +73,7 @@ final class Recovery {
     void workQueued() {
         if (!sweepWanted) {
             sweepWanted = true;
-            nic.armSweep();
+            armSweep.run();
         }
     }
 
@@ -158,7 +161,7 @@ final class Recovery {
     void rnrTimerExpired() {
         rnrWaiting = false;
         lastProgressNs = nic.clock().nanoTime();
-        nic.waited(WaitCause.RNR, lastProgressNs - rnrSinceNs);
+        nic.observers().waited(WaitCause.RNR, lastProgressNs - rnrSinceNs);
     }
 
     /** Why a packet that ran out of RNR retries failed. */

@@ -38,10 +38,10 @@ abstract class RegionPolicy {
         void park(AddressSpace space, long address, ByteBuffer part);
     }
 
-    protected final Nic nic;
+    protected final NicServices nic;
     private final RegistrationMode mode;
 
-    RegionPolicy(Nic nic, RegistrationMode mode) {
+    RegionPolicy(NicServices nic, RegistrationMode mode) {
         this.nic = nic;
         this.mode = mode;
     }
@@ -147,7 +147,7 @@ abstract class RegionPolicy {
                 prefetched(region);
             } else if (advice != Endpoint.Advice.PREFETCH_NO_FAULT) {
                 faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
-                    nic.countFault(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
+                    nic.observers().faultServed(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
                     faultServed(region, vpn, fault.translation());
                     prefetched(region);
                 }));

@@ -21,7 +21,9 @@ import org.agrona.collections.LongHashSet;
  */
 final class Requester {
     private final QueuePair qp;
-    private final Nic nic;
+    private final NicServices nic;
+    private final Wire wire;
+    private final Regions regions;
     private final NicContext ctx;
     private final NicCounters counters;
     private final DmaEngine dma;
@@ -61,7 +63,10 @@ final class Requester {
 
     Requester(QueuePair qp) {
         this.qp = qp;
-        this.nic = qp.nic();
+        QueuePairResources resources = qp.resources();
+        this.nic = resources.services();
+        this.wire = resources.wire();
+        this.regions = resources.regions();
         this.ctx = nic.context();
         this.counters = nic.counters();
         this.dma = nic.dma();
@@ -69,7 +74,7 @@ final class Requester {
         this.sendWindow = ctx.sendWindowPackets();
         this.batchPackets = ctx.batchPackets();
         this.credits = qp.credits();
-        this.recovery = new Recovery(nic);
+        this.recovery = new Recovery(nic, resources.armSweep());
         this.pacing = new Pacing(nic, qp.endpoint().sendAllowance(), qp::onPacingTimerExpired);
     }
 
@@ -303,9 +308,9 @@ final class Requester {
             String to;
             if (qp.datagram()) {
                 boolean multicast = Lids.isMulticast(wqe.wr.datagram().lid());
-                to = multicast ? PacketRouter.ALL_NODES : wqe.wr.datagram().node();
+                to = multicast ? Wire.ALL_NODES : wqe.wr.datagram().node();
                 NicCounter dropped = wqe.wr.length() > mtu ? NicCounter.UNRELIABLE_DROPPED_TOO_LONG
-                        : !multicast && (to == null || !nic.router().reaches(to)) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE : null;
+                        : !multicast && (to == null || !wire.reaches(to)) ? NicCounter.UNRELIABLE_DROPPED_UNREACHABLE : null;
                 if (dropped != null) {
                     // Lost on the way (no node has the address, or its link is down), or, longer than the MTU,
                     // never sent (InfiniBand's C10-93.1.1): either way the sender sees it complete, as UD's does.
@@ -320,9 +325,9 @@ final class Requester {
             }
             // Readiness is asked once per outgoing batch, not per packet: gRPC's isReady is advisory
             // and a batch goes out as one stream message.
-            if (out.size() == 0 && !PacketRouter.ALL_NODES.equals(to) && !nic.router().isWritable(to, qp.laneHint())) {
+            if (out.size() == 0 && !Wire.ALL_NODES.equals(to) && !wire.isWritable(to, qp.laneHint())) {
                 recovery.linkWaiting(true, highestSent >= unacked);
-                nic.router().waitForWritable(to, qp);
+                wire.waitForWritable(to, qp.linkWaiter);
                 break;
             }
             recovery.linkWaiting(false, true);
@@ -385,7 +390,7 @@ final class Requester {
             wqe.sendSpendsCredits = credits.sendsSpend();
         }
         int parts = qp.unreliable() ? 0 : send ? (wqe.sendSpendsCredits ? Credits.perPacket(length, remotePageShift) : 0)
-                : Nic.isWindowRkey(wqe.wr.rkey()) || nic.policy(Nic.modeOfRkey(wqe.wr.rkey())).spendsCredits()
+                : Regions.isWindowRkey(wqe.wr.rkey()) || regions.policy(Regions.modeOfRkey(wqe.wr.rkey())).spendsCredits()
                         ? DmaEngine.pagesSpanned(remote, length, remotePageShift) : 0;
         if (firstTransmission && !credits.canSpend(parts)) {
             return false;
@@ -644,7 +649,7 @@ final class Requester {
             }
             return;
         }
-        nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
+        nic.observers().faultServed(region, side, fault.kind(), fault.serviceTimeNs());
         region.policy().faultServed(region, vpn, fault.translation());
         if (wqe.isAtomic() && wqe.atomicDone && !wqe.atomicPlaced && wqes.indexOf(wqe.psnFirst) >= 0) {
             wqe.atomicPlaced = placeAtomicResult(wqe, out);

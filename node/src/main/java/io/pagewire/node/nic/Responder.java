@@ -5,6 +5,7 @@ import io.pagewire.kernel.KernelException;
 import io.pagewire.proto.fabric.Opcode;
 import io.pagewire.proto.fabric.Syndrome;
 import java.util.Arrays;
+import java.util.function.Supplier;
 
 /**
  * The receiving half of a queue pair (the responder of InfiniBand RC): it executes requests strictly
@@ -18,7 +19,11 @@ final class Responder {
     private static final int NAK_AFTER_PACKETS_AHEAD = 3;
 
     private final QueuePair qp;
-    private final Nic nic;
+    private final NicServices nic;
+    private final Regions regions;
+    private final ResponderFaults responderFaults;
+    /** What a request that meets a NIC page fault is answered (an experiment may change it while the node runs). */
+    private final Supplier<FaultAnswer> faultAnswer;
     private final NicContext ctx;
     private final NicCounters counters;
     private final DmaEngine dma;
@@ -48,7 +53,11 @@ final class Responder {
 
     Responder(QueuePair qp) {
         this.qp = qp;
-        this.nic = qp.nic();
+        QueuePairResources resources = qp.resources();
+        this.nic = resources.services();
+        this.regions = resources.regions();
+        this.responderFaults = resources.responderFaults();
+        this.faultAnswer = resources.faultAnswer();
         this.ctx = nic.context();
         this.counters = nic.counters();
         this.dma = nic.dma();
@@ -357,12 +366,12 @@ final class Responder {
             if (payload == DmaEngine.NOT_STAGED) {
                 // The source page is out: fault it in; the requester asks again from this response. A fault
                 // that already failed for good ends the READ instead of answering RNR NAK for ever.
-                String failed = nic.responderFaults().takeFailure(region.endpoint().space(), notResident[0]);
+                String failed = responderFaults.takeFailure(region.endpoint().space(), notResident[0]);
                 if (failed != null) {
                     return again ? 0 : refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the READ's source failed: "
                             + failed, out) + i;
                 }
-                nic.responderFaults().raise(region, notResident[0], false, Side.READ_SOURCE);
+                responderFaults.raise(region, notResident[0], false, Side.READ_SOURCE);
                 out.flush();
                 if (again) {
                     return 0;
@@ -417,11 +426,11 @@ final class Responder {
             try {
                 t = dma.acquire(region, vpn, true, Side.ATOMIC_TARGET, packet.getRetransmitted(), out::flush);
                 if (t == RegionPolicy.NOT_RESIDENT) {
-                    String failed = nic.responderFaults().takeFailure(region.endpoint().space(), vpn);
+                    String failed = responderFaults.takeFailure(region.endpoint().space(), vpn);
                     if (failed != null) {
                         return refuse(packet, Syndrome.NAK_REMOTE_OPERATIONAL_ERROR, "a page fault on the atomic's target failed: " + failed, out);
                     }
-                    nic.responderFaults().raise(region, vpn, true, Side.ATOMIC_TARGET);
+                    responderFaults.raise(region, vpn, true, Side.ATOMIC_TARGET);
                     return faulted(psn, out);
                 }
             } catch (RegionInvalidException | BadAddressException e) {
@@ -490,7 +499,7 @@ final class Responder {
      * that packets behind it draw) brings it back.
      */
     private long faulted(long psn, Outbox out) {
-        if (nic.faultAnswer() == FaultAnswer.DROP && !qp.unreliable()) {
+        if (faultAnswer.get() == FaultAnswer.DROP && !qp.unreliable()) {
             counters.increment(NicCounter.FAULT_DROPPED_REQUESTS);
             stalled = true;
             return 0;
@@ -520,10 +529,10 @@ final class Responder {
                     qp.qpn(), nic.nodeId(), right), out);
             return null;
         }
-        if (Nic.isWindowRkey(packet.getRkey())) {
+        if (Regions.isWindowRkey(packet.getRkey())) {
             return throughWindow(packet, right, length, out);
         }
-        MemoryRegion region = nic.regionByRkey(packet.getRkey());
+        MemoryRegion region = regions.regionByRkey(packet.getRkey());
         if (region != null) {
             nic.contexts().read(ContextCache.Kind.REGION, region.rkey());
         }
@@ -548,7 +557,7 @@ final class Responder {
 
     /** The region a request may use through the memory window its rkey names, or null after refusing the request. */
     private MemoryRegion throughWindow(Packet packet, Access right, long length, Outbox out) {
-        MemoryWindow window = nic.windowByRkey(packet.getRkey());
+        MemoryWindow window = regions.windowByRkey(packet.getRkey());
         String[] why = new String[1];
         MemoryRegion region = window == null || window.endpoint() != qp.endpoint() ? null
                 : window.admit(packet.getRkey(), qp.qpn(), right, packet.getRemoteAddress(), length, why);

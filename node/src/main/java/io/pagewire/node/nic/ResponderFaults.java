@@ -12,11 +12,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * responder refuses the request instead of answering RNR NAK for ever.
  */
 final class ResponderFaults {
-    private final Nic nic;
+    private final NicServices nic;
     private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
     private final Map<Long, String> failed = new ConcurrentHashMap<>();
 
-    ResponderFaults(Nic nic) {
+    ResponderFaults(NicServices nic) {
         this.nic = nic;
     }
 
@@ -39,7 +39,7 @@ final class ResponderFaults {
                     failed.put(key, cause.getMessage());
                 }
                 if (fault != null) {
-                    nic.countFault(region, side, fault.kind(), fault.serviceTimeNs());
+                    nic.observers().faultServed(region, side, fault.kind(), fault.serviceTimeNs());
                     region.policy().faultServed(region, vpn, fault.translation());
                 }
             } finally {

@@ -15,9 +15,9 @@ import java.util.concurrent.CompletableFuture;
 final class ShadowPolicy extends RegionPolicy {
     private final ShadowPageTable shadow;
 
-    ShadowPolicy(Nic nic) {
+    ShadowPolicy(NicServices nic, Translations translations) {
         super(nic, RegistrationMode.SHADOW);
-        this.shadow = nic.shadow();
+        this.shadow = translations.shadow;
     }
 
     @Override

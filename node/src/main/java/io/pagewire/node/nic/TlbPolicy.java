@@ -9,13 +9,15 @@ import io.pagewire.kernel.AddressSpace;
  * walk (ON_DEMAND).
  */
 abstract class TlbPolicy extends RegionPolicy {
+    protected final Translations translations;
     protected final Tlb tlb;
     protected final NicCounters counters;
     private final boolean needPin;
 
-    TlbPolicy(Nic nic, RegistrationMode mode, boolean needPin) {
+    TlbPolicy(NicServices nic, Translations translations, RegistrationMode mode, boolean needPin) {
         super(nic, mode);
-        this.tlb = nic.tlb();
+        this.translations = translations;
+        this.tlb = translations.tlb;
         this.counters = nic.counters();
         this.needPin = needPin;
     }
@@ -41,7 +43,7 @@ abstract class TlbPolicy extends RegionPolicy {
         if (!region.implicit()) {
             AddressSpace space = region.endpoint().space();
             int shift = space.pageShift();
-            nic.dropTranslations(space, region.address() >>> shift, DmaEngine.pagesSpanned(region.address(), region.length(), shift));
+            translations.dropTranslations(space, region.address() >>> shift, DmaEngine.pagesSpanned(region.address(), region.length(), shift));
         }
     }
 
@@ -51,7 +53,7 @@ abstract class TlbPolicy extends RegionPolicy {
         if (reservation != null && reservation.evicted()) {
             counters.increment(NicCounter.TLB_EVICTIONS, mode());
             if (reservation.evictedPinned()) {
-                nic.unpinEvicted(reservation.evictedKey());
+                translations.unpinEvicted(reservation.evictedKey());
             }
         }
         return reservation;
