@@ -1,6 +1,6 @@
 /*
- * The layouts the library shares with the node, in one place: the session's ring file (the ring
- * module's SessionRings), the records on its two rings (PostRecord, PostReceiveRecord,
+ * The layouts the library shares with the node, in one place: the node's memory file (the ring
+ * module's MemoryFile), the session's ring file (SessionRings), the records on its two rings (PostRecord, PostReceiveRecord,
  * ScatterGatherRecord, CompletionRecord, RefusedRecord, CpuUnmapRecord) and the wire numbers of
  * verbs.proto's opcodes and statuses. Fields are in the host's byte order, at the offsets below; the
  * Java classes' diagrams are the reference, and pagewire-layout-check (RecordLayoutTest) checks the
@@ -8,6 +8,17 @@
  */
 #ifndef PAGEWIRE_VERBS_LAYOUT_H
 #define PAGEWIRE_VERBS_LAYOUT_H
+
+/* ---- the node's memory file: a header, every frame's state and guard words, then the frames ------- */
+
+#define PW_MEMORY_MAGIC 0x3130304D454D5750ull /* "PWMEM001" */
+#define PW_MEMORY_PAGE_SIZE 8                 /* uint32: bytes per frame, a power of two */
+#define PW_MEMORY_FRAME_COUNT 12              /* uint32 */
+#define PW_MEMORY_STATES 16                   /* uint64: where the state words start (PW_MEMORY_HEADER) */
+#define PW_MEMORY_GUARDS 24                   /* uint64: where the guard words start */
+#define PW_MEMORY_FRAMES 32                   /* uint64: where frame 0 starts; frame f at + f * page size */
+#define PW_MEMORY_FIELDS 40                   /* the header's fields end here; the rest of it is zero */
+#define PW_MEMORY_HEADER 4096                 /* the header's length */
 
 /* ---- the ring file ----------------------------------------------------------------------------- */
 

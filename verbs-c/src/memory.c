@@ -37,16 +37,19 @@ int pw_memory_attach(struct pw_context *ctx, const char *memory_path)
 		pw_log(PW_ERROR, "cannot open the node's memory file %s: %s", memory_path, strerror(errno));
 		return errno;
 	}
-	uint8_t header[40];
-	if (pread(ctx->memory_fd, header, sizeof(header), 0) != (ssize_t)sizeof(header) || memcmp(header, "PWMEM001", 8) != 0) {
+	uint8_t header[PW_MEMORY_FIELDS];
+	uint64_t magic = 0;
+	if (pread(ctx->memory_fd, header, sizeof(header), 0) == (ssize_t)sizeof(header))
+		memcpy(&magic, header, sizeof(magic));
+	if (magic != PW_MEMORY_MAGIC) {
 		pw_log(PW_ERROR, "%s is not a Pagewire memory file", memory_path);
 		close(ctx->memory_fd);
 		ctx->memory_fd = -1;
 		return EPROTO;
 	}
 	uint32_t page_size;
-	memcpy(&page_size, header + 8, 4);
-	memcpy(&ctx->frames_offset, header + 32, 8);
+	memcpy(&page_size, header + PW_MEMORY_PAGE_SIZE, sizeof(page_size));
+	memcpy(&ctx->frames_offset, header + PW_MEMORY_FRAMES, sizeof(ctx->frames_offset));
 	long cpu_page = sysconf(_SC_PAGESIZE);
 	if (page_size != ctx->page_size || page_size % (uint32_t)cpu_page != 0) {
 		pw_log(PW_ERROR, "the node's page size %u is not a multiple of this machine's (%ld): its frames cannot be mapped",

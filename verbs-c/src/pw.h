@@ -325,8 +325,6 @@ struct pw_settings {
 	uint64_t hop_trace_events;       /* PAGEWIRE_VERBS_HOP_TRACE_EVENTS: how many events it keeps */
 };
 const struct pw_settings *pw_settings(void);
-/* PAGEWIRE_VERBS_LOG's level, read once on its own (the other settings' checks log). */
-int pw_log_level(void);
 
 /* trace.c: the hop trace (PAGEWIRE_VERBS_HOP_TRACE), written when the program ends */
 enum pw_hop {

@@ -2,13 +2,15 @@
  * What the library's files share about a context and the library's settings: every environment
  * variable the library reads, read and checked here once (which nodes, where their sockets are, the
  * mode plain registrations get, how pages taken back are caught, how long empty polls spin, yield and
- * sleep, where the hop trace goes, how much it logs), and the endpoint a context's calls name.
+ * sleep, where the hop trace goes, how much it logs), the log itself, and the endpoint a context's calls name.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pw.h"
 
@@ -116,10 +118,31 @@ static void read_log_level(void)
 	}
 }
 
-int pw_log_level(void)
+/* PAGEWIRE_VERBS_LOG's level, read once on its own (the other settings' checks log). */
+static int pw_log_level(void)
 {
 	pthread_once(&log_once, read_log_level);
 	if (log_value_refused && !__atomic_exchange_n(&log_refusal_said, 1, __ATOMIC_RELAXED))
 		pw_log(PW_WARN, "PAGEWIRE_VERBS_LOG=%s is not one of error, warn, info, debug; using warn", log_value_refused);
 	return log_level;
+}
+
+/* Says a line on stderr at `level` or below PAGEWIRE_VERBS_LOG's. */
+void pw_log(enum pw_level level, const char *fmt, ...)
+{
+	if ((int)level > pw_log_level())
+		return;
+	static const char *names[] = { "error", "warn", "info", "debug" };
+	char line[2048];
+	int at = snprintf(line, sizeof(line), "pagewire-verbs %s: ", names[level]);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + at, sizeof(line) - (size_t)at - 1, fmt, ap);
+	va_end(ap);
+	size_t n = strlen(line);
+	line[n++] = '\n';
+	/* One write(2), not stdio: the library's own threads never take the program's locks (stderr's among them). */
+	if (write(STDERR_FILENO, line, n) < 0) {
+		/* nowhere else to say it */
+	}
 }

@@ -18,25 +18,6 @@ enum { CALL = 1, OPEN_SESSION = 2, SESSION_SEND = 3 };
 enum { REPLY = 1, SESSION_EVENT = 3, SESSION_END = 4 };
 #define MAX_FRAME (64u << 20)
 
-void pw_log(enum pw_level level, const char *fmt, ...)
-{
-	if ((int)level > pw_log_level())
-		return;
-	static const char *names[] = { "error", "warn", "info", "debug" };
-	char line[2048];
-	int at = snprintf(line, sizeof(line), "pagewire-verbs %s: ", names[level]);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line + at, sizeof(line) - (size_t)at - 1, fmt, ap);
-	va_end(ap);
-	size_t n = strlen(line);
-	line[n++] = '\n';
-	/* One write(2), not stdio: the library's own threads never take the program's locks (stderr's among them). */
-	if (write(STDERR_FILENO, line, n) < 0) {
-		/* nowhere else to say it */
-	}
-}
-
 static int conn_open(struct pw_conn *conn, const char *socket_path, int quiet)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };

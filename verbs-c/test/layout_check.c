@@ -209,6 +209,27 @@ static void rings(uint8_t *b, int write)
 	}
 }
 
+/* A memory file's header: 16 frames of 4 KiB, laid out as MemoryFile lays them (guard words and frames page-aligned). */
+static void memory(uint8_t *b, int write)
+{
+	uint64_t guards = PW_MEMORY_HEADER + 4096, frames = guards + 4096;
+	if (write) {
+		PUT(b, 0, uint64_t, PW_MEMORY_MAGIC);
+		PUT(b, PW_MEMORY_PAGE_SIZE, uint32_t, 4096);
+		PUT(b, PW_MEMORY_FRAME_COUNT, uint32_t, 16);
+		PUT(b, PW_MEMORY_STATES, uint64_t, PW_MEMORY_HEADER);
+		PUT(b, PW_MEMORY_GUARDS, uint64_t, guards);
+		PUT(b, PW_MEMORY_FRAMES, uint64_t, frames);
+	} else {
+		EXPECT("memory", "magic", b, 0, uint64_t, PW_MEMORY_MAGIC);
+		EXPECT("memory", "page size", b, PW_MEMORY_PAGE_SIZE, uint32_t, 4096);
+		EXPECT("memory", "frame count", b, PW_MEMORY_FRAME_COUNT, uint32_t, 16);
+		EXPECT("memory", "state words' offset", b, PW_MEMORY_STATES, uint64_t, PW_MEMORY_HEADER);
+		EXPECT("memory", "guard words' offset", b, PW_MEMORY_GUARDS, uint64_t, guards);
+		EXPECT("memory", "frames' offset", b, PW_MEMORY_FRAMES, uint64_t, frames);
+	}
+}
+
 static const struct {
 	const char *file;
 	int length;
@@ -221,6 +242,7 @@ static const struct {
 	{"refused", PW_REFUSED + 5, refused},
 	{"cpu_unmap", PW_CPU_UNMAP, cpu_unmap},
 	{"rings", PW_RINGS_HEADER, rings},
+	{"memory", PW_MEMORY_FIELDS, memory},
 };
 
 int main(int argc, char **argv)

@@ -67,6 +67,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 public final class MemoryFile {
     public static final long MAGIC = 0x31_30_30_4D_45_4D_57_50L; // "PWMEM001" in little-endian bytes
     public static final int HEADER_BYTES = 4096;
+    /** Where the header's fields end (the rest of it is zero): what an application reads of it (verbs-c's layout.h). */
+    public static final int HEADER_FIELDS_BYTES = 40;
 
     // ---- state word bits (the node's) ----
     public static final long DMA_COUNT_MASK = 0xFFFFL;

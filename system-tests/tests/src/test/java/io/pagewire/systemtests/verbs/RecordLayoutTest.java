@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pagewire.ring.CompletionRecord;
 import io.pagewire.ring.CpuUnmapRecord;
+import io.pagewire.ring.MemoryFile;
 import io.pagewire.ring.PostReceiveRecord;
 import io.pagewire.ring.PostRecord;
 import io.pagewire.ring.RefusedRecord;
@@ -12,6 +13,7 @@ import io.pagewire.ring.SessionRings;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -115,6 +117,19 @@ class RecordLayoutTest {
         UnsafeBuffer rings = read("rings");
         assertThat(rings.capacity()).isEqualTo(SessionRings.HEADER_BYTES);
         assertThat(rings.getLong(0)).isEqualTo(SessionRings.MAGIC);
+
+        assertThat(read("memory").byteArray()).as("the memory file's header as layout.h lays it out, against the node's own")
+                .isEqualTo(memoryFileHeader());
+    }
+
+    /** The fields of the header of a real memory file of 16 frames of 4 KiB, as the node writes it. */
+    private byte[] memoryFileHeader() throws IOException {
+        MemoryFile memory = MemoryFile.create(directory.resolve("node.memory"), 4096, 16, 0L);
+        try {
+            return Arrays.copyOf(Files.readAllBytes(memory.path()), MemoryFile.HEADER_FIELDS_BYTES);
+        } finally {
+            memory.deleteFile();
+        }
     }
 
     @Test
@@ -161,6 +176,8 @@ class RecordLayoutTest {
         System.arraycopy(Files.readAllBytes(rings.path()), 0, header, 0, header.length);
         Files.write(directory.resolve("rings.java"), header);
         rings.deleteFile();
+
+        Files.write(directory.resolve("memory.java"), memoryFileHeader());
 
         String output = run(program().toString(), "read", directory.toString());
         assertThat(output).contains("PASSED").doesNotContain("FAIL");
