@@ -77,7 +77,7 @@ class RingClientTest {
             try {
                 Thread agent = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name)).findFirst().orElseThrow();
                 nodeEnd.close();
-                Thread.sleep(300); // the agent sees the bell close and goes back to sleep
+                awaitAsleep(agent, "the agent, after its bell closed");
 
                 ThreadMXBean threads = ManagementFactory.getThreadMXBean();
                 long cpuBefore = threads.getThreadCpuTime(agent.getId());
@@ -191,7 +191,7 @@ class RingClientTest {
                 });
                 ThreadMXBean threads = ManagementFactory.getThreadMXBean();
                 waiter.start();
-                Thread.sleep(100);
+                awaitAsleep(waiter, "the waiter (interrupted: " + interrupt + ")");
                 long cpuBefore = threads.getThreadCpuTime(waiter.getId());
                 Thread.sleep(100);
                 long cpuNs = threads.getThreadCpuTime(waiter.getId()) - cpuBefore;
@@ -204,6 +204,33 @@ class RingClientTest {
             }
         } finally {
             client.close();
+        }
+    }
+
+    /**
+     * Waits until {@code thread} blocks (parked, waiting, or in a blocking read, which Java shows as RUNNABLE
+     * in native code, so its CPU time is looked at instead: still for 20 ms), at most 10 s: the event a
+     * "it sleeps" check starts from, instead of a guess at how long the thread takes to get there.
+     */
+    private static void awaitAsleep(Thread thread, String what) throws InterruptedException {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long stillSince = System.nanoTime();
+        long cpu = threads.getThreadCpuTime(thread.getId());
+        while (true) {
+            Thread.State state = thread.getState();
+            if (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING) {
+                return;
+            }
+            long now = threads.getThreadCpuTime(thread.getId());
+            if (now != cpu) {
+                cpu = now;
+                stillSince = System.nanoTime();
+            } else if (System.nanoTime() - stillSince > TimeUnit.MILLISECONDS.toNanos(20)) {
+                return;
+            }
+            assertThat(System.nanoTime() - deadline).as("%s is %s and using CPU after 10 s", what, state).isNegative();
+            Thread.sleep(1);
         }
     }
 
