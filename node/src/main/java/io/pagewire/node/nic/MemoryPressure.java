@@ -70,6 +70,11 @@ public final class MemoryPressure {
         return depth;
     }
 
+    /** Whether a MAJOR take is under way (its page-out queued or running on a fault handler). */
+    boolean pagingOut() {
+        return !pagingOut.isEmpty();
+    }
+
     /** A peer's request touched page {@code vpn} of {@code region} (a resend that found it in counts: it is the touch that got through). */
     void touched(MemoryRegion region, long vpn) {
         boolean take;

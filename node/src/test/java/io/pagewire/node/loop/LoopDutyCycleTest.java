@@ -35,11 +35,18 @@ class LoopDutyCycleTest {
             EventLoop loop = loops.workers().next();
             AtomicLong turns = new AtomicLong();
             CompletableFuture<Long> readAtTurn = new CompletableFuture<>();
+            CompletableFuture<Void> accepted = new CompletableFuture<>();
             Channel server = new ServerBootstrap().group(loop).channel(loops.serverChannelType())
                     .childHandler(new ChannelInitializer<>() {
                         @Override
                         protected void initChannel(Channel ch) {
                             ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                                @Override
+                                public void channelActive(ChannelHandlerContext ctx) {
+                                    accepted.complete(null);
+                                    ctx.fireChannelActive();
+                                }
+
                                 @Override
                                 public void channelRead(ChannelHandlerContext ctx, Object msg) {
                                     ReferenceCountUtil.release(msg);
@@ -52,7 +59,7 @@ class LoopDutyCycleTest {
             try (Socket client = new Socket()) {
                 client.connect(server.localAddress());
                 client.setTcpNoDelay(true);
-                Thread.sleep(100); // the connection is accepted and registered on the loop
+                accepted.get(10, TimeUnit.SECONDS); // the connection is accepted and registered on the loop
                 CompletableFuture<Void> polling = new CompletableFuture<>();
                 loop.execute(() -> {
                     LoopDutyCycle cycle = LoopDutyCycle.onThisLoop();

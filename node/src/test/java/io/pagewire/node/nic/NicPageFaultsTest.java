@@ -130,7 +130,8 @@ class NicPageFaultsTest {
             long majors = receiveFaults(nics, FaultKind.MAJOR);
             long taken = nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS);
             long dst = writeOnePageRepeatedly(nics, RegistrationMode.PINNED, 3);
-            Thread.sleep(50); // the pressure's page-out looks again for 5 ms before it leaves a page in
+            // The takes those touches drew run on the kernel's fault handlers: done once none is under way.
+            awaitTrue(() -> !nics.b.memoryPressure().pagingOut(), 10_000, "the pressure's takes of the pinned page ended");
             assertThat(receiveFaults(nics, FaultKind.MAJOR)).as("a pinned page is never taken").isEqualTo(majors);
             assertThat(nics.eb.space().isResident(dst >>> 12)).isTrue();
             assertThat(nics.b.counters().get(NicCounter.PRESSURE_RECLAIMS)).as("nor counted as taken").isEqualTo(taken);
