@@ -33,7 +33,7 @@ public enum Metric {
                     + " requester whose session had used its send allowance)"), "cause"),
     COMPLETIONS(Meter.counter("pagewire.completions", "Work requests completed, by status"), "status"),
     OPERATION_LATENCY(Meter.timer("pagewire.operation.latency",
-            "Time from post to completion of successful work requests, by operation and local registration mode"), "op", "mode"),
+            "Time from post to completion of successful signalled work requests, by operation and local registration mode"), "op", "mode"),
     QUEUE_PAIRS(Meter.gauge("pagewire.queue.pairs", "Queue pairs open")),
     ENDPOINTS(Meter.gauge("pagewire.endpoints", "Endpoints open")),
     RECEIVE_CREDITS(Meter.gauge("pagewire.receive.credits", "Receive credits, granted to queue pairs and in all"), "state"),

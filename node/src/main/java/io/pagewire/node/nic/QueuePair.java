@@ -770,9 +770,13 @@ public final class QueuePair implements AutoCloseable {
 
     void complete(SendWqe wqe, CompletionStatus status, String error) {
         complete(wqe.wr, status, error, wqe.atomicResult);
-        MemoryRegion first = wqe.firstRegion();
-        nic.observers().completed(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
-                nic.clock().nanoTime() - wqe.postedNs);
+        if (wqe.wr.signaled() || status != CompletionStatus.SUCCESS) {
+            // Latency is told for the completions an application sees (a CQE), as a NIC reports them: a
+            // histogram record per unsignalled request cost a tenth of a sending node's loop at 0.5 Mpps.
+            MemoryRegion first = wqe.firstRegion();
+            nic.observers().completed(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
+                    nic.clock().nanoTime() - wqe.postedNs);
+        }
     }
 
     private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {
