@@ -12,6 +12,8 @@ import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerIntercept
 import io.micrometer.prometheus.PrometheusConfig;
 import io.micrometer.prometheus.PrometheusMeterRegistry;
 import io.pagewire.kernel.KernelAgent;
+import io.pagewire.node.cm.CmTimers;
+import io.pagewire.node.cm.CmWire;
 import io.pagewire.node.cm.ConnectionManager;
 import io.pagewire.node.fabric.ChannelFactory;
 import io.pagewire.node.fabric.Fabric;
@@ -166,7 +168,7 @@ public final class PagewireNode implements AutoCloseable {
         });
         timers.setRemoveOnCancelPolicy(true);
         this.scheduler = timers;
-        this.connections = new ConnectionManager(context.nodeId(), Lids.of(context.nodeId()), cmAddress(context), new ConnectionManager.Wire() {
+        this.connections = new ConnectionManager(context.nodeId(), Lids.of(context.nodeId()), cmAddress(context), new CmWire() {
             @Override
             public void send(String node, CmMessage message) {
                 nic.router().sendManagement(node, message.toByteArray());
@@ -176,7 +178,7 @@ public final class PagewireNode implements AutoCloseable {
             public Collection<String> peers() {
                 return fabric.connectedPeers();
             }
-        }, scheduler, context.cmTimings(), new SecureRandom()::nextLong);
+        }, CmTimers.on(scheduler), context.cmTimings(), new SecureRandom()::nextLong);
         nic.router().attachManagement(new PacketRouter.ManagementAgent() {
             @Override
             public void received(String peer, byte[] payload) {

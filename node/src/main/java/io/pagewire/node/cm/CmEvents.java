@@ -1,6 +1,9 @@
 package io.pagewire.node.cm;
 
-/** The events of rdma_cm as librdmacm numbers them, and what one carries to a program. */
+/**
+ * The numbers rdma_cm programs and the manager share, as librdmacm and ibverbs define them (events,
+ * their statuses, port spaces, queue pair types, reject reasons), and what an event carries.
+ */
 public final class CmEvents {
     public static final int ADDR_RESOLVED = 0;
     public static final int ADDR_ERROR = 1;
@@ -16,6 +19,21 @@ public final class CmEvents {
     public static final int DEVICE_REMOVAL = 11;
     public static final int MULTICAST_JOIN = 12;
     public static final int TIMEWAIT_EXIT = 15;
+
+    /** librdmacm's port spaces. */
+    public static final int PS_IPOIB = 0x0002;
+    public static final int PS_TCP = 0x0106;
+    public static final int PS_UDP = 0x0111;
+    public static final int PS_IB = 0x013F;
+
+    /** ibverbs' queue pair types. */
+    public static final int QPT_RC = 2;
+    public static final int QPT_UC = 3;
+    public static final int QPT_UD = 4;
+
+    /** The InfiniBand CM's reject reasons rdma_cm reports as REJECTED's status. */
+    public static final int REJECT_INVALID_SERVICE_ID = 8;
+    public static final int REJECT_CONSUMER_DEFINED = 28;
 
     /** Linux's errno values the events' statuses carry, negated. */
     public static final int ECONNRESET = 104;

@@ -3,7 +3,6 @@ package io.pagewire.node.cm;
 import io.pagewire.proto.fabric.CmMessage;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ScheduledFuture;
 
 /** One rdma_cm id as the node keeps it: its channel, port, addresses, and where its connection stands. Guarded by its manager. */
 final class CmId {
@@ -28,7 +27,7 @@ final class CmId {
     }
 
     final int id;
-    ConnectionManager.Channel channel;
+    CmChannel channel;
     final int portSpace;
     final int qpType;
     State state = State.IDLE;
@@ -61,9 +60,9 @@ final class CmId {
     /** The request being sent until answered, its retries left, and the timer that sends it again. */
     CmMessage lastSent;
     int retriesLeft;
-    ScheduledFuture<?> timer;
+    CmTimers.Timer timer;
 
-    CmId(int id, ConnectionManager.Channel channel, int portSpace, int qpType) {
+    CmId(int id, CmChannel channel, int portSpace, int qpType) {
         this.id = id;
         this.channel = channel;
         this.portSpace = portSpace;

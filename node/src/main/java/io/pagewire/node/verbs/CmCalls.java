@@ -2,6 +2,7 @@ package io.pagewire.node.verbs;
 
 import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
+import io.pagewire.node.cm.CmChannel;
 import io.pagewire.node.cm.CmEvents;
 import io.pagewire.node.cm.CmException;
 import io.pagewire.node.cm.ConnectionManager;
@@ -29,9 +30,9 @@ final class CmCalls {
 
     StreamObserver<CmChannelRequest> open(StreamObserver<CmEvent> events) {
         String caller = ControlCalls.caller();
-        ConnectionManager.Channel channel;
+        CmChannel channel;
         try {
-            channel = manager.openChannel(caller, new ConnectionManager.Sink() {
+            channel = manager.openChannel(caller, new CmChannel.Sink() {
                 @Override
                 public void event(CmEvents.Event event) {
                     try {

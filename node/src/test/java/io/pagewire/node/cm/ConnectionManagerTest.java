@@ -10,6 +10,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -42,8 +44,18 @@ class ConnectionManagerTest {
 
     @BeforeEach
     void start() throws Exception {
-        one = manager("node-1", "127.0.1.1");
-        two = manager("node-2", "127.0.1.2");
+        one = manager("node-1", "127.0.1.1", CmTimers.on(timers));
+        two = manager("node-2", "127.0.1.2", CmTimers.on(timers));
+    }
+
+    /** Both managers again, their timeouts on a clock the test moves. */
+    private ManualCmTimers handDrivenClock() throws Exception {
+        one.close();
+        two.close();
+        ManualCmTimers clock = new ManualCmTimers();
+        one = manager("node-1", "127.0.1.1", clock);
+        two = manager("node-2", "127.0.1.2", clock);
+        return clock;
     }
 
     @AfterEach
@@ -54,9 +66,9 @@ class ConnectionManagerTest {
         timers.shutdownNow();
     }
 
-    private ConnectionManager manager(String id, String address) throws Exception {
+    private ConnectionManager manager(String id, String address, CmTimers cmTimers) throws Exception {
         AtomicInteger keys = new AtomicInteger(100);
-        ConnectionManager m = new ConnectionManager(id, id.hashCode() & 0x7FFF, InetAddress.getByName(address), new ConnectionManager.Wire() {
+        ConnectionManager m = new ConnectionManager(id, id.hashCode() & 0x7FFF, InetAddress.getByName(address), new CmWire() {
             @Override
             public void send(String node, CmMessage message) {
                 if (lose.test(message)) {
@@ -75,7 +87,7 @@ class ConnectionManagerTest {
             public Collection<String> peers() {
                 return nodes.keySet().stream().filter(n -> !n.equals(id)).toList();
             }
-        }, timers, new CmTimings(100, 3, 50), () -> (long) keys.incrementAndGet());
+        }, cmTimers, new CmTimings(100, 3, 50), () -> (long) keys.incrementAndGet());
         nodes.put(id, m);
         return m;
     }
@@ -83,12 +95,12 @@ class ConnectionManagerTest {
     /** A program's event channel: its events in a queue. */
     private static final class Program {
         final ConnectionManager cm;
-        final ConnectionManager.Channel channel;
+        final CmChannel channel;
         final LinkedBlockingQueue<CmEvents.Event> events = new LinkedBlockingQueue<>();
 
         Program(ConnectionManager cm) {
             this.cm = cm;
-            this.channel = cm.openChannel(CALLER, new ConnectionManager.Sink() {
+            this.channel = cm.openChannel(CALLER, new CmChannel.Sink() {
                 @Override
                 public void event(CmEvents.Event event) {
                     events.add(event);
@@ -101,7 +113,7 @@ class ConnectionManagerTest {
         }
 
         int create() {
-            return cm.create(channel.id(), channel.key(), CALLER, ConnectionManager.PS_TCP, ConnectionManager.QPT_RC).id();
+            return cm.create(channel.id(), channel.key(), CALLER, CmEvents.PS_TCP, CmEvents.QPT_RC).id();
         }
 
         CmEvents.Event next(int type) throws InterruptedException {
@@ -184,7 +196,7 @@ class ConnectionManagerTest {
         Program client = new Program(one);
         connect(client, 9999, "");
         CmEvents.Event rejected = client.next(CmEvents.REJECTED);
-        assertThat(rejected.status()).isEqualTo(ConnectionManager.REJECT_INVALID_SERVICE_ID);
+        assertThat(rejected.status()).isEqualTo(CmEvents.REJECT_INVALID_SERVICE_ID);
     }
 
     @Test
@@ -196,19 +208,21 @@ class ConnectionManagerTest {
         CmEvents.Event request = server.next(CmEvents.CONNECT_REQUEST);
         two.reject(server.channel.id(), server.channel.key(), CALLER, request.id(), "busy".getBytes());
         CmEvents.Event rejected = client.next(CmEvents.REJECTED);
-        assertThat(rejected.status()).isEqualTo(ConnectionManager.REJECT_CONSUMER_DEFINED);
+        assertThat(rejected.status()).isEqualTo(CmEvents.REJECT_CONSUMER_DEFINED);
         assertThat(new String(rejected.remote().privateData())).isEqualTo("busy");
     }
 
     @Test
     void anAddressNoNodeOwnsIsAnAddressErrorAfterTheTimeout() throws Exception {
+        ManualCmTimers clock = handDrivenClock();
         Program client = new Program(one);
         int id = client.create();
-        long start = System.nanoTime();
         one.resolveAddress(client.channel.id(), client.channel.key(), CALLER, id, new byte[0], new byte[] {127, 0, 1, 9}, 1, 300);
+        clock.advance(299);
+        assertThat(client.events).as("no event before the timeout").isEmpty();
+        clock.advance(1);
         CmEvents.Event error = client.next(CmEvents.ADDR_ERROR);
         assertThat(error.status()).isEqualTo(-CmEvents.ETIMEDOUT);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isGreaterThanOrEqualTo(250);
     }
 
     @Test
@@ -232,16 +246,61 @@ class ConnectionManagerTest {
 
     @Test
     void aPeerThatNeverAnswersIsUnreachableOnceTheRetriesRunOut() throws Exception {
+        ManualCmTimers clock = handDrivenClock();
         Program server = new Program(two);
         Program client = new Program(one);
         listen(server, 7002);
         lose = m -> m.getKind() == CmMessage.Kind.REQ;
-        long start = System.nanoTime();
         connect(client, 7002, "");
+        for (int resend = 1; resend <= 3; resend++) {
+            clock.advance(100);
+            assertThat(lost.get()).as("the REQ and " + resend + " sent again, 100 ms apart").isEqualTo(1 + resend);
+            assertThat(client.events).as("no event while retries are left").isEmpty();
+        }
+        clock.advance(99);
+        assertThat(client.events).isEmpty();
+        clock.advance(1);
         CmEvents.Event unreachable = client.next(CmEvents.UNREACHABLE);
         assertThat(unreachable.status()).isEqualTo(-CmEvents.ETIMEDOUT);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("4 sends, 100 ms apart").isGreaterThanOrEqualTo(350);
         assertThat(lost.get()).isEqualTo(4);
+    }
+
+    @Test
+    void aChannelWhoseStreamIsStuckHoldsUpNoOtherChannel() throws Exception {
+        CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<CmEvents.Event> slowEvents = new CopyOnWriteArrayList<>();
+        CmChannel slow = one.openChannel(CALLER, new CmChannel.Sink() {
+            @Override
+            public void event(CmEvents.Event event) {
+                stuck.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                slowEvents.add(event);
+            }
+
+            @Override
+            public void close() {
+            }
+        });
+        int slowId = one.create(slow.id(), slow.key(), CALLER, CmEvents.PS_TCP, CmEvents.QPT_RC).id();
+        // The node's own address resolves at once: the event goes to the stuck stream on this caller's thread.
+        Thread caller = new Thread(() -> one.resolveAddress(slow.id(), slow.key(), CALLER, slowId, new byte[0], new byte[] {127, 0, 1, 1}, 1, 1000));
+        caller.start();
+        assertThat(stuck.await(10, TimeUnit.SECONDS)).as("the stuck stream took its event").isTrue();
+
+        Program server = new Program(two);
+        Program client = new Program(one);
+        established(server, client, 7010);
+        assertThat(slowEvents).as("still stuck while the other ids connected").isEmpty();
+
+        release.countDown();
+        caller.join(TimeUnit.SECONDS.toMillis(10));
+        assertThat(caller.isAlive()).isFalse();
+        assertThat(slowEvents).extracting(CmEvents.Event::type).containsExactly(CmEvents.ADDR_RESOLVED);
     }
 
     @Test
