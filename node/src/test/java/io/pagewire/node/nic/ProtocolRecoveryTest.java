@@ -9,7 +9,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -23,12 +22,13 @@ import org.junit.jupiter.api.Timeout;
 class ProtocolRecoveryTest {
     private static final int MTU = 1024;
     private final DirectLink link = new DirectLink();
-    /** Timer tasks both NICs scheduled: an idle NIC schedules none, so an idle node never wakes for it. */
-    private final AtomicInteger timerTasks = new AtomicInteger();
+    /** Each NIC's timers, counted: an idle NIC schedules no timer task, so an idle node never wakes for it. */
+    private final CountingNicTimers timersA = new CountingNicTimers("a");
+    private final CountingNicTimers timersB = new CountingNicTimers("b");
     private final KernelAgent kernelA = KernelAgent.start(new KernelContext().name("a").physicalMemoryBytes(8 << 20).swapBytes(0));
     private final KernelAgent kernelB = KernelAgent.start(new KernelContext().name("b").physicalMemoryBytes(8 << 20).swapBytes(0));
-    private final Nic a = nic("a", kernelA);
-    private final Nic b = nic("b", kernelB);
+    private final Nic a = nic("a", kernelA, timersA);
+    private final Nic b = nic("b", kernelB, timersB);
     private final Endpoint ea = a.openEndpoint("a");
     private final Endpoint eb = b.openEndpoint("b");
     private final CompletionQueue cq = a.createCompletionQueue();
@@ -52,22 +52,19 @@ class ProtocolRecoveryTest {
         ea.space().store(src.address(), data, 0, length);
     }
 
-    private Nic nic(String name, KernelAgent kernel) {
+    private Nic nic(String name, KernelAgent kernel, NicTimers timers) {
         NicContext context = new NicContext().mtuBytes(MTU).ackTimeoutNs(20_000_000).readRequestPackets(8).sendWindowPackets(64);
-        NicTimers threaded = NicTimers.threaded(name);
-        NicTimers counted = new NicTimers() {
-            @Override
-            public void schedule(long delayNs, Runnable task) {
-                timerTasks.incrementAndGet();
-                threaded.schedule(delayNs, task);
-            }
+        return new Nic(name, kernel, context, timers, link.transportFor(name));
+    }
 
-            @Override
-            public void close() {
-                threaded.close();
-            }
-        };
-        return new Nic(name, kernel, context, counted, link.transportFor(name));
+    private int timerTasks() {
+        return timersA.scheduled() + timersB.scheduled();
+    }
+
+    /** Waits until neither NIC has a timer task left to run: their sweeps have found every pair idle. */
+    private void awaitTimersIdle() throws InterruptedException {
+        assertThat(timersA.awaitIdle(5, TimeUnit.SECONDS) && timersB.awaitIdle(5, TimeUnit.SECONDS))
+                .as("timer tasks keep being scheduled after the pairs went idle\n" + qa.describe() + "\n" + qb.describe()).isTrue();
     }
 
     @AfterEach
@@ -120,17 +117,11 @@ class ProtocolRecoveryTest {
 
     @Test
     void anIdleNicSchedulesNoTimerWorkAndTheSweepStopsOnceThePairsAreIdle() throws Exception {
-        Thread.sleep(50);
-        assertThat(timerTasks.get()).as("timer tasks of two NICs with connected, unused pairs").isZero();
+        // Connecting is done in the constructor; only a timer task or traffic schedules timer work.
+        assertThat(timerTasks()).as("timer tasks of two NICs with connected, unused pairs").isZero();
         writeAndReadBackIntact();
-        assertThat(timerTasks.get()).as("the write armed the timeout sweep").isPositive();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        int before;
-        do {
-            before = timerTasks.get();
-            Thread.sleep(60); // twelve sweep intervals of 5 ms
-        } while (timerTasks.get() != before && System.nanoTime() < deadline);
-        assertThat(timerTasks.get()).as("timer tasks keep being scheduled after the pairs went idle" + "\n" + qa.describe() + "\n" + qb.describe()).isEqualTo(before);
+        assertThat(timerTasks()).as("the write armed the timeout sweep").isPositive();
+        awaitTimersIdle();
     }
 
     @Test
@@ -138,7 +129,7 @@ class ProtocolRecoveryTest {
         // The sweep stops taking an idle pair's lock once it has found the pair idle; work queued
         // after that must bring it back, or a lost last segment would wait forever.
         writeAndReadBackIntact();
-        Thread.sleep(100); // the sweep runs every 5 ms here: twenty sweeps find the pair idle
+        awaitTimersIdle();
         dropOnce(p -> p.getOpcode() == Opcode.WRITE_LAST);
         writeAndReadBackIntact();
         assertThat(a.counters().get(NicCounter.ACK_TIMEOUTS)).isPositive();

@@ -23,6 +23,9 @@ final class TwoNics implements AutoCloseable {
     final CompletionQueue cqb;
     final QueuePair qa;
     final QueuePair qb;
+    /** Each NIC's timers, counted, so a test can wait for their work to end. */
+    final CountingNicTimers timersA = new CountingNicTimers("a");
+    final CountingNicTimers timersB = new CountingNicTimers("b");
 
     TwoNics(KernelContext kernelContextA, KernelContext kernelContextB, NicContext nicA, NicContext nicB) {
         this(kernelContextA, kernelContextB, nicA, nicB, 1);
@@ -33,8 +36,8 @@ final class TwoNics implements AutoCloseable {
         link = new DirectLink(lanes);
         kernelA = KernelAgent.start(kernelContextA.name("a"));
         kernelB = KernelAgent.start(kernelContextB.name("b"));
-        a = new Nic("a", kernelA, nicA, NicTimers.threaded("a"), link.transportFor("a"));
-        b = new Nic("b", kernelB, nicB, NicTimers.threaded("b"), link.transportFor("b"));
+        a = new Nic("a", kernelA, nicA, timersA, link.transportFor("a"));
+        b = new Nic("b", kernelB, nicB, timersB, link.transportFor("b"));
         link.add("a", a);
         link.add("b", b);
         ea = a.openEndpoint("a");

@@ -34,9 +34,13 @@ class CommandLineTest {
     }
 
     private static Run run(Map<String, String> environment, String... args) {
+        return run(environment, new ByteArrayOutputStream(), args);
+    }
+
+    /** As above, the standard output going to {@code out} as it is written, for a test that watches it. */
+    private static Run run(Map<String, String> environment, ByteArrayOutputStream out, String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try {
             System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
@@ -215,9 +219,15 @@ class CommandLineTest {
     @Test
     void perfAgainstANodeThatDiesReportsTheErrorAndKeepsWhatItMeasured() throws Exception {
         EmbeddedCluster cluster = EmbeddedCluster.start(2, Transport.NETTY, c -> c.nic().ackTimeoutNs(50_000_000L).retryCount(2));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        Pattern measuredRow = Pattern.compile("(?m)^ *2 +\\d");
+        // The node dies once the first size's row is out: each size runs 2 s, so the run is still going.
         Thread killer = new Thread(() -> {
             try {
-                Thread.sleep(3_000);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!measuredRow.matcher(out.toString(StandardCharsets.UTF_8)).find() && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
             } catch (InterruptedException e) {
                 return;
             }
@@ -225,12 +235,11 @@ class CommandLineTest {
         });
         try {
             killer.start();
-            // Each size runs 2 s, so the node dies during the run however fast the machine is (a fixed count could finish first).
-            Run run = run(Map.of(), "perf", "write_bw", "-a", "-D", "2", "--warmup", "0", "--certs", cluster.certificates().toString(),
+            Run run = run(Map.of(), out, "perf", "write_bw", "-a", "-D", "2", "--warmup", "0", "--certs", cluster.certificates().toString(),
                     cluster.node(1).target(), cluster.node(2).target());
             assertThat(run.exitCode()).as(run.err()).isEqualTo(1);
             assertThat(run.err()).contains("pagewire perf: ").doesNotContain("\tat ").doesNotContain("Exception in");
-            assertThat(run.out()).contains("#bytes");
+            assertThat(run.out()).contains("#bytes").containsPattern(measuredRow);
         } finally {
             killer.join();
             cluster.close();
