@@ -6,8 +6,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -34,13 +32,10 @@ public final class AddressSpace implements AutoCloseable {
     private final int pageSize;
     private final int pageShift;
     private final PageTable pageTable;
-    /** Allocation start to page-rounded length. */
-    private final TreeMap<Long, Long> allocations = new TreeMap<>();
+    private final AllocationMap allocations;
     private final List<MemoryListener> listeners = new CopyOnWriteArrayList<>();
     /** Advances before listeners are told of an invalidation; see {@link #isCurrent}. */
     private volatile long sequence;
-    private long nextAddress = FIRST_ADDRESS;
-    private long allocatedBytes;
     private int residentPages;
     private int pinnedPages;
     private final Account account;
@@ -60,6 +55,7 @@ public final class AddressSpace implements AutoCloseable {
         this.pageSize = memory.pageSize();
         this.pageShift = Integer.numberOfTrailingZeros(pageSize);
         this.pageTable = new PageTable(pageShift);
+        this.allocations = new AllocationMap(pageSize);
     }
 
     /** Whose share of the node's memory and pins this space's pages count against. */
@@ -93,18 +89,7 @@ public final class AddressSpace implements AutoCloseable {
         kernel.lock();
         try {
             checkOpen();
-            long pages = (length + pageSize - 1) >>> pageShift;
-            long bytes = pages << pageShift;
-            if (length > END_ADDRESS || bytes > END_ADDRESS - nextAddress - pageSize) {
-                throw new KernelException("cannot allocate " + ByteSizes.format(length) + ": only "
-                        + ByteSizes.format(Math.max(0, END_ADDRESS - nextAddress - pageSize))
-                        + " of virtual address space left in endpoint " + id);
-            }
-            long address = nextAddress;
-            allocations.put(address, bytes);
-            nextAddress = address + bytes + pageSize;
-            allocatedBytes += bytes;
-            return address;
+            return allocations.reserve(length, this);
         } finally {
             kernel.unlock();
         }
@@ -126,23 +111,7 @@ public final class AddressSpace implements AutoCloseable {
         kernel.lock();
         try {
             checkOpen();
-            long start = address;
-            long end = address + length;
-            long before = allocatedBytes;
-            Map.Entry<Long, Long> joined = allocations.floorEntry(start);
-            if (joined != null && joined.getKey() + joined.getValue() >= start) {
-                start = joined.getKey();
-                end = Math.max(end, joined.getKey() + joined.getValue());
-            }
-            for (Map.Entry<Long, Long> next = allocations.ceilingEntry(start); next != null && next.getKey() <= end;
-                    next = allocations.ceilingEntry(start)) {
-                end = Math.max(end, next.getKey() + next.getValue());
-                allocatedBytes -= next.getValue();
-                allocations.remove(next.getKey());
-            }
-            allocations.put(start, end - start);
-            allocatedBytes += end - start;
-            return allocatedBytes - before;
+            return allocations.reserveAt(address, length);
         } finally {
             kernel.unlock();
         }
@@ -166,23 +135,7 @@ public final class AddressSpace implements AutoCloseable {
                 }
                 kernel.awaitTransit();
             }
-            Map.Entry<Long, Long> first = allocations.floorEntry(address);
-            long from = first != null && first.getKey() + first.getValue() > address ? first.getKey() : address;
-            for (Map.Entry<Long, Long> a = allocations.ceilingEntry(from); a != null && a.getKey() < end; a = allocations.ceilingEntry(from)) {
-                long aStart = a.getKey();
-                long aEnd = aStart + a.getValue();
-                allocations.remove(aStart);
-                allocatedBytes -= a.getValue();
-                if (aStart < address) {
-                    allocations.put(aStart, address - aStart);
-                    allocatedBytes += address - aStart;
-                }
-                if (aEnd > end) {
-                    allocations.put(end, aEnd - end);
-                    allocatedBytes += aEnd - end;
-                }
-                from = aEnd;
-            }
+            allocations.cut(address, end);
             FramesToFree taken = new FramesToFree();
             unmap(address >>> pageShift, length >>> pageShift, taken);
             kernel.drainAndFree(taken.frames, taken.count, this);
@@ -325,11 +278,11 @@ public final class AddressSpace implements AutoCloseable {
     public void free(long address) {
         kernel.lock();
         try {
-            Long bytes;
+            long bytes;
             while (true) {
                 checkOpen();
-                bytes = allocations.get(address);
-                if (bytes == null) {
+                bytes = allocations.lengthAt(address);
+                if (bytes < 0) {
                     throw new BadAddressException(String.format("address 0x%x is not the start of an allocation in endpoint %d", address, id));
                 }
                 if (!anyInTransit(address >>> pageShift, (address + bytes) >>> pageShift)) {
@@ -338,7 +291,6 @@ public final class AddressSpace implements AutoCloseable {
                 kernel.awaitTransit();
             }
             allocations.remove(address);
-            allocatedBytes -= bytes;
             FramesToFree taken = new FramesToFree();
             unmap(address >>> pageShift, bytes >>> pageShift, taken);
             kernel.drainAndFree(taken.frames, taken.count, this);
@@ -351,7 +303,7 @@ public final class AddressSpace implements AutoCloseable {
     public boolean isAllocated(long address, long length) {
         kernel.lock();
         try {
-            return !closed && allocationContaining(address, length) != null;
+            return !closed && allocations.contains(address, length);
         } finally {
             kernel.unlock();
         }
@@ -858,7 +810,7 @@ public final class AddressSpace implements AutoCloseable {
     public long allocatedBytes() {
         kernel.lock();
         try {
-            return allocatedBytes;
+            return allocations.bytes();
         } finally {
             kernel.unlock();
         }
@@ -914,11 +866,9 @@ public final class AddressSpace implements AutoCloseable {
             }
             closed = true;
             FramesToFree taken = new FramesToFree();
-            for (Map.Entry<Long, Long> allocation : new ArrayList<>(allocations.entrySet())) {
-                unmap(allocation.getKey() >>> pageShift, allocation.getValue() >>> pageShift, taken);
+            for (long[] allocation : allocations.removeAll()) {
+                unmap(allocation[0] >>> pageShift, allocation[1] >>> pageShift, taken);
             }
-            allocations.clear();
-            allocatedBytes = 0;
             listeners.clear();
             kernel.forget(this);
             try {
@@ -1185,20 +1135,8 @@ public final class AddressSpace implements AutoCloseable {
         return new Translation(entry.frame, memory.generation(entry.frame), sequence);
     }
 
-    private Map.Entry<Long, Long> allocationContaining(long address, long length) {
-        if (length < 0 || address < 0) {
-            return null;
-        }
-        Map.Entry<Long, Long> allocation = allocations.floorEntry(address);
-        if (allocation == null) {
-            return null;
-        }
-        long end = allocation.getKey() + allocation.getValue();
-        return address < end && length <= end - address ? allocation : null;
-    }
-
     private void requireAllocated(long address, long length) {
-        if (allocationContaining(address, Math.max(length, 1)) == null) {
+        if (!allocations.contains(address, Math.max(length, 1))) {
             throw new BadAddressException(String.format("range 0x%x+%d is not allocated in %s", address, length, this));
         }
     }
