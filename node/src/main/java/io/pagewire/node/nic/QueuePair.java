@@ -1,6 +1,5 @@
 package io.pagewire.node.nic;
 
-import io.pagewire.kernel.PageFault;
 import io.pagewire.proto.fabric.Opcode;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -55,6 +54,7 @@ public final class QueuePair implements AutoCloseable {
     private final int qpn;
     private final ReentrantLock lock = new ReentrantLock();
     private final Requester requester;
+    private final Completer completer;
     private final Responder responder;
     private final Outbox outbox;
     private final ReceiveQueue receives;
@@ -101,7 +101,11 @@ public final class QueuePair implements AutoCloseable {
         if (srq != null) {
             srq.attach(this);
         }
-        this.requester = new Requester(this);
+        SendQueue sendQueue = new SendQueue();
+        Recovery recovery = new Recovery(nic, resources.armSweep());
+        LocalFaults localFaults = new LocalFaults(this::onLocalFaultResolved);
+        this.completer = new Completer(this, sendQueue, recovery, localFaults);
+        this.requester = new Requester(this, sendQueue, recovery, localFaults, completer);
         this.responder = new Responder(this);
         this.attributes = ConnectionAttributes.defaults(nic.context());
     }
@@ -526,7 +530,7 @@ public final class QueuePair implements AutoCloseable {
             }
             acknowledgeBeforeStopping();
             state = State.CLOSED;
-            requester.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
+            completer.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
             flushReceives("queue pair " + qpn + " was closed");
             if (srq != null) {
                 srq.detach(this);
@@ -551,7 +555,7 @@ public final class QueuePair implements AutoCloseable {
             }
             acknowledgeBeforeStopping();
             state = State.CLOSED;
-            requester.discardAll();
+            completer.discardAll();
             responder.discardMessage();
             if (srq == null) {
                 receives.drain();
@@ -600,9 +604,9 @@ public final class QueuePair implements AutoCloseable {
                 return;
             }
             switch (packet.getOpcode()) {
-                case ACKNOWLEDGE -> requester.onAcknowledge(packet);
-                case READ_RESPONSE -> requester.onReadResponse(packet, outbox);
-                case ATOMIC_ACKNOWLEDGE -> requester.onAtomicAcknowledge(packet, outbox);
+                case ACKNOWLEDGE -> completer.onAcknowledge(packet);
+                case READ_RESPONSE -> completer.onReadResponse(packet, outbox);
+                case ATOMIC_ACKNOWLEDGE -> completer.onAtomicAcknowledge(packet, outbox);
                 default -> {
                     if (state == State.READY_TO_RECEIVE && !communicationEstablished) {
                         communicationEstablished = true;
@@ -643,7 +647,7 @@ public final class QueuePair implements AutoCloseable {
     void onRnrTimerExpired() {
         lock.lock();
         try {
-            requester.rnrTimerExpired();
+            completer.rnrTimerExpired();
             pump();
         } finally {
             unlockAndSend();
@@ -661,10 +665,10 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
-    void onLocalFaultResolved(SendWqe wqe, MemoryRegion region, Side side, long vpn, PageFault fault, Throwable error) {
+    void onLocalFaultResolved(SendWqe wqe, long vpn, Throwable error) {
         lock.lock();
         try {
-            requester.faultResolved(wqe, region, side, vpn, fault, error, outbox);
+            completer.faultResolved(wqe, vpn, error, outbox);
             pump();
         } finally {
             unlockAndSend();
@@ -703,7 +707,7 @@ public final class QueuePair implements AutoCloseable {
         lock.lock();
         try {
             if (receiving()) {
-                requester.replay();
+                completer.replay();
                 responder.flushAcknowledgement(outbox);
                 pump();
             }
@@ -719,7 +723,7 @@ public final class QueuePair implements AutoCloseable {
             if (receiving()) {
                 QpAddress p = peer;
                 String error = "node " + p.node() + " restarted: its queue pair " + p.qpn() + " no longer exists";
-                enterError(requester.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error, true);
+                enterError(completer.oldest(), CompletionStatus.REMOTE_OPERATIONAL_ERROR, error, "flushed: " + error, true);
             }
         } finally {
             unlockAndSend();
@@ -746,7 +750,7 @@ public final class QueuePair implements AutoCloseable {
         }
         lock.lock();
         try {
-            if (sending() && requester.checkTimeout(now)) {
+            if (sending() && completer.checkTimeout(now)) {
                 pump();
             }
         } finally {
@@ -835,7 +839,7 @@ public final class QueuePair implements AutoCloseable {
     private void enterError(SendWqe failed, CompletionStatus status, String error, String flushReason, boolean fatal) {
         state = State.ERROR;
         failure = error;
-        requester.failAll(failed, status, error, flushReason);
+        completer.failAll(failed, status, error, flushReason);
         flushReceives(flushReason);
         if (fatal) {
             raise(QueuePairEvent.FATAL);

@@ -35,9 +35,9 @@ final class ReceiveQueue {
             throw new QuotaExceededException("receive " + request.wrId() + ": the receive queue holds " + capacity
                     + " posted receives already (pagewire.nic.cqCapacity); reap completions first");
         }
-        if (request.segments().size() > Requester.MAX_SEGMENTS) {
+        if (request.segments().size() > WorkRequestChecks.MAX_SEGMENTS) {
             throw new NicException("receive " + request.wrId() + ": " + request.segments().size() + " scatter elements; a receive takes at most "
-                    + Requester.MAX_SEGMENTS);
+                    + WorkRequestChecks.MAX_SEGMENTS);
         }
         MemoryRegion[] regions = new MemoryRegion[request.segments().size()];
         for (int i = 0; i < regions.length; i++) {

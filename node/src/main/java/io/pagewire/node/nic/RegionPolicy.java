@@ -67,6 +67,19 @@ abstract class RegionPolicy {
     void faultServed(MemoryRegion region, long vpn, Translation translation) {
     }
 
+    /**
+     * Faults a page of a region in through the kernel's fault service, the one way the NIC's faults are
+     * served: once the page is in, the fault is counted for the side that raised it and this mode may
+     * cache its translation. Completes with the served fault, or exceptionally with the kernel's refusal.
+     */
+    final CompletableFuture<PageFault> fault(MemoryRegion region, long vpn, boolean write, Side side) {
+        return nic.kernel().faultService().submit(region.endpoint().space(), vpn, write).thenApply(fault -> {
+            nic.observers().faultServed(region, side, fault.kind(), fault.serviceTimeNs());
+            faultServed(region, vpn, fault.translation());
+            return fault;
+        });
+    }
+
     /** Forgets a translation whose frame was reclaimed after it was cached. */
     abstract void dropStale(MemoryRegion region, long vpn, long translation);
 
@@ -146,11 +159,7 @@ abstract class RegionPolicy {
                 faultServed(region, vpn, resident);
                 prefetched(region);
             } else if (advice != Endpoint.Advice.PREFETCH_NO_FAULT) {
-                faults.add(nic.kernel().faultService().submit(space, vpn, write).thenAccept((PageFault fault) -> {
-                    nic.observers().faultServed(region, Side.PREFETCH, fault.kind(), fault.serviceTimeNs());
-                    faultServed(region, vpn, fault.translation());
-                    prefetched(region);
-                }));
+                faults.add(fault(region, vpn, write, Side.PREFETCH).thenRun(() -> prefetched(region)));
             }
         }
         return CompletableFuture.allOf(faults.toArray(CompletableFuture[]::new));

@@ -31,16 +31,12 @@ final class ResponderFaults {
         if (!inFlight.add(key)) {
             return false; // retransmissions find it served
         }
-        nic.kernel().faultService().submit(space, vpn, write).whenComplete((fault, error) -> {
+        region.policy().fault(region, vpn, write, side).whenComplete((fault, error) -> {
             try {
                 if (error != null) {
                     Throwable cause = error.getCause() != null ? error.getCause() : error;
                     nic.counters().increment(NicCounter.RECEIVE_FAULTS_FAILED);
                     failed.put(key, cause.getMessage());
-                }
-                if (fault != null) {
-                    nic.observers().faultServed(region, side, fault.kind(), fault.serviceTimeNs());
-                    region.policy().faultServed(region, vpn, fault.translation());
                 }
             } finally {
                 // Only now: a retransmission that found no translation while it was being installed
