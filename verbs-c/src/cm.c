@@ -18,8 +18,7 @@ static struct ibv_context *device_context;
 /* The device's protection domain every id starts with (rdma_cm_id.pd), as librdmacm allocates one per device. */
 static struct ibv_pd *device_pd;
 static char socket_path[512];
-static struct cm_id **ids;
-static int id_count, id_slots;
+static struct pw_table ids; /* struct cm_id, under cm_lock */
 
 static int node_open(void)
 {
@@ -52,30 +51,20 @@ static int node_open(void)
 static int ids_add(struct cm_id *id)
 {
 	pthread_mutex_lock(&cm_lock);
-	if (id_count == id_slots) {
-		int slots = id_slots ? 2 * id_slots : 64;
-		struct cm_id **grown = realloc(ids, (size_t)slots * sizeof(*ids));
-		if (!grown) {
-			pthread_mutex_unlock(&cm_lock);
-			return ENOMEM;
-		}
-		ids = grown;
-		id_slots = slots;
-	}
-	ids[id_count++] = id;
+	int e = pw_table_add(&ids, id, 64);
 	pthread_mutex_unlock(&cm_lock);
-	return 0;
+	return e;
 }
 
 static struct cm_id *ids_find(uint32_t number)
 {
 	struct cm_id *found = NULL;
 	pthread_mutex_lock(&cm_lock);
-	for (int i = 0; i < id_count; i++)
-		if (ids[i]->number == number && !ids[i]->destroyed) {
-			found = ids[i];
-			break;
-		}
+	for (int i = 0; i < ids.count && !found; i++) {
+		struct cm_id *id = ids.items[i];
+		if (id->number == number && !id->destroyed)
+			found = id;
+	}
 	pthread_mutex_unlock(&cm_lock);
 	return found;
 }
@@ -83,11 +72,7 @@ static struct cm_id *ids_find(uint32_t number)
 static void ids_remove(struct cm_id *id)
 {
 	pthread_mutex_lock(&cm_lock);
-	for (int i = 0; i < id_count; i++)
-		if (ids[i] == id) {
-			ids[i] = ids[--id_count];
-			break;
-		}
+	pw_table_remove(&ids, id);
 	pthread_mutex_unlock(&cm_lock);
 }
 

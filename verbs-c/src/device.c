@@ -308,9 +308,9 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 	close(ctx->async_pipe[1]);
 	if (ctx->node)
 		protobuf_c_message_free_unpacked(&ctx->node->base, NULL);
-	free(ctx->qps);
-	free(ctx->srqs);
-	free(ctx->mrs);
+	pw_table_free(&ctx->qps);
+	pw_table_free(&ctx->srqs);
+	pw_table_free(&ctx->mrs);
 	/* PDs the program did not deallocate go with the context, as the kernel's go with the device file. */
 	for (struct pw_pd *pd = ctx->pds, *next; pd; pd = next) {
 		next = pd->next;

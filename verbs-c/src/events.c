@@ -66,9 +66,11 @@ struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id)
 {
 	struct ibv_srq *found = NULL;
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->srq_slots && !found; i++)
-		if (ctx->srqs[i] && ctx->srqs[i]->srq_id == id)
-			found = &ctx->srqs[i]->srq;
+	for (int i = 0; i < ctx->srqs.count && !found; i++) {
+		struct pw_srq *srq = ctx->srqs.items[i];
+		if (srq->srq_id == id)
+			found = &srq->srq;
+	}
 	pthread_mutex_unlock(&ctx->qp_lock);
 	return found;
 }
@@ -77,11 +79,10 @@ struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn)
 {
 	struct pw_qp *found = NULL;
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->qp_slots; i++) {
-		if (ctx->qps[i] && ctx->qps[i]->qp.qp_num == qpn) {
-			found = ctx->qps[i];
-			break;
-		}
+	for (int i = 0; i < ctx->qps.count && !found; i++) {
+		struct pw_qp *qp = ctx->qps.items[i];
+		if (qp->qp.qp_num == qpn)
+			found = qp;
 	}
 	pthread_mutex_unlock(&ctx->qp_lock);
 	return found;

@@ -270,26 +270,12 @@ static int map_range(struct pw_context *ctx, uint64_t first, uint64_t end)
 
 static int add_mr(struct pw_context *ctx, struct pw_mr *m)
 {
-	if (ctx->mr_count == ctx->mr_slots) {
-		int slots = ctx->mr_slots ? ctx->mr_slots * 2 : 16;
-		struct pw_mr **grown = realloc(ctx->mrs, sizeof(*grown) * (size_t)slots);
-		if (!grown)
-			return ENOMEM;
-		ctx->mrs = grown;
-		ctx->mr_slots = slots;
-	}
-	ctx->mrs[ctx->mr_count++] = m;
-	return 0;
+	return pw_table_add(&ctx->mrs, m, 16);
 }
 
 static void remove_mr(struct pw_context *ctx, struct pw_mr *m)
 {
-	for (int i = 0; i < ctx->mr_count; i++) {
-		if (ctx->mrs[i] == m) {
-			ctx->mrs[i] = ctx->mrs[--ctx->mr_count];
-			return;
-		}
-	}
+	pw_table_remove(&ctx->mrs, m);
 }
 
 Pagewire__Verbs__V1__Access *pw_access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5])
@@ -481,12 +467,8 @@ int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, siz
 	pthread_mutex_lock(&ctx->mr_lock);
 	*old = *m;
 	*m = *n; /* the program's struct now describes the new registration (its keys may be new, as the standard allows) */
-	for (int i = 0; i < ctx->mr_count; i++) {
-		if (ctx->mrs[i] == m)
-			ctx->mrs[i] = old;
-		else if (ctx->mrs[i] == n)
-			ctx->mrs[i] = m;
-	}
+	pw_table_replace(&ctx->mrs, m, old);
+	pw_table_replace(&ctx->mrs, n, m);
 	pthread_mutex_unlock(&ctx->mr_lock);
 	free(n);
 	/* Dropping the old one invalidates the node's translations for it, as reclaim does. */
@@ -543,8 +525,10 @@ int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint6
 	uint64_t end = (addr + length + ps - 1) & ~(ps - 1);
 	pthread_mutex_lock(&ctx->mr_lock);
 	int under_implicit = 0;
-	for (int i = 0; i < ctx->mr_count && !under_implicit; i++)
-		under_implicit = ctx->mrs[i]->implicit && ctx->mrs[i]->mr.lkey == lkey;
+	for (int i = 0; i < ctx->mrs.count && !under_implicit; i++) {
+		struct pw_mr *m = ctx->mrs.items[i];
+		under_implicit = m->implicit && m->mr.lkey == lkey;
+	}
 	if (!under_implicit) {
 		pthread_mutex_unlock(&ctx->mr_lock);
 		return 0;
@@ -578,8 +562,8 @@ void pw_memory_close(struct pw_context *ctx)
 {
 	pthread_mutex_lock(&ctx->mr_lock);
 	shield(ctx, 0, UINT64_MAX);
-	while (ctx->mr_count > 0) {
-		struct pw_mr *m = ctx->mrs[ctx->mr_count - 1];
+	while (ctx->mrs.count > 0) {
+		struct pw_mr *m = ctx->mrs.items[ctx->mrs.count - 1];
 		uint64_t ps = ctx->page_size;
 		for (uint64_t p = m->first; p < m->end; p += ps) {
 			if (!pw_covered_except(ctx, p, m)) {
@@ -587,7 +571,7 @@ void pw_memory_close(struct pw_context *ctx)
 				pw_hold(ctx, &ctx->control, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
 			}
 		}
-		ctx->mr_count--;
+		ctx->mrs.count--;
 		pw_extent_remove(ctx, m->first, m->end);
 		free(m); /* the program's ibv_mr is gone with the context */
 	}

@@ -16,8 +16,8 @@
 /* Whether a live (explicit) registration other than `except` covers `page`. */
 int pw_covered_except(struct pw_context *ctx, uint64_t page, struct pw_mr *except)
 {
-	for (int i = 0; i < ctx->mr_count; i++) {
-		struct pw_mr *m = ctx->mrs[i];
+	for (int i = 0; i < ctx->mrs.count; i++) {
+		struct pw_mr *m = ctx->mrs.items[i];
 		if (m != except && !m->implicit && page >= m->first && page < m->end)
 			return 1;
 	}

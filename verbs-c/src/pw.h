@@ -15,6 +15,7 @@
 
 #include "verbs.pb-c.h"
 #include "layout.h"
+#include "table.h"
 
 #ifndef EXPORT
 #define EXPORT __attribute__((visibility("default")))
@@ -152,10 +153,8 @@ struct pw_context {
 
 	/* what completions are routed by */
 	pthread_mutex_t qp_lock;
-	struct pw_qp **qps;
-	int qp_slots;
-	struct pw_srq **srqs;        /* by the node's SRQ id, for its events */
-	int srq_slots;
+	struct pw_table qps;         /* struct pw_qp */
+	struct pw_table srqs;        /* struct pw_srq, by the node's SRQ id, for its events */
 
 	/* registered memory (memory.c) */
 	pthread_mutex_t mr_lock;     /* recursive: a fault inside the library's own copy is served on the same thread */
@@ -176,8 +175,7 @@ struct pw_context {
 	struct pw_runs away;
 	int minor_faults;            /* its pages taken away are caught with userfaultfd (else the handler) */
 	uint64_t frozen_first, frozen_end; /* the handler's way of pw_freeze: writes there are held (atomic) */
-	struct pw_mr **mrs;
-	int mr_count, mr_slots;
+	struct pw_table mrs;         /* struct pw_mr, under mr_lock */
 	struct pw_pd *pds;           /* under qp_lock */
 
 	pthread_t reader;            /* reads the session stream: events the rings could not take */

@@ -25,33 +25,15 @@
 static int add_srq(struct pw_context *ctx, struct pw_srq *srq)
 {
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->srq_slots; i++) {
-		if (!ctx->srqs[i]) {
-			ctx->srqs[i] = srq;
-			pthread_mutex_unlock(&ctx->qp_lock);
-			return 0;
-		}
-	}
-	int slots = ctx->srq_slots ? ctx->srq_slots * 2 : 8;
-	struct pw_srq **grown = realloc(ctx->srqs, sizeof(*grown) * (size_t)slots);
-	if (!grown) {
-		pthread_mutex_unlock(&ctx->qp_lock);
-		return ENOMEM;
-	}
-	memset(grown + ctx->srq_slots, 0, sizeof(*grown) * (size_t)(slots - ctx->srq_slots));
-	grown[ctx->srq_slots] = srq;
-	ctx->srqs = grown;
-	ctx->srq_slots = slots;
+	int e = pw_table_add(&ctx->srqs, srq, 8);
 	pthread_mutex_unlock(&ctx->qp_lock);
-	return 0;
+	return e;
 }
 
 static void remove_srq(struct pw_context *ctx, struct pw_srq *srq)
 {
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->srq_slots; i++)
-		if (ctx->srqs[i] == srq)
-			ctx->srqs[i] = NULL;
+	pw_table_remove(&ctx->srqs, srq);
 	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
@@ -170,33 +152,15 @@ EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 static int add_qp(struct pw_context *ctx, struct pw_qp *qp)
 {
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->qp_slots; i++) {
-		if (!ctx->qps[i]) {
-			ctx->qps[i] = qp;
-			pthread_mutex_unlock(&ctx->qp_lock);
-			return 0;
-		}
-	}
-	int slots = ctx->qp_slots ? ctx->qp_slots * 2 : 16;
-	struct pw_qp **grown = realloc(ctx->qps, sizeof(*grown) * (size_t)slots);
-	if (!grown) {
-		pthread_mutex_unlock(&ctx->qp_lock);
-		return ENOMEM;
-	}
-	memset(grown + ctx->qp_slots, 0, sizeof(*grown) * (size_t)(slots - ctx->qp_slots));
-	grown[ctx->qp_slots] = qp;
-	ctx->qps = grown;
-	ctx->qp_slots = slots;
+	int e = pw_table_add(&ctx->qps, qp, 16);
 	pthread_mutex_unlock(&ctx->qp_lock);
-	return 0;
+	return e;
 }
 
 static void remove_qp(struct pw_context *ctx, struct pw_qp *qp)
 {
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (int i = 0; i < ctx->qp_slots; i++)
-		if (ctx->qps[i] == qp)
-			ctx->qps[i] = NULL;
+	pw_table_remove(&ctx->qps, qp);
 	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
