@@ -10,7 +10,6 @@ import io.pagewire.client.Completion;
 import io.pagewire.client.Endpoint;
 import io.pagewire.client.EventCounter;
 import io.pagewire.client.MemoryRegion;
-import io.pagewire.client.Opcode;
 import io.pagewire.client.PagewireException;
 import io.pagewire.client.QueuePair;
 import io.pagewire.client.QueuePairEvent;
@@ -22,8 +21,6 @@ import io.pagewire.proto.verbs.AllocateResponse;
 import io.pagewire.proto.verbs.AtomicWordRequest;
 import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AttachRings;
-import io.pagewire.proto.verbs.CompletionEvent;
-import io.pagewire.proto.verbs.CompletionStatus;
 import io.pagewire.proto.verbs.CreateEventCounterRequest;
 import io.pagewire.proto.verbs.CreateEventCounterResponse;
 import io.pagewire.proto.verbs.CreateQueuePairRequest;
@@ -62,7 +59,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -88,16 +84,13 @@ final class GrpcEndpoint implements Endpoint {
     private final CompletableFuture<GrpcEndpoint> opened = new CompletableFuture<>();
     /** Settles when the node ends the session stream, which it does after closing the endpoint. */
     private final CompletableFuture<Void> streamEnded = new CompletableFuture<>();
-    private final Map<Long, CompletableFuture<Completion>> pending = new ConcurrentHashMap<>();
-    /** The work request ids of posted receives not yet completed (their completions skip the send queue's order). */
-    private final Set<Long> pendingReceives = ConcurrentHashMap.newKeySet();
+    /** Posted requests and receives waiting for their outcome. */
+    private final PendingCompletions pending = new PendingCompletions();
     private final Map<Integer, GrpcSharedReceiveQueue> sharedReceiveQueues = new ConcurrentHashMap<>();
     private final Map<Integer, Consumer<QueuePairEvent>> queuePairListeners = new ConcurrentHashMap<>();
-    private final Map<Integer, PostOrder> orders = new ConcurrentHashMap<>();
     private final Map<Integer, List<LongConsumer>> watchers = new ConcurrentHashMap<>();
     /** Waits on this endpoint's event counters not yet settled: the session's end fails them. */
     private final Set<CompletableFuture<Long>> counterWaits = ConcurrentHashMap.newKeySet();
-    private final AtomicLong nextWrId = new AtomicLong(1);
     private ClientCallStreamObserver<SessionRequest> session;
     private volatile EndpointRef ref;
     private volatile String nodeId;
@@ -188,9 +181,9 @@ final class GrpcEndpoint implements Endpoint {
                 }
                 opened.complete(this);
             }
-            case COMPLETION -> completed(event.getCompletion());
-            case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(this::completed);
-            case REFUSED -> refused(event.getRefused().getWrId(), event.getRefused().getCode(), event.getRefused().getError());
+            case COMPLETION -> pending.completed(event.getCompletion());
+            case COMPLETIONS -> event.getCompletions().getCompletionsList().forEach(pending::completed);
+            case REFUSED -> pending.refused(event.getRefused().getWrId(), event.getRefused().getCode(), event.getRefused().getError());
             case COUNTER -> counterChanged(event.getCounter().getCounterId(), event.getCounter().getValue());
             case WATCH_REFUSED -> {
                 // The counter is gone (destroyed while the watch was on its way): its handlers will never run.
@@ -305,12 +298,12 @@ final class GrpcEndpoint implements Endpoint {
             @Override
             public void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
                     int immediate) {
-                GrpcEndpoint.this.completed(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate);
+                pending.completed(wrId, qpn, opcode, status, bytes, value, error, hasImmediate, immediate);
             }
 
             @Override
             public void refused(int qpn, long wrId, int code, String error) {
-                GrpcEndpoint.this.refused(wrId, code, error);
+                pending.refused(wrId, code, error);
             }
 
             @Override
@@ -362,22 +355,7 @@ final class GrpcEndpoint implements Endpoint {
 
     /** Fails the futures of receives the node dropped (their shared receive queue was destroyed). */
     void dropped(List<Long> wrIds, String reason) {
-        for (long wrId : wrIds) {
-            pendingReceives.remove(wrId);
-            CompletableFuture<Completion> future = pending.remove(wrId);
-            if (future != null) {
-                future.completeExceptionally(new PagewireException.FlushedException(reason));
-            }
-        }
-    }
-
-    /** A post the node refused: {@code code} (a gRPC status code) says why, a limit or a bad request. */
-    private void refused(long wrId, int code, String error) {
-        pendingReceives.remove(wrId);
-        CompletableFuture<Completion> future = pending.remove(wrId);
-        if (future != null) {
-            future.completeExceptionally(Errors.fromRefusal(code, error));
-        }
+        pending.dropped(wrIds, reason);
     }
 
     private void counterChanged(int counterId, long value) {
@@ -389,43 +367,6 @@ final class GrpcEndpoint implements Endpoint {
         }
     }
 
-    private void completed(CompletionEvent c) {
-        completed(c.getWrId(), c.getQpn(), c.getOpcodeValue(), c.getStatusValue(), c.getBytes(), c.getValue(), c.getError(),
-                c.getHasImmediate(), c.getImmediate());
-    }
-
-    /**
-     * A completion from the stream or the event ring; a successful one builds no wire message. It first
-     * settles the unsignalled requests of its queue pair posted before it.
-     */
-    private void completed(long wrId, int qpn, int opcode, int status, long bytes, long value, String error, boolean hasImmediate,
-            int immediate) {
-        PostOrder order = orders.get(qpn);
-        // A receive's completion says nothing about the send queue's order (and, flushed, may carry no opcode).
-        if (order != null && !pendingReceives.remove(wrId)) {
-            order.completed(wrId, this::impliedSuccess);
-        }
-        CompletableFuture<Completion> future = pending.remove(wrId);
-        if (future == null) {
-            return;
-        }
-        if (status == SUCCESS) {
-            future.complete(new Completion(wrId, qpn, WireOpcodes.fromWire(opcode), bytes, value, hasImmediate, immediate));
-        } else {
-            future.completeExceptionally(Errors.fromCompletion(CompletionEvent.newBuilder().setWrId(wrId).setQpn(qpn)
-                    .setOpcodeValue(opcode).setStatusValue(status).setError(error == null ? "" : error).build()));
-        }
-    }
-
-    private static final int SUCCESS = CompletionStatus.SUCCESS.getNumber();
-
-    private void impliedSuccess(long wrId, int qpn, Opcode opcode, int length) {
-        CompletableFuture<Completion> future = pending.remove(wrId);
-        if (future != null) {
-            future.complete(new Completion(wrId, qpn, opcode, length, 0));
-        }
-    }
-
     private void ended(PagewireException error) {
         closed = true;
         RingClient r = rings;
@@ -434,13 +375,7 @@ final class GrpcEndpoint implements Endpoint {
         }
         streamEnded.complete(null);
         opened.completeExceptionally(error);
-        for (Long wrId : List.copyOf(pending.keySet())) {
-            CompletableFuture<Completion> future = pending.remove(wrId);
-            if (future != null) {
-                future.completeExceptionally(new PagewireException.UnavailableException(
-                        "the session ended before the request completed: " + error.getMessage(), error));
-            }
-        }
+        pending.sessionEnded(error);
         for (CompletableFuture<Void> fault : List.copyOf(faults.values())) {
             fault.completeExceptionally(new PagewireException.UnavailableException(
                     "the session ended before the node served a CPU fault: " + error.getMessage(), error));
@@ -478,22 +413,11 @@ final class GrpcEndpoint implements Endpoint {
 
     /** Posts work requests of one queue pair; returns one future per request. */
     List<CompletableFuture<Completion>> post(int qpn, List<WorkRequest> requests) {
-        PostOrder order = orders.computeIfAbsent(qpn, PostOrder::new);
-        int n = requests.size();
-        long[] wrIds = new long[n];
-        List<CompletableFuture<Completion>> futures = new ArrayList<>(n);
+        PostOrder order = pending.order(qpn);
+        long[] wrIds = new long[requests.size()];
+        List<CompletableFuture<Completion>> futures;
         synchronized (order.postLock) {
-            long first = nextWrId.getAndAdd(n);
-            for (int i = 0; i < n; i++) {
-                wrIds[i] = first + i;
-                CompletableFuture<Completion> future = new CompletableFuture<>();
-                pending.put(wrIds[i], future);
-                futures.add(future);
-                WorkRequest wr = requests.get(i);
-                if (!wr.signaled()) {
-                    order.unsignaled(wrIds[i], wr.opcode(), wr.length());
-                }
-            }
+            futures = pending.expect(order, requests, wrIds);
             try {
                 RingClient r = rings;
                 if (r == null) {
@@ -505,7 +429,7 @@ final class GrpcEndpoint implements Endpoint {
                     r.post(qpn, requests, wrIds, System.nanoTime() + connection.options().deadline().toNanos());
                 }
             } catch (RuntimeException e) {
-                failAll(wrIds, futures, e);
+                pending.failed(wrIds, e);
             }
         }
         return futures;
@@ -513,10 +437,8 @@ final class GrpcEndpoint implements Endpoint {
 
     /** Posts a receive buffer to a queue pair, or to a shared receive queue when srqId is set; its future settles with the receive's completion. */
     CompletableFuture<Completion> postReceive(int qpn, int srqId, MemoryRegion region, long address, int length) {
-        long wrId = nextWrId.getAndIncrement();
-        CompletableFuture<Completion> future = new CompletableFuture<>();
-        pendingReceives.add(wrId);
-        pending.put(wrId, future);
+        long wrId = pending.nextReceiveId();
+        CompletableFuture<Completion> future = pending.receive(wrId);
         try {
             RingClient r = rings;
             if (r != null) {
@@ -527,9 +449,7 @@ final class GrpcEndpoint implements Endpoint {
                     .addReceives(ReceiveRequest.newBuilder().setWrId(wrId).setLkey(region.lkey())
                             .setAddress(address).setLength(length))).build());
         } catch (RuntimeException e) {
-            pendingReceives.remove(wrId);
-            pending.remove(wrId);
-            future.completeExceptionally(e);
+            pending.failed(new long[] {wrId}, e);
         }
         return future;
     }
@@ -568,14 +488,7 @@ final class GrpcEndpoint implements Endpoint {
 
     /** The queue pair is gone: its post order with it. */
     void forget(int qpn) {
-        orders.remove(qpn);
-    }
-
-    private void failAll(long[] wrIds, List<CompletableFuture<Completion>> futures, RuntimeException e) {
-        for (int i = 0; i < wrIds.length; i++) {
-            pending.remove(wrIds[i]);
-            futures.get(i).completeExceptionally(e);
-        }
+        pending.forget(qpn);
     }
 
     AutoCloseable watch(int counterId, LongConsumer handler) {
