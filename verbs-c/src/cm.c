@@ -13,7 +13,7 @@
 /* ---- the node: one control connection, the first device, and the ids by number ---- */
 
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pw_conn control = { .fd = -1 };
+static struct pw_conn control = {.fd = -1};
 static struct ibv_context *device_context;
 /* The device's protection domain every id starts with (rdma_cm_id.pd), as librdmacm allocates one per device. */
 static struct ibv_pd *device_pd;
@@ -430,7 +430,9 @@ static void device_rd_atomic(uint8_t *responder_resources, uint8_t *initiator_de
 		struct ibv_device_attr attr;
 		int ok = device_context && ibv_query_device(device_context, &attr) == 0;
 		responder = ok && attr.max_qp_rd_atom > 0 ? (uint8_t)(attr.max_qp_rd_atom < 0xfe ? attr.max_qp_rd_atom : 0xfe) : 1;
-		initiator = ok && attr.max_qp_init_rd_atom > 0 ? (uint8_t)(attr.max_qp_init_rd_atom < 0xfe ? attr.max_qp_init_rd_atom : 0xfe) : 1;
+		initiator = ok && attr.max_qp_init_rd_atom > 0
+				    ? (uint8_t)(attr.max_qp_init_rd_atom < 0xfe ? attr.max_qp_init_rd_atom : 0xfe)
+				    : 1;
 	}
 	*responder_resources = responder;
 	*initiator_depth = initiator;
@@ -481,8 +483,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_p
 	uint8_t responder, initiator;
 	device_rd_atomic(&responder, &initiator);
 	id->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ? conn_param->initiator_depth : initiator;
-	id->responder_resources = conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ? conn_param->responder_resources
-												       : responder;
+	id->responder_resources =
+		conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ? conn_param->responder_resources : responder;
 	id->psn = cm_random_psn();
 	if (conn_param) {
 		/* 3-bit fields of the REQ: the kernel's rdma_connect takes at most 7 of each */
@@ -642,10 +644,10 @@ EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *
 /* ---- events ---- */
 
 static const char *event_names[] = {
-	"RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR", "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
-	"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE", "RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE",
-	"RDMA_CM_EVENT_REJECTED", "RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_DEVICE_REMOVAL",
-	"RDMA_CM_EVENT_MULTICAST_JOIN", "RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE", "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	"RDMA_CM_EVENT_ADDR_RESOLVED",	 "RDMA_CM_EVENT_ADDR_ERROR",	   "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
+	"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE", "RDMA_CM_EVENT_CONNECT_ERROR",  "RDMA_CM_EVENT_UNREACHABLE",
+	"RDMA_CM_EVENT_REJECTED",	 "RDMA_CM_EVENT_ESTABLISHED",	   "RDMA_CM_EVENT_DISCONNECTED",   "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	"RDMA_CM_EVENT_MULTICAST_JOIN",	 "RDMA_CM_EVENT_MULTICAST_ERROR",  "RDMA_CM_EVENT_ADDR_CHANGE",	   "RDMA_CM_EVENT_TIMEWAIT_EXIT",
 };
 
 EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
@@ -719,7 +721,8 @@ static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 	event->id = &id->id;
 	set_route(id, e->src, e->dst);
 	if (e->params && e->params->private_data.len) {
-		size_t n = e->params->private_data.len < sizeof(evt->private_data) ? e->params->private_data.len : sizeof(evt->private_data);
+		size_t n =
+			e->params->private_data.len < sizeof(evt->private_data) ? e->params->private_data.len : sizeof(evt->private_data);
 		memcpy(evt->private_data, e->params->private_data.data, n);
 		if (id->id.qp_type == IBV_QPT_UD) {
 			event->param.ud.private_data = evt->private_data;
@@ -824,7 +827,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 	for (;;) {
 		int flags = fcntl(chan->channel.fd, F_GETFL);
 		if (flags >= 0 && (flags & O_NONBLOCK)) {
-			struct pollfd pfd = { .fd = chan->channel.fd, .events = POLLIN };
+			struct pollfd pfd = {.fd = chan->channel.fd, .events = POLLIN};
 			if (poll(&pfd, 1, 0) == 0) {
 				pthread_mutex_unlock(&chan->read_lock);
 				reader_leaves(chan);
@@ -976,7 +979,7 @@ static void map_group(struct cm_group *g)
 	g->lid = (uint16_t)(0xc000 + h % 0x3fff);
 	memset(&g->mgid, 0, sizeof(g->mgid));
 	if (g->ip_len == 4) {
-		static const uint8_t prefix[6] = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff };
+		static const uint8_t prefix[6] = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff};
 		memcpy(g->mgid.raw, prefix, sizeof(prefix));
 		memcpy(g->mgid.raw + 12, g->ip, 4);
 	} else {

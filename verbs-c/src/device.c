@@ -169,7 +169,7 @@ static int attach_rings(struct pw_context *ctx)
 	/* The bell: a Unix socket beside the ring file. */
 	char bell[600];
 	snprintf(bell, sizeof(bell), "%s.bell", path);
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	ctx->bell_fd = -1;
 	if (strlen(bell) < sizeof(addr.sun_path)) {
 		strcpy(addr.sun_path, bell);
@@ -184,8 +184,8 @@ static int attach_rings(struct pw_context *ctx)
 
 static struct ibv_context_ops context_ops;
 static int pw_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr, size_t attr_len);
-static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
-			      struct ibv_device_attr_ex *attr, size_t attr_size);
+static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input, struct ibv_device_attr_ex *attr,
+			      size_t attr_size);
 
 EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -287,7 +287,8 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct pw_context *ctx = pw_ctx(context);
-	pw_log(PW_INFO, "%s: session %u closes; its empty CQ polls slept on the bell %lu times, %lu of them woken by it; "
+	pw_log(PW_INFO,
+	       "%s: session %u closes; its empty CQ polls slept on the bell %lu times, %lu of them woken by it; "
 	       "it rang the node on its session stream %lu times",
 	       context->device->name, ctx->endpoint_id, (unsigned long)__atomic_load_n(&ctx->poll_sleeps, __ATOMIC_RELAXED),
 	       (unsigned long)__atomic_load_n(&ctx->poll_wakes, __ATOMIC_RELAXED),
@@ -324,10 +325,14 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 
 static enum ibv_mtu mtu_enum(uint32_t bytes)
 {
-	if (bytes >= 4096) return IBV_MTU_4096;
-	if (bytes >= 2048) return IBV_MTU_2048;
-	if (bytes >= 1024) return IBV_MTU_1024;
-	if (bytes >= 512) return IBV_MTU_512;
+	if (bytes >= 4096)
+		return IBV_MTU_4096;
+	if (bytes >= 2048)
+		return IBV_MTU_2048;
+	if (bytes >= 1024)
+		return IBV_MTU_1024;
+	if (bytes >= 512)
+		return IBV_MTU_512;
 	return IBV_MTU_256;
 }
 
@@ -373,8 +378,8 @@ EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	return 0;
 }
 
-static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
-			      struct ibv_device_attr_ex *attr, size_t attr_size)
+static int pw_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input, struct ibv_device_attr_ex *attr,
+			      size_t attr_size)
 {
 	if (input && input->comp_mask)
 		return EINVAL;
@@ -392,8 +397,8 @@ static int pw_query_device_ex(struct ibv_context *context, const struct ibv_quer
 	full.phys_port_cnt_ex = 1;
 	/* ON_DEMAND: NIC page faults on every RC operation, and implicit (whole address space) registrations. */
 	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
-	uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ
-		      | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC
+		      | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.odp_caps.per_transport_caps.rc_odp_caps = rc;
 	full.xrc_odp_caps = 0;
 	full.max_dm_size = 0;
@@ -422,7 +427,7 @@ static int pw_query_port(struct ibv_context *context, uint8_t port_num, struct i
 	a.sm_sl = 0;
 	a.subnet_timeout = 18;
 	a.init_type_reply = 0;
-	a.active_width = 2;  /* 4X */
+	a.active_width = 2; /* 4X */
 	a.active_speed = 32; /* EDR-like; the link is whatever gRPC moves */
 	a.phys_state = ctx->port_down ? 3 : 5; /* Disabled, or LinkUp */
 	a.link_layer = IBV_LINK_LAYER_INFINIBAND;
@@ -510,18 +515,30 @@ EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __b
 EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
 {
 	static const char *const names[] = {
-		[IBV_WC_SUCCESS] = "success", [IBV_WC_LOC_LEN_ERR] = "local length error",
-		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error", [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
-		[IBV_WC_LOC_PROT_ERR] = "local protection error", [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
-		[IBV_WC_MW_BIND_ERR] = "memory management operation error", [IBV_WC_BAD_RESP_ERR] = "bad response error",
-		[IBV_WC_LOC_ACCESS_ERR] = "local access error", [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
-		[IBV_WC_REM_ACCESS_ERR] = "remote access error", [IBV_WC_REM_OP_ERR] = "remote operation error",
-		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded", [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
-		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error", [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
-		[IBV_WC_REM_ABORT_ERR] = "aborted error", [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
-		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state", [IBV_WC_FATAL_ERR] = "fatal error",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error", [IBV_WC_GENERAL_ERR] = "general error",
-		[IBV_WC_TM_ERR] = "TM error", [IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error",
+		[IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error",
+		[IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
 	};
 	if ((unsigned)status < sizeof(names) / sizeof(names[0]) && names[status])
 		return names[status];
@@ -530,36 +547,43 @@ EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
 
 EXPORT const char *ibv_port_state_str(enum ibv_port_state state)
 {
-	static const char *const names[] = { "PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER" };
+	static const char *const names[] = {"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
 	return (unsigned)state < 6 ? names[state] : "unknown";
 }
 
 EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 {
 	switch (node_type) {
-	case IBV_NODE_CA: return "InfiniBand channel adapter";
-	case IBV_NODE_SWITCH: return "InfiniBand switch";
-	case IBV_NODE_ROUTER: return "InfiniBand router";
-	case IBV_NODE_RNIC: return "iWARP NIC";
-	default: return "unknown";
+	case IBV_NODE_CA:
+		return "InfiniBand channel adapter";
+	case IBV_NODE_SWITCH:
+		return "InfiniBand switch";
+	case IBV_NODE_ROUTER:
+		return "InfiniBand router";
+	case IBV_NODE_RNIC:
+		return "iWARP NIC";
+	default:
+		return "unknown";
 	}
 }
 
 EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 {
 	switch (event) {
-	case IBV_EVENT_CQ_ERR: return "CQ error";
-	case IBV_EVENT_QP_FATAL: return "local work queue catastrophic error";
-	case IBV_EVENT_SRQ_LIMIT_REACHED: return "SRQ limit reached";
-	case IBV_EVENT_DEVICE_FATAL: return "local catastrophic error";
-	case IBV_EVENT_PORT_ACTIVE: return "port active";
-	default: return "unknown";
+	case IBV_EVENT_CQ_ERR:
+		return "CQ error";
+	case IBV_EVENT_QP_FATAL:
+		return "local work queue catastrophic error";
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return "SRQ limit reached";
+	case IBV_EVENT_DEVICE_FATAL:
+		return "local catastrophic error";
+	case IBV_EVENT_PORT_ACTIVE:
+		return "port active";
+	default:
+		return "unknown";
 	}
 }
-
-
-
-
 
 /*
  * An address handle lives in the library, as mlx5's address vectors do: each UD SEND carries its LID
@@ -609,7 +633,6 @@ EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	free((struct pw_ah *)ibah);
 	return 0;
 }
-
 
 static struct ibv_context_ops context_ops = {
 	.poll_cq = pw_poll_cq,

@@ -91,18 +91,30 @@ struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn)
 static enum ibv_wc_status wc_status(int32_t status)
 {
 	switch (status) {
-	case PW_ST_SUCCESS: return IBV_WC_SUCCESS;
-	case PW_ST_LOCAL_PROTECTION: return IBV_WC_LOC_PROT_ERR;
-	case PW_ST_REMOTE_ACCESS: return IBV_WC_REM_ACCESS_ERR;
-	case PW_ST_REMOTE_INVALID_REQUEST: return IBV_WC_REM_INV_REQ_ERR;
-	case PW_ST_REMOTE_OPERATIONAL: return IBV_WC_REM_OP_ERR;
-	case PW_ST_RETRY_EXCEEDED: return IBV_WC_RETRY_EXC_ERR;
-	case PW_ST_RNR_RETRY_EXCEEDED: return IBV_WC_RNR_RETRY_EXC_ERR;
-	case PW_ST_LOCAL_MEMORY: return IBV_WC_LOC_ACCESS_ERR;
-	case PW_ST_FLUSHED: return IBV_WC_WR_FLUSH_ERR;
-	case PW_ST_LOCAL_LENGTH: return IBV_WC_LOC_LEN_ERR;
-	case PW_ST_WINDOW_BIND: return IBV_WC_MW_BIND_ERR;
-	default: return IBV_WC_GENERAL_ERR;
+	case PW_ST_SUCCESS:
+		return IBV_WC_SUCCESS;
+	case PW_ST_LOCAL_PROTECTION:
+		return IBV_WC_LOC_PROT_ERR;
+	case PW_ST_REMOTE_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	case PW_ST_REMOTE_INVALID_REQUEST:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case PW_ST_REMOTE_OPERATIONAL:
+		return IBV_WC_REM_OP_ERR;
+	case PW_ST_RETRY_EXCEEDED:
+		return IBV_WC_RETRY_EXC_ERR;
+	case PW_ST_RNR_RETRY_EXCEEDED:
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+	case PW_ST_LOCAL_MEMORY:
+		return IBV_WC_LOC_ACCESS_ERR;
+	case PW_ST_FLUSHED:
+		return IBV_WC_WR_FLUSH_ERR;
+	case PW_ST_LOCAL_LENGTH:
+		return IBV_WC_LOC_LEN_ERR;
+	case PW_ST_WINDOW_BIND:
+		return IBV_WC_MW_BIND_ERR;
+	default:
+		return IBV_WC_GENERAL_ERR;
 	}
 }
 
@@ -110,15 +122,24 @@ static enum ibv_wc_opcode wc_opcode(int32_t opcode)
 {
 	switch (opcode) {
 	case PW_OP_WRITE:
-	case PW_OP_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
-	case PW_OP_READ: return IBV_WC_RDMA_READ;
-	case PW_OP_FETCH_ADD: return IBV_WC_FETCH_ADD;
-	case PW_OP_COMPARE_SWAP: return IBV_WC_COMP_SWAP;
-	case PW_OP_RECV: return IBV_WC_RECV;
-	case PW_OP_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
-	case PW_OP_BIND_WINDOW: return IBV_WC_BIND_MW;
-	case PW_OP_LOCAL_INVALIDATE: return IBV_WC_LOCAL_INV;
-	default: return IBV_WC_SEND;
+	case PW_OP_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case PW_OP_READ:
+		return IBV_WC_RDMA_READ;
+	case PW_OP_FETCH_ADD:
+		return IBV_WC_FETCH_ADD;
+	case PW_OP_COMPARE_SWAP:
+		return IBV_WC_COMP_SWAP;
+	case PW_OP_RECV:
+		return IBV_WC_RECV;
+	case PW_OP_RECV_RDMA_WITH_IMM:
+		return IBV_WC_RECV_RDMA_WITH_IMM;
+	case PW_OP_BIND_WINDOW:
+		return IBV_WC_BIND_MW;
+	case PW_OP_LOCAL_INVALIDATE:
+		return IBV_WC_LOCAL_INV;
+	default:
+		return IBV_WC_SEND;
 	}
 }
 
@@ -126,8 +147,8 @@ static enum ibv_wc_opcode wc_opcode(int32_t opcode)
  * A completion into its CQ; `flags` are the record's PW_COMPLETION_* bits, `imm` the immediate or the invalidated rkey,
  * `value` a UD receive's source (PW_COMPLETION_DATAGRAM).
  */
-static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status,
-		    uint32_t bytes, uint32_t flags, uint64_t value, uint32_t imm, uint64_t time_ns, const char *error, int error_length,
+static void deliver(struct pw_context *ctx, uint64_t wr_id, uint32_t qpn, int32_t opcode, enum ibv_wc_status status, uint32_t bytes,
+		    uint32_t flags, uint64_t value, uint32_t imm, uint64_t time_ns, const char *error, int error_length,
 		    uint32_t vendor_err)
 {
 	struct pw_qp *qp = pw_qp_of(ctx, qpn);
@@ -211,8 +232,8 @@ static void on_event(void *arg, int32_t type, const uint8_t *b, int32_t length)
 		memcpy(&time_ns, b + PW_COMPLETION_TIME, 8);
 		if (error_length < 0 || error_length > length - PW_COMPLETION)
 			error_length = 0;
-		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags, value, imm, time_ns, (const char *)b + PW_COMPLETION,
-			error_length, 0);
+		deliver(ctx, wr_id, qpn, opcode, wc_status(status), (uint32_t)bytes, flags, value, imm, time_ns,
+			(const char *)b + PW_COMPLETION, error_length, 0);
 	} else if (type == PW_EV_CPU_UNMAP && length >= PW_CPU_UNMAP) {
 		uint64_t address, bytes;
 		memcpy(&address, b + PW_CPU_UNMAP_ADDRESS, 8);
@@ -305,15 +326,15 @@ static void on_session_event(struct pw_context *ctx, Pagewire__Verbs__V1__Sessio
 		pw_drain(ctx); /* what the ring holds came first */
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			Pagewire__Verbs__V1__CompletionEvent *c = ev->completions->completions[i];
-			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), completion_source(c), c->immediate,
-				c->time_ns, c->error, (int)strlen(c->error), 0);
+			deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c),
+				completion_source(c), c->immediate, c->time_ns, c->error, (int)strlen(c->error), 0);
 		}
 		break;
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_COMPLETION: {
 		Pagewire__Verbs__V1__CompletionEvent *c = ev->completion;
 		pw_drain(ctx);
-		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c), completion_source(c), c->immediate,
-			c->time_ns, c->error, (int)strlen(c->error), 0);
+		deliver(ctx, c->wr_id, c->qpn, c->opcode, wc_status(c->status), (uint32_t)c->bytes, completion_flags(c),
+			completion_source(c), c->immediate, c->time_ns, c->error, (int)strlen(c->error), 0);
 		break;
 	}
 	case PAGEWIRE__VERBS__V1__SESSION_EVENT__EVENT_REFUSED:
@@ -360,7 +381,7 @@ void *pw_reader_main(void *arg)
 			__atomic_store_n(pw_ring_word(ctx, PW_RINGS_APP_ASLEEP), 1, __ATOMIC_SEQ_CST);
 			pw_drain(ctx);
 		}
-		struct pollfd fds[2] = { { .fd = ctx->session.fd, .events = POLLIN }, { .fd = ctx->bell_fd, .events = POLLIN } };
+		struct pollfd fds[2] = {{.fd = ctx->session.fd, .events = POLLIN}, {.fd = ctx->bell_fd, .events = POLLIN}};
 		/*
 		 * A poller sleeping on the bell (cq.c) takes its bytes itself (and drains what they announce): this thread
 		 * leaves them, and looks again within a millisecond, so that a channel's waiter is not left without the
@@ -429,4 +450,3 @@ EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	(void)event;
 }
-

@@ -121,7 +121,7 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 			   &reply);
 	for (int attempt = 0; e == ENOMEM && attempt < 1000; attempt++) {
 		/* every frame is mapped by some program: reclaim has asked them for pages back, which takes a moment */
-		struct timespec wait = { 0, 2 * 1000 * 1000 };
+		struct timespec wait = {0, 2 * 1000 * 1000};
 		nanosleep(&wait, NULL);
 		e = pw_call_in(&ctx->control, "MapCpuPages", &req.base, &pagewire__verbs__v1__map_cpu_pages_response__descriptor, buffer,
 			       bytes, &reply);
@@ -152,9 +152,11 @@ static int map_run(struct pw_context *ctx, uint64_t first, uint64_t end)
 		if (mmap(want, (j - i) * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED) {
 			e = errno;
 			if (e == ENOMEM)
-				pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: the process holds as many mappings as the kernel allows "
+				pw_log(PW_ERROR,
+				       "cannot map the node's frames at 0x%lx: the process holds as many mappings as the kernel allows "
 				       "(vm.max_map_count): a registered page is mapped from its frame, and pages whose frames are not "
-				       "neighbours take a mapping each; raise vm.max_map_count or register less", (unsigned long)(uintptr_t)want);
+				       "neighbours take a mapping each; raise vm.max_map_count or register less",
+				       (unsigned long)(uintptr_t)want);
 			else
 				pw_log(PW_ERROR, "cannot map the node's frames at 0x%lx: %s", (unsigned long)(uintptr_t)want, strerror(e));
 		}
@@ -327,10 +329,10 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (access & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC
-		       | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)) {
-		pw_log(PW_WARN, "ibv_reg_mr: access flags 0x%x include some Pagewire does not support (zero-based, HUGETLB)",
-		       access);
+	if (access
+	    & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND
+		| IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)) {
+		pw_log(PW_WARN, "ibv_reg_mr: access flags 0x%x include some Pagewire does not support (zero-based, HUGETLB)", access);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -350,11 +352,13 @@ struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	static int warned;
 	if (!implicit && !__atomic_load_n(&warned, __ATOMIC_RELAXED) && pw_other_context_maps(ctx, m->first, m->end)
 	    && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		pw_log(PW_WARN, "ibv_reg_mr: %p+%zu shares pages with a registration of another context (the device opened twice, or "
+		pw_log(PW_WARN,
+		       "ibv_reg_mr: %p+%zu shares pages with a registration of another context (the device opened twice, or "
 		       "another node): a page is mapped from one context's node at a time, so the other's NIC no longer sees the "
-		       "program's writes to the pages they share (said once per process; see docs/verbs.md)", addr, length);
-	Pagewire__Verbs__V1__RegistrationMode mode = (access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND
-										      : pw_plain_mode();
+		       "program's writes to the pages they share (said once per process; see docs/verbs.md)",
+		       addr, length);
+	Pagewire__Verbs__V1__RegistrationMode mode =
+		(access & IBV_ACCESS_ON_DEMAND) ? PAGEWIRE__VERBS__V1__REGISTRATION_MODE__ON_DEMAND : pw_plain_mode();
 	if (!implicit && mode == PAGEWIRE__VERBS__V1__REGISTRATION_MODE__PINNED && m->end - m->first >= PW_PIN_CHECK_BYTES) {
 		int refused = check_pin_range(ctx, m->first, m->end);
 		if (refused) {
@@ -568,7 +572,8 @@ void pw_memory_close(struct pw_context *ctx)
 		for (uint64_t p = m->first; p < m->end; p += ps) {
 			if (!pw_covered_except(ctx, p, m)) {
 				give_back(ctx, p, p + ps);
-				pw_hold(ctx, &ctx->control, p, p + ps, 1, NULL); /* its frame may go now: the next page given back may need one */
+				pw_hold(ctx, &ctx->control, p, p + ps, 1,
+					NULL); /* its frame may go now: the next page given back may need one */
 			}
 		}
 		ctx->mrs.count--;

@@ -44,7 +44,8 @@ static int arm_srq(struct pw_context *ctx, struct pw_srq *srq, uint32_t limit)
 	req.endpoint = &ref;
 	req.srq_id = srq->srq_id;
 	req.limit = limit;
-	int e = pw_call_void(&ctx->control, "ArmSharedReceiveQueue", &req.base, &pagewire__verbs__v1__arm_shared_receive_queue_response__descriptor);
+	int e = pw_call_void(&ctx->control, "ArmSharedReceiveQueue", &req.base,
+			     &pagewire__verbs__v1__arm_shared_receive_queue_response__descriptor);
 	if (!e)
 		srq->limit = limit;
 	return e;
@@ -167,9 +168,9 @@ static void remove_qp(struct pw_context *ctx, struct pw_qp *qp)
 static int destroy_on_node(struct pw_context *ctx, uint32_t qpn);
 
 /* The send operations a queue pair from ibv_create_qp_ex can post with ibv_wr_*. */
-#define SUPPORTED_SEND_OPS                                                                                                       \
-	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM          \
-	 | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV \
+#define SUPPORTED_SEND_OPS                                                                                                                 \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM               \
+	 | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV   \
 	 | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 /* Creates an RC, UC or UD queue pair: the node's, then the library's view of it with its inline staging area. */
@@ -363,7 +364,8 @@ int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *
 	req.qpn = ibqp->qp_num;
 	req.bytes_per_second = (uint64_t)attr->rate_limit * 1000 / 8;
 	req.burst_bytes = attr->max_burst_sz;
-	return pw_call_void(&ctx->control, "SetQueuePairRateLimit", &req.base, &pagewire__verbs__v1__set_queue_pair_rate_limit_response__descriptor);
+	return pw_call_void(&ctx->control, "SetQueuePairRateLimit", &req.base,
+			    &pagewire__verbs__v1__set_queue_pair_rate_limit_response__descriptor);
 }
 
 /*
@@ -390,7 +392,8 @@ static const struct transition transitions[] = {
 	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
 	{IBV_QPS_SQD, IBV_QPS_SQD, 0,
 	 IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE
-		 | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PORT},
+		 | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC
+		 | IBV_QP_PORT},
 };
 
 /* A UC pair's, from the same table: no acknowledgement timer, retries, RNR timer or RDMA READ resources. */
@@ -404,7 +407,8 @@ static const struct transition uc_transitions[] = {
 	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH_OPTIONAL | IBV_QP_RATE_LIMIT},
 	{IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH_OPTIONAL},
 	{IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
-	{IBV_QPS_SQD, IBV_QPS_SQD, 0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE | IBV_QP_PORT},
+	{IBV_QPS_SQD, IBV_QPS_SQD, 0,
+	 IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE | IBV_QP_PORT},
 };
 
 /* A UD pair's: no peer, no path; a Q_Key from INIT on, changeable in every state but RESET. */
@@ -425,7 +429,7 @@ static int transition_ok(enum ibv_qp_type type, enum ibv_qp_state from, enum ibv
 	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
 		return (attrs & ~IBV_QP_CUR_STATE) == 0; /* from any state, taking nothing else */
 	const struct transition *table = type == IBV_QPT_UC ? uc_transitions : type == IBV_QPT_UD ? ud_transitions : transitions;
-	size_t n = type == IBV_QPT_UC   ? sizeof(uc_transitions) / sizeof(uc_transitions[0])
+	size_t n = type == IBV_QPT_UC	? sizeof(uc_transitions) / sizeof(uc_transitions[0])
 		   : type == IBV_QPT_UD ? sizeof(ud_transitions) / sizeof(ud_transitions[0])
 					: sizeof(transitions) / sizeof(transitions[0]);
 	for (size_t i = 0; i < n; i++)
@@ -437,9 +441,9 @@ static int transition_ok(enum ibv_qp_type type, enum ibv_qp_state from, enum ibv
 /* InfiniBand's 5-bit RNR timer: the delay an RNR NAK asks for, in nanoseconds (0 is the longest, 655.36 ms). */
 static uint64_t rnr_timer_ns(uint8_t t)
 {
-	static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,   160,    240,    320,
-					480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,   10240,  15360,
-					20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,	    80,	    120,    160,    240,   320,
+					480,	640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
+					20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
 	return (uint64_t)us[t & 31] * 1000;
 }
 
@@ -508,8 +512,8 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
 	} else if (!e && to == IBV_QPS_RTR) {
 		const char *peer = peer_of_lid(ctx, attr->ah_attr.dlid);
 		if (!peer) {
-			pw_log(PW_WARN, "ibv_modify_qp: LID %u is neither node %s's (%u) nor any of its peers'", attr->ah_attr.dlid, ctx->node_id,
-			       ctx->lid);
+			pw_log(PW_WARN, "ibv_modify_qp: LID %u is neither node %s's (%u) nor any of its peers'", attr->ah_attr.dlid,
+			       ctx->node_id, ctx->lid);
 			e = EINVAL;
 		} else {
 			address.node_id = (char *)peer;
@@ -639,4 +643,3 @@ EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 	struct pw_qp *p = (struct pw_qp *)qp;
 	return p->batch ? &p->qp_ex : NULL;
 }
-
