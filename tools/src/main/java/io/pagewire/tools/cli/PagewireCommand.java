@@ -38,7 +38,23 @@ public final class PagewireCommand {
     /** Runs the command line with a given environment; returns the exit code. */
     public static int run(Map<String, String> environment, String... args) {
         CommandLine commandLine = new CommandLine(new PagewireCommand(), new Factory(environment));
+        commandLine.setExecutionExceptionHandler(PagewireCommand::refused);
         return commandLine.execute(args);
+    }
+
+    /**
+     * What a command could not do because of what it was given or found (a missing library or program,
+     * a directory it cannot write, a node's refusal) is one line naming the command, exit code 1; anything
+     * else is a bug and keeps its stack trace.
+     */
+    private static int refused(Exception e, CommandLine command, CommandLine.ParseResult parsed) throws Exception {
+        if (e instanceof IllegalStateException || e instanceof IllegalArgumentException || e instanceof java.io.IOException
+                || e instanceof java.io.UncheckedIOException || e instanceof io.pagewire.client.PagewireException) {
+            command.getErr().println("pagewire " + command.getCommandName() + ": " + e.getMessage());
+            command.getErr().flush();
+            return 1;
+        }
+        throw e;
     }
 
     /** Gives subcommands the environment they read settings from (tests pass their own). */

@@ -54,6 +54,15 @@ class CommandLineTest {
     }
 
     @Test
+    void whatACommandCannotDoIsOneLineNotAStackTrace(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path notADirectory = Files.writeString(dir.resolve("results"), "a file where the output directory should be");
+        Run run = run(Map.of(), "experiment", "tlb-size", "--reduced", "--seed", "3", "--out", notADirectory.toString());
+        assertThat(run.exitCode()).as(run.err()).isEqualTo(1);
+        assertThat(run.err()).containsPattern("(?m)^pagewire experiment: .*" + Pattern.quote(notADirectory.toString()))
+                .doesNotContain("\tat ").doesNotContain("Exception");
+    }
+
+    @Test
     void anExperimentPrintsItsTableAndClaimsAndWritesItsCsvAndPlot(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         Run run = run(Map.of(), "experiment", "tlb-size", "--reduced", "--seed", "3", "--out", dir.toString());
         assertThat(run.out()).contains("experiment tlb-size, seed 3", "| working set (pages) | pattern", "The paper: U-Net/MM");
