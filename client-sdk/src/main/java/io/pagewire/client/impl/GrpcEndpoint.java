@@ -1,7 +1,5 @@
 package io.pagewire.client.impl;
 
-import com.google.protobuf.ByteString;
-import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -18,8 +16,6 @@ import io.pagewire.client.SharedReceiveQueue;
 import io.pagewire.client.WorkRequest;
 import io.pagewire.proto.verbs.AllocateRequest;
 import io.pagewire.proto.verbs.AllocateResponse;
-import io.pagewire.proto.verbs.AtomicWordRequest;
-import io.pagewire.proto.verbs.AtomicWordResponse;
 import io.pagewire.proto.verbs.AttachRings;
 import io.pagewire.proto.verbs.CreateEventCounterRequest;
 import io.pagewire.proto.verbs.CreateEventCounterResponse;
@@ -31,8 +27,6 @@ import io.pagewire.proto.verbs.Doorbell;
 import io.pagewire.proto.verbs.EndpointRef;
 import io.pagewire.proto.verbs.FreeRequest;
 import io.pagewire.proto.verbs.FreeResponse;
-import io.pagewire.proto.verbs.LoadRequest;
-import io.pagewire.proto.verbs.LoadResponse;
 import io.pagewire.proto.verbs.OpenSession;
 import io.pagewire.proto.verbs.PageOutRequest;
 import io.pagewire.proto.verbs.PageOutResponse;
@@ -46,17 +40,13 @@ import io.pagewire.proto.verbs.RingsAttached;
 import io.pagewire.proto.verbs.RingsOffered;
 import io.pagewire.proto.verbs.SessionEvent;
 import io.pagewire.proto.verbs.SessionRequest;
-import io.pagewire.proto.verbs.StoreRequest;
-import io.pagewire.proto.verbs.StoreResponse;
 import io.pagewire.proto.verbs.WatchCounter;
 import io.pagewire.ring.MemoryFile;
 import io.pagewire.ring.PageTableFile;
 import io.pagewire.ring.RingBell;
-import io.pagewire.ring.RingIdler;
 import io.pagewire.ring.SessionRings;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -70,7 +60,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
@@ -98,8 +87,8 @@ final class GrpcEndpoint implements Endpoint {
     private volatile boolean closed;
     /** The session's rings once the node switched to them; null while everything uses the stream. */
     private volatile RingClient rings;
-    /** This process as the node's CPU (its memory mapped), or null: store, load and waits are calls. */
-    private volatile CpuMemory cpu;
+    /** The endpoint's memory as this process reaches it: directly where the node shares it, else by calls. */
+    private final EndpointMemory memory;
     /** CPU faults raised on the ring and not answered yet, by token. */
     private final Map<Long, CompletableFuture<Void>> faults = new ConcurrentHashMap<>();
     private final AtomicLong nextFaultToken = new AtomicLong(1);
@@ -107,6 +96,7 @@ final class GrpcEndpoint implements Endpoint {
 
     GrpcEndpoint(GrpcPagewire connection, String name) {
         this.connection = connection;
+        this.memory = new EndpointMemory(connection);
         connection.sessionStub().session(new ClientResponseObserver<SessionRequest, SessionEvent>() {
             @Override
             public void beforeStart(ClientCallStreamObserver<SessionRequest> requestStream) {
@@ -155,6 +145,7 @@ final class GrpcEndpoint implements Endpoint {
             case OPENED -> {
                 ref = EndpointRef.newBuilder().setEndpointId(event.getOpened().getEndpointId())
                         .setSessionKey(event.getOpened().getSessionKey()).build();
+                memory.opened(ref);
                 nodeId = event.getOpened().getNodeId();
                 pageSize = event.getOpened().getPageSize();
                 if (connection.options().sharedMemory()) {
@@ -177,7 +168,7 @@ final class GrpcEndpoint implements Endpoint {
                     rings = new RingClient(mapped, ringEvents(), this::ringNode, connection.options().busyPoll(),
                             connection.options().ringSleepLimit().toNanos(),
                             "pagewire-sdk-rings-" + ref.getEndpointId(), RingBell.connect(mapped.path()));
-                    cpu = mapMemory(event.getRingsActive());
+                    memory.direct(mapMemory(event.getRingsActive()), rings);
                 }
                 opened.complete(this);
             }
@@ -557,182 +548,62 @@ final class GrpcEndpoint implements Endpoint {
 
     @Override
     public boolean sharesMemory() {
-        return cpu != null;
-    }
-
-    /** This process as the node's CPU for [address, +length), or null when those pages are reached by calls. */
-    private CpuMemory cpuFor(long address, long length) {
-        CpuMemory c = cpu;
-        return c != null && c.covers(address, Math.max(1, length)) ? c : null;
+        return memory.sharesMemory();
     }
 
     @Override
     public void store(long address, byte[] data) {
-        CpuMemory c = cpuFor(address, data.length);
-        if (c != null) {
-            c.store(address, data, 0, data.length);
-        } else {
-            join(storeAsync(address, data));
-        }
+        memory.store(address, data);
     }
 
     @Override
     public void store(long address, ByteBuffer src) {
-        CpuMemory c = cpuFor(address, src.remaining());
-        if (c != null) {
-            c.store(address, src);
-        } else {
-            join(Calls.<StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
-                    .setEndpoint(ref).setAddress(address).setData(ByteString.copyFrom(src)).build(), o)));
-        }
+        memory.store(address, src);
     }
 
     @Override
     public void load(long address, ByteBuffer dst) {
-        CpuMemory c = cpuFor(address, dst.remaining());
-        if (c != null) {
-            c.load(address, dst);
-        } else {
-            dst.put(load(address, dst.remaining()));
-        }
+        memory.load(address, dst);
     }
 
     @Override
     public long loadLong(long address) {
-        CpuMemory c = cpuFor(address, 8);
-        if (c != null) {
-            return c.loadLong(address);
-        }
-        requireAligned(address);
-        return ByteBuffer.wrap(load(address, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        return memory.loadLong(address);
     }
 
     @Override
     public void storeLong(long address, long value) {
-        CpuMemory c = cpuFor(address, 8);
-        if (c != null) {
-            c.storeLong(address, value);
-        } else {
-            requireAligned(address);
-            store(address, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, value).array());
-        }
+        memory.storeLong(address, value);
     }
 
     @Override
     public long compareAndSwapLong(long address, long expected, long value) {
-        CpuMemory c = cpuFor(address, 8);
-        return c != null ? c.compareAndSwapLong(address, expected, value)
-                : atomicWord(address, AtomicWordRequest.Op.COMPARE_SWAP, expected, value);
+        return memory.compareAndSwapLong(address, expected, value);
     }
 
     @Override
     public long fetchAddLong(long address, long delta) {
-        CpuMemory c = cpuFor(address, 8);
-        return c != null ? c.fetchAddLong(address, delta) : atomicWord(address, AtomicWordRequest.Op.FETCH_ADD, delta, 0);
-    }
-
-    private long atomicWord(long address, AtomicWordRequest.Op op, long operand, long swap) {
-        return join(Calls.<AtomicWordResponse>unary(o -> connection.stub().atomicWord(AtomicWordRequest.newBuilder().setEndpoint(ref)
-                .setAddress(address).setOp(op).setOperand(operand).setSwap(swap).build(), o))).getBefore();
-    }
-
-    private static void requireAligned(long address) {
-        if ((address & 7) != 0) {
-            throw new IllegalArgumentException(String.format("a word access needs an 8-byte aligned address, not 0x%x", address));
-        }
+        return memory.fetchAddLong(address, delta);
     }
 
     @Override
     public long awaitChange(long address, long value, Duration timeout) {
-        long deadlineNs = System.nanoTime() + Math.min(timeout.toNanos(), Long.MAX_VALUE / 4);
-        CpuMemory c = cpuFor(address, 8);
-        RingClient r = rings;
-        if (c == null || r == null) {
-            return pollChange(address, value, deadlineNs);
-        }
-        boolean busy = connection.options().busyPoll();
-        long spinUntil = System.nanoTime() + Errors.SPIN_NS;
-        while (true) {
-            long now = c.loadLong(address);
-            long t = System.nanoTime();
-            if (now != value || t - deadlineNs >= 0) {
-                return now;
-            }
-            if (busy) {
-                // Spinning, then yielding between looks: a waiter that never yields starves, on a
-                // small machine, the node threads that bring the write it waits for.
-                RingIdler.backOff(spinUntil);
-                continue;
-            }
-            if (t - spinUntil < 0) {
-                Thread.onSpinWait();
-                continue;
-            }
-            // Asleep until the node places data over the word (its bell), or the ring's sleep limit.
-            r.watchAddress(address);
-            try {
-                r.await(() -> c.peekLong(address, ~value) != value, deadlineNs);
-            } finally {
-                r.watchAddress(0);
-            }
-        }
-    }
-
-    /** A wait on memory without the node's memory mapped: loads, further and further apart (up to 1 ms). */
-    private long pollChange(long address, long value, long deadlineNs) {
-        long pauseNs = 10_000;
-        while (true) {
-            long now = loadLong(address);
-            long left = deadlineNs - System.nanoTime();
-            if (now != value || left <= 0) {
-                return now;
-            }
-            LockSupport.parkNanos(Math.min(pauseNs, left));
-            pauseNs = Math.min(pauseNs * 2, 1_000_000);
-        }
+        return memory.awaitChange(address, value, timeout);
     }
 
     @Override
     public CompletableFuture<Void> storeAsync(long address, byte[] data) {
-        CpuMemory c = cpuFor(address, data.length);
-        if (c != null) {
-            try {
-                c.store(address, data, 0, data.length);
-                return CompletableFuture.completedFuture(null);
-            } catch (RuntimeException e) {
-                return CompletableFuture.failedFuture(e);
-            }
-        }
-        return Calls.<StoreResponse>unary(o -> connection.stub().store(StoreRequest.newBuilder()
-                .setEndpoint(ref).setAddress(address).setData(UnsafeByteOperations.unsafeWrap(data)).build(), o)).thenApply(r -> null);
+        return memory.storeAsync(address, data);
     }
 
     @Override
     public byte[] load(long address, int length) {
-        CpuMemory c = cpuFor(address, length);
-        if (c != null && length >= 0) {
-            byte[] data = new byte[length];
-            c.load(address, data, 0, length);
-            return data;
-        }
-        return join(loadAsync(address, length));
+        return memory.load(address, length);
     }
 
     @Override
     public CompletableFuture<byte[]> loadAsync(long address, int length) {
-        CpuMemory c = cpuFor(address, length);
-        if (c != null && length >= 0) {
-            try {
-                byte[] data = new byte[length];
-                c.load(address, data, 0, length);
-                return CompletableFuture.completedFuture(data);
-            } catch (RuntimeException e) {
-                return CompletableFuture.failedFuture(e);
-            }
-        }
-        return Calls.<LoadResponse>unary(o -> connection.stub().load(
-                LoadRequest.newBuilder().setEndpoint(ref).setAddress(address).setLength(length).build(), o))
-                .thenApply(r -> r.getData().toByteArray());
+        return memory.loadAsync(address, length);
     }
 
     @Override
