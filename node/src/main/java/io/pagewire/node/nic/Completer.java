@@ -15,6 +15,7 @@ import java.util.concurrent.CompletionException;
  */
 final class Completer {
     private final QueuePair qp;
+    private final PairCompletions completions;
     private final NicServices nic;
     private final NicCounters counters;
     private final DmaEngine dma;
@@ -26,6 +27,7 @@ final class Completer {
 
     Completer(QueuePair qp, SendQueue sq, Recovery recovery, LocalFaults faults) {
         this.qp = qp;
+        this.completions = qp.completions();
         this.nic = qp.resources().services();
         this.counters = nic.counters();
         this.dma = nic.dma();
@@ -245,7 +247,7 @@ final class Completer {
                 finished++;
                 // A finished READ or FETCH_ADD acknowledges itself and everything before it.
                 sq.ackedThrough = Math.max(sq.ackedThrough, wqe.psnLast());
-                qp.complete(wqe, CompletionStatus.SUCCESS, null);
+                completions.complete(wqe, CompletionStatus.SUCCESS, null);
                 if (wqe.localAfter != null) {
                     for (SendWqe.LocalOperation op : wqe.localAfter) {
                         finishLocally(op);
@@ -347,9 +349,9 @@ final class Completer {
         while (!wqes.isEmpty()) {
             SendWqe wqe = wqes.removeFirst();
             if (wqe == failed) {
-                qp.complete(wqe, status, error);
+                completions.complete(wqe, status, error);
             } else {
-                qp.complete(wqe, CompletionStatus.FLUSHED, flushReason);
+                completions.complete(wqe, CompletionStatus.FLUSHED, flushReason);
             }
             if (wqe.localAfter != null) {
                 // They ran when posted; their completions are flushed with the rest of the queue.

@@ -1,7 +1,6 @@
 package io.pagewire.node.nic;
 
 import io.pagewire.proto.fabric.Opcode;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -19,22 +18,6 @@ import java.util.function.BiConsumer;
  * flushes everything still posted, as an RC queue pair does.
  */
 public final class QueuePair implements AutoCloseable {
-    /** Where the queue pair is in its life. */
-    public enum State {
-        /** Created (or reset), not yet connected to a peer: receives may be posted. */
-        INIT,
-        /** Connected for receiving (RTR): the peer's requests are executed and answered; nothing is sent yet. */
-        READY_TO_RECEIVE,
-        /** Connected (RTS): requests flow both ways. */
-        READY,
-        /** Draining the send queue (SQD): requests already started finish, later ones wait for RTS. */
-        DRAINING,
-        /** A request failed, or the owner moved it here; everything posted was flushed and new requests complete as flushed. */
-        ERROR,
-        /** Closed by its owner. */
-        CLOSED
-    }
-
     /**
      * InfiniBand's connected transports: RC acknowledges, retries and reports every request's outcome;
      * UC sends WRITEs and SENDs once, completes them when they leave, and its responder drops (and
@@ -60,23 +43,14 @@ public final class QueuePair implements AutoCloseable {
     private final ReceiveQueue receives;
     /** The shared receive queue its SENDs draw from, or null when it has its own. */
     private final SharedReceiveQueue srq;
-    private volatile State state = State.INIT;
+    private final PairLifecycle life;
+    private final PairCompletions completions;
     private volatile QpAddress peer;
     private volatile int qkey;
     /** The protection domain it belongs to (verbs' ibv_pd); 0 for none. */
     private volatile int protectionDomain;
     /** What its peer may do through it (the pair's access flags: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC); all by default. */
     private volatile Set<Access> remoteAccess = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-    /** The connection's sequence numbers and timers, as its owner last set them. */
-    private ConnectionAttributes attributes;
-    /** Whether the pair reached RTS since it was created: its first PSN is fixed from then on. */
-    private boolean sentBefore;
-    private boolean communicationEstablished;
-    /** Whether SQ_DRAINED was raised for the drain under way. */
-    private boolean drainReported;
-    /** Events raised under the lock, told to the endpoint's listener once it is released; null when none. */
-    private ArrayList<QueuePairEvent> eventsDue;
-    private String failure;
     private boolean pumping;
     private boolean pumpAgain;
     private int parkedParts;
@@ -101,13 +75,14 @@ public final class QueuePair implements AutoCloseable {
         if (srq != null) {
             srq.attach(this);
         }
+        this.life = new PairLifecycle(qpn, ConnectionAttributes.defaults(nic.context()));
+        this.completions = new PairCompletions(nic.counters(), nic.observers(), nic.clock(), cq, qpn, this::overflowed);
         SendQueue sendQueue = new SendQueue();
         Recovery recovery = new Recovery(nic, resources.armSweep());
         LocalFaults localFaults = new LocalFaults(this::onLocalFaultResolved);
         this.completer = new Completer(this, sendQueue, recovery, localFaults);
         this.requester = new Requester(this, sendQueue, recovery, localFaults, completer);
         this.responder = new Responder(this);
-        this.attributes = ConnectionAttributes.defaults(nic.context());
     }
 
     /** This pair as it waits for a lane that takes data. */
@@ -186,8 +161,8 @@ public final class QueuePair implements AutoCloseable {
         return remoteAccess.contains(right);
     }
 
-    public State state() {
-        return state;
+    public QueuePairState state() {
+        return life.state();
     }
 
     /** The peer this queue pair is connected to, or null. */
@@ -240,9 +215,7 @@ public final class QueuePair implements AutoCloseable {
     public void readyToSend(ConnectionAttributes attributes) {
         lock.lock();
         try {
-            if (state != State.READY_TO_RECEIVE && state != State.READY && state != State.DRAINING) {
-                throw new NicException("queue pair " + qpn + " cannot become ready to send: it is " + state + "; connect it (RTR) first");
-            }
+            life.checkMayBecomeReady();
             toReady(attributes);
             pump();
         } finally {
@@ -259,16 +232,10 @@ public final class QueuePair implements AutoCloseable {
     public void drainSendQueue() {
         lock.lock();
         try {
-            if (state == State.DRAINING) {
-                return;
+            if (life.drain()) {
+                requester.drain();
+                life.checkDrained(requester.drained());
             }
-            if (state != State.READY) {
-                throw new NicException("queue pair " + qpn + " cannot drain its send queue: it is " + state + ", not READY");
-            }
-            state = State.DRAINING;
-            drainReported = false;
-            requester.drain();
-            checkDrained();
         } finally {
             unlockAndSend();
         }
@@ -281,10 +248,10 @@ public final class QueuePair implements AutoCloseable {
     public void moveToError() {
         lock.lock();
         try {
-            if (state == State.CLOSED) {
+            if (life.state() == QueuePairState.CLOSED) {
                 throw new NicException("queue pair " + qpn + " is closed");
             }
-            if (state != State.ERROR) {
+            if (life.state() != QueuePairState.ERROR) {
                 acknowledgeBeforeStopping();
                 String why = "queue pair " + qpn + " was moved to ERROR by its owner";
                 enterError(null, CompletionStatus.FLUSHED, why, "flushed: " + why, false);
@@ -298,23 +265,20 @@ public final class QueuePair implements AutoCloseable {
     public ConnectionAttributes attributes() {
         lock.lock();
         try {
-            return attributes;
+            return life.attributes();
         } finally {
             lock.unlock();
         }
     }
 
     private void toReadyToReceive(QpAddress remote, ConnectionAttributes attributes) {
-        if (state != State.INIT) {
-            throw new NicException("queue pair " + qpn + " cannot connect: it is " + state + (state == State.ERROR ? "; reset it first" : ""));
-        }
+        life.checkMayConnect();
         if (datagram()) {
             // UD has no peer: each request names its destination, and any sender's datagrams are taken.
             outbox.peer(null, qpn);
             requester.connect(address());
             responder.configure(attributes, true);
-            this.attributes = attributes;
-            state = State.READY_TO_RECEIVE;
+            life.readyToReceive(attributes);
             return;
         }
         if (remote == null) {
@@ -334,32 +298,26 @@ public final class QueuePair implements AutoCloseable {
         credits.connect(remote.initialCredits());
         requester.connect(remote);
         responder.configure(attributes, true);
-        this.attributes = attributes;
-        state = State.READY_TO_RECEIVE;
+        life.readyToReceive(attributes);
     }
 
     private void toReady(ConnectionAttributes attributes) {
-        requester.configure(attributes, !sentBefore);
+        requester.configure(attributes, life.firstReady());
         responder.configure(attributes, false);
-        if (state == State.DRAINING) {
+        if (life.state() == QueuePairState.DRAINING) {
             requester.resume();
         }
-        this.attributes = sentBefore ? attributes.withPsns(this.attributes.sendPsn(), this.attributes.receivePsn())
-                : attributes.withPsns(attributes.sendPsn(), this.attributes.receivePsn());
-        sentBefore = true;
-        state = State.READY;
+        life.ready(attributes);
     }
 
     /** Whether the pair executes its peer's requests: connected, and not failed. */
     boolean receiving() {
-        State s = state;
-        return s == State.READY || s == State.DRAINING || s == State.READY_TO_RECEIVE;
+        return life.receiving();
     }
 
     /** Whether the pair sends: RTS, or draining what it started. */
     boolean sending() {
-        State s = state;
-        return s == State.READY || s == State.DRAINING;
+        return life.sending();
     }
 
     /**
@@ -402,14 +360,13 @@ public final class QueuePair implements AutoCloseable {
     public void post(List<WorkRequest> requests) {
         lock.lock();
         try {
-            checkMayPost();
+            life.checkMayPost();
             for (WorkRequest request : requests) {
                 if (sending()) {
                     checkSendQueueRoom(request);
                     requester.post(request);
                 } else {
-                    complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
-                            + (failure == null ? "" : " after an earlier failure: " + failure), 0);
+                    completions.complete(request, CompletionStatus.FLUSHED, life.flushedBecause(), 0);
                 }
             }
             pump();
@@ -425,11 +382,10 @@ public final class QueuePair implements AutoCloseable {
     public void postEach(List<WorkRequest> requests, BiConsumer<WorkRequest, NicException> refused) {
         lock.lock();
         try {
-            checkMayPost();
+            life.checkMayPost();
             for (WorkRequest request : requests) {
                 if (!sending()) {
-                    complete(request, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state
-                            + (failure == null ? "" : " after an earlier failure: " + failure), 0);
+                    completions.complete(request, CompletionStatus.FLUSHED, life.flushedBecause(), 0);
                     continue;
                 }
                 try {
@@ -462,22 +418,15 @@ public final class QueuePair implements AutoCloseable {
         lock.lock();
         try {
             for (ReceiveRequest request : requests) {
-                switch (state) {
-                    case INIT, READY_TO_RECEIVE, READY, DRAINING -> receives.post(endpoint, request);
-                    case ERROR -> completeReceive(request, Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, "queue pair " + qpn
-                            + " is ERROR" + (failure == null ? "" : " after an earlier failure: " + failure), false, 0, false);
-                    case CLOSED -> throw new NicException("queue pair " + qpn + " is closed");
+                if (life.takesReceives()) {
+                    receives.post(endpoint, request);
+                } else {
+                    completions.completeReceive(request, Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, life.flushedBecause(), false, 0,
+                            false);
                 }
             }
         } finally {
             unlockAndSend();
-        }
-    }
-
-    /** Sends may be posted from RTS on (and in SQD, or in ERROR, where they complete as flushed); before, they are refused. */
-    private void checkMayPost() {
-        if (state == State.INIT || state == State.READY_TO_RECEIVE) {
-            throw new NicException("queue pair " + qpn + " is not connected for sending yet (it is " + state + "; sends need RTS)");
         }
     }
 
@@ -525,11 +474,10 @@ public final class QueuePair implements AutoCloseable {
     public void close() {
         lock.lock();
         try {
-            if (state == State.CLOSED) {
+            acknowledgeBeforeStopping();
+            if (!life.close()) {
                 return;
             }
-            acknowledgeBeforeStopping();
-            state = State.CLOSED;
             completer.failAll(null, CompletionStatus.FLUSHED, null, "queue pair " + qpn + " was closed");
             flushReceives("queue pair " + qpn + " was closed");
             if (srq != null) {
@@ -550,11 +498,10 @@ public final class QueuePair implements AutoCloseable {
     void discard() {
         lock.lock();
         try {
-            if (state == State.CLOSED) {
+            acknowledgeBeforeStopping();
+            if (!life.close()) {
                 return;
             }
-            acknowledgeBeforeStopping();
-            state = State.CLOSED;
             completer.discardAll();
             responder.discardMessage();
             if (srq == null) {
@@ -608,10 +555,7 @@ public final class QueuePair implements AutoCloseable {
                 case READ_RESPONSE -> completer.onReadResponse(packet, outbox);
                 case ATOMIC_ACKNOWLEDGE -> completer.onAtomicAcknowledge(packet, outbox);
                 default -> {
-                    if (state == State.READY_TO_RECEIVE && !communicationEstablished) {
-                        communicationEstablished = true;
-                        raise(QueuePairEvent.COMMUNICATION_ESTABLISHED);
-                    }
+                    life.requestArrived();
                     responder.onRequest(packet, outbox);
                 }
             }
@@ -772,55 +716,30 @@ public final class QueuePair implements AutoCloseable {
         return out.next().setDstQpn(p == null ? 0 : p.qpn()).setSrcQpn(qpn).setPsn(psn).setOpcode(opcode);
     }
 
-    void complete(SendWqe wqe, CompletionStatus status, String error) {
-        complete(wqe.wr, status, error, wqe.atomicResult);
-        if (wqe.wr.signaled() || status != CompletionStatus.SUCCESS) {
-            // Latency is told for the completions an application sees (a CQE), as a NIC reports them: a
-            // histogram record per unsignalled request cost a tenth of a sending node's loop at 0.5 Mpps.
-            MemoryRegion first = wqe.firstRegion();
-            nic.observers().completed(wqe.wr.opcode(), first == null ? null : first.mode(), status, wqe.wr.length(),
-                    nic.clock().nanoTime() - wqe.postedNs);
-        }
+    /** Where the pair's requests and receives complete. */
+    PairCompletions completions() {
+        return completions;
     }
 
-    private void complete(WorkRequest wr, CompletionStatus status, String error, long value) {
-        long bytes = status == CompletionStatus.SUCCESS ? wr.length() : 0;
-        NicCounters counters = nic.counters();
-        counters.countCompletion(status);
-        if (status == CompletionStatus.SUCCESS) {
-            NicCounter kind = switch (wr.opcode()) {
-                case WRITE, WRITE_WITH_NOTIFY, WRITE_WITH_IMM -> NicCounter.WRITES_COMPLETED;
-                case READ -> NicCounter.READS_COMPLETED;
-                case FETCH_ADD, COMPARE_SWAP -> NicCounter.ATOMICS_COMPLETED;
-                case SEND, SEND_WITH_IMM, SEND_WITH_INVALIDATE -> NicCounter.SENDS_COMPLETED;
-                case RECV, RECV_RDMA_WITH_IMM -> NicCounter.RECEIVES_COMPLETED;
-                case BIND_WINDOW, LOCAL_INVALIDATE -> null; // no traffic: the operation stays on this node
-            };
-            if (kind != null) {
-                counters.increment(kind);
-            }
-        }
-        if (status == CompletionStatus.SUCCESS && !wr.signaled()) {
-            return;
-        }
-        Completion completion = new Completion(wr.wrId(), qpn, wr.opcode(), status, bytes, value, error);
-        if (!cq.push(completion) && receiving()) {
-            fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
+    /** The completion queue overflowed: the pair fails, unless it already stopped receiving. */
+    private void overflowed(String error) {
+        if (receiving()) {
+            fail(null, CompletionStatus.FLUSHED, error);
         }
     }
 
     /** Completes a request that ran on this node (a window's bind or invalidation), in its place in the send queue. */
     void completeLocal(WorkRequest wr, CompletionStatus status, String error) {
-        complete(wr, status, error, 0);
+        completions.complete(wr, status, error, 0);
     }
 
     /** A request that ran on this node failed: it completes with {@code status}, the rest are flushed, the pair moves to ERROR. */
     void failLocal(WorkRequest wr, CompletionStatus status, String error) {
         if (sending()) {
-            complete(wr, status, error, 0);
+            completions.complete(wr, status, error, 0);
             enterError(null, CompletionStatus.FLUSHED, error, "flushed: queue pair " + qpn + " failed: " + error, true);
         } else {
-            complete(wr, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + state, 0);
+            completions.complete(wr, CompletionStatus.FLUSHED, "queue pair " + qpn + " is " + life.state(), 0);
         }
     }
 
@@ -837,64 +756,14 @@ public final class QueuePair implements AutoCloseable {
      * no more from it, which LAST_WQE_REACHED says.
      */
     private void enterError(SendWqe failed, CompletionStatus status, String error, String flushReason, boolean fatal) {
-        state = State.ERROR;
-        failure = error;
+        life.fail(error, fatal, srq != null);
         completer.failAll(failed, status, error, flushReason);
         flushReceives(flushReason);
-        if (fatal) {
-            raise(QueuePairEvent.FATAL);
-        }
-        if (srq != null) {
-            raise(QueuePairEvent.LAST_WQE_REACHED);
-        }
         returnCreditsIfDone();
-    }
-
-    /** Queues an event for the endpoint's listener, told once the lock is released (lock held). */
-    private void raise(QueuePairEvent event) {
-        if (eventsDue == null) {
-            eventsDue = new ArrayList<>(2);
-        }
-        eventsDue.add(event);
-    }
-
-    /** In SQD, once every request started before the drain is finished: SQ_DRAINED, once (lock held). */
-    private void checkDrained() {
-        if (!drainReported && requester.drained()) {
-            drainReported = true;
-            raise(QueuePairEvent.SEND_QUEUE_DRAINED);
-        }
     }
 
     ReceiveQueue receives() {
         return receives;
-    }
-
-    /** Completes a posted receive on this queue pair's completion queue. */
-    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
-            boolean hasImmediate, int immediate, boolean solicited) {
-        completeReceive(request, opcode, status, bytes, error, hasImmediate, immediate, solicited, false);
-    }
-
-    /** As above, for a receive whose SEND invalidated the window {@code immediate} names when {@code invalidated}. */
-    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
-            boolean hasImmediate, int immediate, boolean solicited, boolean invalidated) {
-        completeReceive(request, opcode, status, bytes, error, hasImmediate, immediate, solicited, invalidated, null);
-    }
-
-    /** As above, for a UD receive from {@code source}. */
-    void completeReceive(ReceiveRequest request, Completion.Opcode opcode, CompletionStatus status, long bytes, String error,
-            boolean hasImmediate, int immediate, boolean solicited, boolean invalidated, Datagram source) {
-        NicCounters counters = nic.counters();
-        counters.countCompletion(status);
-        if (status == CompletionStatus.SUCCESS) {
-            counters.increment(NicCounter.RECEIVES_COMPLETED);
-        }
-        Completion completion = new Completion(request.wrId(), qpn, opcode, status, status == CompletionStatus.SUCCESS ? bytes : 0, 0,
-                error, hasImmediate, immediate, solicited, invalidated, source);
-        if (!cq.push(completion) && receiving()) {
-            fail(null, CompletionStatus.FLUSHED, "completion queue " + cq.id() + " overflowed (capacity pagewire.nic.cqCapacity)");
-        }
     }
 
     /** Completes as flushed the receive a message was landing in, and those posted to its own queue (a shared one keeps its own). */
@@ -904,7 +773,7 @@ public final class QueuePair implements AutoCloseable {
             return;
         }
         for (ReceiveQueue.Posted posted = receives.take(); posted != null; posted = receives.take()) {
-            completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
+            completions.completeReceive(posted.request(), Completion.Opcode.RECV, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
         }
     }
 
@@ -928,16 +797,15 @@ public final class QueuePair implements AutoCloseable {
     }
 
     private void unlockAndSend() {
-        ArrayList<QueuePairEvent> events = null;
+        List<QueuePairEvent> events = null;
         try {
             if (lock.getHoldCount() == 1) {
-                if (state == State.DRAINING) {
-                    checkDrained();
+                if (life.state() == QueuePairState.DRAINING) {
+                    life.checkDrained(requester.drained());
                 }
                 outbox.flush();
                 cq.flush();
-                events = eventsDue;
-                eventsDue = null;
+                events = life.takeEvents();
             }
         } finally {
             lock.unlock();
@@ -955,7 +823,7 @@ public final class QueuePair implements AutoCloseable {
      * pairs from being created) and nothing it parked is still waiting for its page.
      */
     private void returnCreditsIfDone() {
-        if ((state == State.CLOSED || state == State.ERROR) && parkedParts == 0) {
+        if (life.ended() && parkedParts == 0) {
             credits.returnToPool();
         }
     }
@@ -979,6 +847,6 @@ public final class QueuePair implements AutoCloseable {
     @Override
     public String toString() {
         QpAddress p = peer;
-        return "queue pair " + qpn + " of " + endpoint + (p == null ? "" : " to " + p.node() + "/" + p.qpn()) + " (" + state + ")";
+        return "queue pair " + qpn + " of " + endpoint + (p == null ? "" : " to " + p.node() + "/" + p.qpn()) + " (" + life.state() + ")";
     }
 }

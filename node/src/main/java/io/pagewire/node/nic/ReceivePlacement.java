@@ -44,6 +44,7 @@ final class ReceivePlacement {
     }
 
     private final QueuePair qp;
+    private final PairCompletions completions;
     private final NicServices nic;
     private final NicCounters counters;
     private final DmaEngine dma;
@@ -73,6 +74,7 @@ final class ReceivePlacement {
 
     ReceivePlacement(QueuePair qp) {
         this.qp = qp;
+        this.completions = qp.completions();
         this.nic = qp.resources().services();
         this.counters = nic.counters();
         this.dma = nic.dma();
@@ -359,13 +361,13 @@ final class ReceivePlacement {
         ReceiveRequest buffer = posted.request();
         String foreign = protectionMismatch(posted.regions());
         if (foreign != null) {
-            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, foreign, false, 0, false);
+            completions.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, foreign, false, 0, false);
             return;
         }
         int size = packet.payloadLength();
         long bytes = (long) Datagram.GRH_BYTES + size;
         if (bytes > buffer.length()) {
-            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_LENGTH_ERROR, 0, "length error: a datagram of "
+            completions.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_LENGTH_ERROR, 0, "length error: a datagram of "
                     + size + " bytes and its 40-byte GRH do not fit the " + buffer.length() + "-byte receive buffer", false, 0, false);
             return;
         }
@@ -376,10 +378,10 @@ final class ReceivePlacement {
         } catch (SystemBufferFullException e) {
             direct = -1;
         } catch (RegionInvalidException | BadAddressException e) {
-            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, e.getMessage(), false, 0, false);
+            completions.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_PROTECTION_ERROR, 0, e.getMessage(), false, 0, false);
             return;
         } catch (KernelException e) {
-            qp.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_MEMORY_ERROR, 0, e.getMessage(), false, 0, false);
+            completions.completeReceive(buffer, Completion.Opcode.RECV, CompletionStatus.LOCAL_MEMORY_ERROR, 0, e.getMessage(), false, 0, false);
             return;
         }
         if (direct < 0) {
@@ -436,7 +438,7 @@ final class ReceivePlacement {
         if (receiving != null) {
             ReceiveRequest buffer = receiving.request();
             receiving = null;
-            qp.completeReceive(buffer, Completion.Opcode.RECV, status, 0, reason, false, 0, false);
+            completions.completeReceive(buffer, Completion.Opcode.RECV, status, 0, reason, false, 0, false);
         }
     }
 
@@ -447,7 +449,7 @@ final class ReceivePlacement {
             ReceiveRequest buffer = immediateReceive.request();
             immediateReceive = null;
             immediateReceivePsn = -1;
-            qp.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
+            completions.completeReceive(buffer, Completion.Opcode.RECV_RDMA_WITH_IMM, CompletionStatus.FLUSHED, 0, reason, false, 0, false);
         }
     }
 
@@ -618,7 +620,7 @@ final class ReceivePlacement {
             deliver(delivery.counter());
         } else {
             Integer immediate = delivery.immediate();
-            qp.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
+            completions.completeReceive(delivery.receive(), delivery.opcode(), CompletionStatus.SUCCESS, delivery.bytes(), null,
                     immediate != null && !delivery.invalidated(), immediate == null ? 0 : immediate, delivery.solicited(), delivery.invalidated(),
                     delivery.source());
         }

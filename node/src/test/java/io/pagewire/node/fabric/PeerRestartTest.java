@@ -12,6 +12,7 @@ import io.pagewire.node.nic.CompletionStatus;
 import io.pagewire.node.nic.Endpoint;
 import io.pagewire.node.nic.MemoryRegion;
 import io.pagewire.node.nic.QueuePair;
+import io.pagewire.node.nic.QueuePairState;
 import io.pagewire.node.nic.RegistrationMode;
 import io.pagewire.node.nic.WorkRequest;
 import java.util.concurrent.TimeUnit;
@@ -67,7 +68,7 @@ class PeerRestartTest {
             assertThat(failed).as("the write to the old node-2 ended\n" + qp.describe()).isNotNull();
             assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_OPERATIONAL_ERROR);
             assertThat(failed.error()).contains("node-2 restarted").contains("queue pair " + far.qpn() + " no longer exists");
-            assertThat(qp.state()).isEqualTo(QueuePair.State.ERROR);
+            assertThat(qp.state()).isEqualTo(QueuePairState.ERROR);
         } finally {
             if (twoAgain != null) {
                 twoAgain.close();

@@ -29,7 +29,7 @@ class CreditEnforcementTest {
                 assertThatThrownBy(() -> fresh.connect(new QpAddress(real.node(), real.qpn(), credits, real.pageSize())))
                         .as(credits + " credits").isInstanceOf(NicException.class).hasMessageContaining("give the address CreateQueuePair returned");
             }
-            assertThat(fresh.state()).isEqualTo(QueuePair.State.INIT);
+            assertThat(fresh.state()).isEqualTo(QueuePairState.INIT);
         }
     }
 
@@ -89,11 +89,11 @@ class CreditEnforcementTest {
             doomed.post(WorkRequest.write(1, from.lkey(), src, 4096, 0x1000, 424242));
             Completion failed = nics.take(nics.cqb, "the write with a made-up rkey");
             assertThat(failed.status()).isEqualTo(CompletionStatus.REMOTE_ACCESS_ERROR);
-            assertThat(doomed.state()).isEqualTo(QueuePair.State.ERROR);
+            assertThat(doomed.state()).isEqualTo(QueuePairState.ERROR);
             // The completion can reach the queue a moment before the failing NIC thread hands the credits back.
             TestData.awaitTrue(() -> nics.b.creditsGranted() == 2, 10_000, "the failed pair's credits came back");
             QueuePair next = nics.b.createQueuePair(nics.eb, nics.cqb);
-            assertThat(next.state()).as("created with the failed pair's credits").isEqualTo(QueuePair.State.INIT);
+            assertThat(next.state()).as("created with the failed pair's credits").isEqualTo(QueuePairState.INIT);
             doomed.close();
             assertThatThrownBy(() -> nics.b.createQueuePair(nics.eb, nics.cqb)).as("closing a failed pair returns nothing twice")
                     .isInstanceOf(NicException.class).hasMessageContaining("no receive credits left");

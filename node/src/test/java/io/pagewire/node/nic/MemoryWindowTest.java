@@ -117,7 +117,7 @@ class MemoryWindowTest {
         Completion again = nics.take(nics.cqb, "a second bind of a bound type 2 window");
         assertThat(again.status()).isEqualTo(CompletionStatus.MEMORY_WINDOW_BIND_ERROR);
         assertThat(again.error()).contains("invalidate it first");
-        assertThat(nics.qb.state()).isEqualTo(QueuePair.State.ERROR);
+        assertThat(nics.qb.state()).isEqualTo(QueuePairState.ERROR);
 
         QueuePair qb = nics.b.reset(nics.qb);
         QueuePair qa = nics.a.reset(nics.qa);

@@ -65,7 +65,7 @@ class QueuePairStatesTest {
         nics.qa.postReceive(new ReceiveRequest(14, src.lkey(), src.address(), 8));
         assertThat(nics.take(nics.cqa, "post after ERROR").status()).isEqualTo(CompletionStatus.FLUSHED);
         assertThat(nics.take(nics.cqa, "receive after ERROR").status()).isEqualTo(CompletionStatus.FLUSHED);
-        assertThat(nics.qa.state()).isEqualTo(QueuePair.State.ERROR);
+        assertThat(nics.qa.state()).isEqualTo(QueuePairState.ERROR);
         assertThat(eventsA).as("the owner's own move raises no QP_FATAL").isEmpty();
     }
 
@@ -116,7 +116,7 @@ class QueuePairStatesTest {
         QueuePair freshA = nics.a.reset(nics.qa);
         QueuePair freshB = nics.b.reset(nics.qb);
         assertThat(freshA.qpn()).isEqualTo(nics.qa.qpn());
-        assertThat(freshA.state()).isEqualTo(QueuePair.State.INIT);
+        assertThat(freshA.state()).isEqualTo(QueuePairState.INIT);
         assertThat(nics.cqa.poll()).as("RESET drops what was posted without completions").isNull();
         assertThat(nics.a.queuePair(freshA.qpn())).isSameAs(freshA);
 

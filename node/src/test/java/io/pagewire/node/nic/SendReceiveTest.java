@@ -243,7 +243,7 @@ class SendReceiveTest {
         Completion flushed = take(cqb, "the other receive");
         assertThat(flushed.wrId()).isEqualTo(2);
         assertThat(flushed.status()).as("the receiving queue pair failed, flushing what was posted").isEqualTo(CompletionStatus.FLUSHED);
-        assertThat(qb.state()).isEqualTo(QueuePair.State.ERROR);
+        assertThat(qb.state()).isEqualTo(QueuePairState.ERROR);
     }
 
     @ParameterizedTest

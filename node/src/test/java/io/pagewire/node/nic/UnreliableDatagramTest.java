@@ -192,7 +192,7 @@ class UnreliableDatagramTest {
         assertThat(failed.status()).isEqualTo(CompletionStatus.LOCAL_LENGTH_ERROR);
         ua.post(datagram(2, src, data.length, ub, QKEY));
         assertThat(nics.takeSuccess(received, "the next receive").wrId()).isEqualTo(2);
-        assertThat(ub.state()).isEqualTo(QueuePair.State.READY);
+        assertThat(ub.state()).isEqualTo(QueuePairState.READY);
     }
 
     @Test
