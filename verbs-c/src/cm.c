@@ -9,6 +9,9 @@
  * resolve from that node's address, and their verbs context is that device's.
  */
 #include "cm_objects.h"
+#include "cm.h"
+#include "cm_multicast.h"
+#include "cm_qp.h"
 
 /* ---- the node: one control connection, the first device, and the ids by number ---- */
 
@@ -56,7 +59,7 @@ static int ids_add(struct cm_id *id)
 	return e;
 }
 
-static struct cm_id *ids_find(uint32_t number)
+struct cm_id *cm_ids_find(uint32_t number)
 {
 	struct cm_id *found = NULL;
 	pthread_mutex_lock(&cm_lock);
@@ -78,7 +81,7 @@ static void ids_remove(struct cm_id *id)
 
 /* ---- addresses ---- */
 
-static void address_of(const struct sockaddr *sa, ProtobufCBinaryData *ip, uint32_t *port)
+void cm_address_of(const struct sockaddr *sa, ProtobufCBinaryData *ip, uint32_t *port)
 {
 	ip->len = 0;
 	ip->data = NULL;
@@ -116,7 +119,7 @@ static void sockaddr_of(const Pagewire__Verbs__V1__CmAddress *a, struct sockaddr
 	}
 }
 
-static void set_route(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress *src, const Pagewire__Verbs__V1__CmAddress *dst)
+void cm_set_route(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress *src, const Pagewire__Verbs__V1__CmAddress *dst)
 {
 	if (src && src->ip.len)
 		sockaddr_of(src, &id->id.route.addr.src_storage);
@@ -127,7 +130,7 @@ static void set_route(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress *sr
 /* ---- calls ---- */
 
 /* One operation on an id; fills *reply when asked. Returns 0, or the errno librdmacm returns (logged). */
-static int cm_call(struct cm_id *id, Pagewire__Verbs__V1__CmCallRequest *req, Pagewire__Verbs__V1__CmCallResponse **reply_out)
+int cm_call(struct cm_id *id, Pagewire__Verbs__V1__CmCallRequest *req, Pagewire__Verbs__V1__CmCallResponse **reply_out)
 {
 	struct cm_channel *chan = (struct cm_channel *)id->id.channel;
 	Pagewire__Verbs__V1__CmChannelRef ref = PAGEWIRE__VERBS__V1__CM_CHANNEL_REF__INIT;
@@ -249,7 +252,20 @@ static void id_free(struct cm_id *id)
 	free(id);
 }
 
-static struct cm_group *group_of(struct cm_id *id, const uint8_t *ip, size_t len);
+/* An id made by a connection request, as its listen's: channel, context, device, port space, addresses. */
+struct cm_id *cm_request_id(struct cm_id *listen, uint32_t number)
+{
+	struct cm_id *child = id_new(listen->id.channel, listen->id.context, listen->id.ps, listen->id.qp_type);
+	if (!child)
+		return NULL;
+	child->number = number;
+	child->id.pd = listen->id.pd;
+	if (ids_add(child)) {
+		id_free(child);
+		return NULL;
+	}
+	return child;
+}
 
 static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
 {
@@ -295,7 +311,7 @@ EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 }
 
 /* Waits until every event reported for the id was acknowledged, as librdmacm's destroy and migrate do. */
-static void wait_for_acks(struct cm_id *id)
+void cm_wait_for_acks(struct cm_id *id)
 {
 	pthread_mutex_lock(&id->lock);
 	while (id->events_completed < id->events_reported)
@@ -319,7 +335,7 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 		rdma_ack_cm_event(id->id.event);
 		id->id.event = NULL;
 	}
-	wait_for_acks(id);
+	cm_wait_for_acks(id);
 	ids_remove(id);
 	cm_destroy_cqs(id);
 	if (id->sync)
@@ -334,7 +350,7 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
  * Reads the next event of a synchronous id's own channel (the one the operation just started leads
  * to) into id->event, acknowledging the one before, as librdmacm's ucma_complete does.
  */
-static int complete(struct cm_id *id)
+int cm_complete(struct cm_id *id)
 {
 	if (id->id.event) {
 		rdma_ack_cm_event(id->id.event);
@@ -357,14 +373,14 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 		return cm_fail(EAFNOSUPPORT);
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	Pagewire__Verbs__V1__CmAddress a = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
-	address_of(addr, &a.ip, &a.port);
+	cm_address_of(addr, &a.ip, &a.port);
 	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_BIND;
 	req.bind = &a;
 	Pagewire__Verbs__V1__CmCallResponse *reply = NULL;
 	int e = cm_call(id, &req, &reply);
 	if (e)
 		return cm_fail(e);
-	set_route(id, reply->src, NULL);
+	cm_set_route(id, reply->src, NULL);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
 }
@@ -377,8 +393,8 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src, str
 	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
 	Pagewire__Verbs__V1__CmResolveAddress r = PAGEWIRE__VERBS__V1__CM_RESOLVE_ADDRESS__INIT;
 	Pagewire__Verbs__V1__CmAddress s = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT, d = PAGEWIRE__VERBS__V1__CM_ADDRESS__INIT;
-	address_of(src, &s.ip, &s.port);
-	address_of(dst, &d.ip, &d.port);
+	cm_address_of(src, &s.ip, &s.port);
+	cm_address_of(dst, &d.ip, &d.port);
 	r.src = &s;
 	r.dst = &d;
 	r.timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 2000;
@@ -388,9 +404,9 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src, str
 	int e = cm_call(id, &req, &reply);
 	if (e)
 		return cm_fail(e);
-	set_route(id, reply->src, reply->dst);
+	cm_set_route(id, reply->src, reply->dst);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return id->sync ? complete(id) : 0;
+	return id->sync ? cm_complete(id) : 0;
 }
 
 EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
@@ -402,7 +418,7 @@ EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
 	int e = cm_call(id, &req, NULL);
 	if (e)
 		return cm_fail(e);
-	return id->sync ? complete(id) : 0;
+	return id->sync ? cm_complete(id) : 0;
 }
 
 EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
@@ -415,386 +431,12 @@ EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
 	int e = cm_call(id, &req, &reply);
 	if (e)
 		return cm_fail(e);
-	set_route(id, reply->src, NULL);
+	cm_set_route(id, reply->src, NULL);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
 }
 
-/* ---- connecting ---- */
-
-/* The device's RDMA READ and atomic depths (max_qp_rd_atom, max_qp_init_rd_atom): librdmacm's cma_dev limits. */
-static void device_rd_atomic(uint8_t *responder_resources, uint8_t *initiator_depth)
-{
-	static uint8_t responder, initiator;
-	if (!responder) {
-		struct ibv_device_attr attr;
-		int ok = device_context && ibv_query_device(device_context, &attr) == 0;
-		responder = ok && attr.max_qp_rd_atom > 0 ? (uint8_t)(attr.max_qp_rd_atom < 0xfe ? attr.max_qp_rd_atom : 0xfe) : 1;
-		initiator = ok && attr.max_qp_init_rd_atom > 0
-				    ? (uint8_t)(attr.max_qp_init_rd_atom < 0xfe ? attr.max_qp_init_rd_atom : 0xfe)
-				    : 1;
-	}
-	*responder_resources = responder;
-	*initiator_depth = initiator;
-}
-
-/* librdmacm's ucma_valid_param: an explicit depth above the device's is EINVAL (RDMA_MAX_* asks for the device's). */
-static int valid_depths(struct cm_id *id, const struct rdma_conn_param *param)
-{
-	if (id->id.ps != RDMA_PS_TCP || !param)
-		return id->id.ps == RDMA_PS_TCP && !param && !id->id.qp ? EINVAL : 0;
-	uint8_t responder, initiator;
-	device_rd_atomic(&responder, &initiator);
-	if (param->responder_resources != RDMA_MAX_RESP_RES && param->responder_resources > responder)
-		return EINVAL;
-	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > initiator)
-		return EINVAL;
-	return 0;
-}
-
-static void conn_params(Pagewire__Verbs__V1__CmConnParams *p, struct cm_id *id, const struct rdma_conn_param *param)
-{
-	p->responder_resources = id->responder_resources;
-	p->initiator_depth = id->initiator_depth;
-	if (param) {
-		p->private_data.data = (uint8_t *)param->private_data;
-		p->private_data.len = param->private_data ? param->private_data_len : 0;
-		p->retry_count = param->retry_count;
-		p->rnr_retry_count = param->rnr_retry_count;
-		p->srq = param->srq;
-		p->flow_control = param->flow_control;
-		p->qpn = param->qp_num;
-	}
-	if (id->id.qp) {
-		p->qpn = id->id.qp->qp_num;
-		p->srq = id->id.qp->srq != NULL;
-	}
-	p->psn = id->psn;
-}
-
-EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return cm_fail(EINVAL);
-	int invalid = valid_depths(id, conn_param);
-	if (invalid)
-		return cm_fail(invalid);
-	uint8_t responder, initiator;
-	device_rd_atomic(&responder, &initiator);
-	id->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ? conn_param->initiator_depth : initiator;
-	id->responder_resources =
-		conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ? conn_param->responder_resources : responder;
-	id->psn = cm_random_psn();
-	if (conn_param) {
-		/* 3-bit fields of the REQ: the kernel's rdma_connect takes at most 7 of each */
-		id->retry_count = conn_param->retry_count < 7 ? conn_param->retry_count : 7;
-		id->rnr_retry_count = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
-	} else {
-		id->retry_count = 7;
-		id->rnr_retry_count = 7;
-	}
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	Pagewire__Verbs__V1__CmConnParams p = PAGEWIRE__VERBS__V1__CM_CONN_PARAMS__INIT;
-	conn_params(&p, id, conn_param);
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_CONNECT;
-	req.connect = &p;
-	int e = cm_call(id, &req, NULL);
-	if (e)
-		return cm_fail(e);
-	return id->sync ? complete(id) : 0;
-}
-
-EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return cm_fail(EINVAL);
-	int invalid = valid_depths(id, conn_param);
-	if (invalid)
-		return cm_fail(invalid);
-	/* what this side's RTR and RTS take: its resources as accepted (RDMA_MAX_*: the request's, within the device's) */
-	uint8_t responder, initiator;
-	device_rd_atomic(&responder, &initiator);
-	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
-		id->initiator_depth = id->initiator_depth < initiator ? id->initiator_depth : initiator;
-	else
-		id->initiator_depth = conn_param->initiator_depth;
-	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
-		id->responder_resources = id->responder_resources < responder ? id->responder_resources : responder;
-	else
-		id->responder_resources = conn_param->responder_resources;
-	id->psn = cm_random_psn();
-	if (conn_param)
-		id->rnr_retry_count = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
-	if (id->id.qp && id->id.qp_type != IBV_QPT_UD) {
-		if (cm_qp_to_rtr(id) || cm_qp_to_rts(id)) {
-			int e = errno ? errno : EINVAL;
-			cm_qp_to_error(id);
-			rdma_reject(cm_id, NULL, 0);
-			return cm_fail(e);
-		}
-	}
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	Pagewire__Verbs__V1__CmConnParams p = PAGEWIRE__VERBS__V1__CM_CONN_PARAMS__INIT;
-	conn_params(&p, id, conn_param);
-	if (id->id.qp_type == IBV_QPT_UD)
-		p.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ACCEPT;
-	req.accept = &p;
-	int e = cm_call(id, &req, NULL);
-	if (e) {
-		cm_qp_to_error(id);
-		return cm_fail(e);
-	}
-	if (id->sync && id->id.qp_type != IBV_QPT_UD)
-		return complete(id);
-	if (id->sync && id->id.event) {
-		rdma_ack_cm_event(id->id.event);
-		id->id.event = NULL;
-	}
-	return 0;
-}
-
-EXPORT int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_REJECT;
-	req.reject.data = (uint8_t *)private_data;
-	req.reject.len = private_data ? private_data_len : 0;
-	int e = cm_call(id, &req, NULL);
-	return e ? cm_fail(e) : 0;
-}
-
-EXPORT int rdma_reject_ece(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
-{
-	return rdma_reject(cm_id, private_data, private_data_len);
-}
-
-EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ESTABLISH;
-	req.establish = 1;
-	int e = cm_call(id, &req, NULL);
-	return e ? cm_fail(e) : 0;
-}
-
-EXPORT int rdma_notify(struct rdma_cm_id *cm_id, enum ibv_event_type event)
-{
-	(void)cm_id;
-	(void)event;
-	return 0; /* the node learns of communication from the CM's own exchange */
-}
-
-EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	cm_qp_to_error(id);
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_DISCONNECT;
-	req.disconnect = 1;
-	int e = cm_call(id, &req, NULL);
-	return e ? cm_fail(e) : 0;
-}
-
-/*
- * As librdmacm: the node moves the id (and its events not yet read) to the new channel; the event a synchronous
- * id holds is acknowledged and its private channel goes; then the call waits for the events already read on the
- * old channel to be acknowledged, so that none is handled there after it returns.
- */
-EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id, struct rdma_event_channel *channel)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	if (id->sync && !channel)
-		return cm_fail(EINVAL);
-	int sync = !channel;
-	if (sync && !(channel = rdma_create_event_channel()))
-		return -1;
-	struct cm_channel *to = (struct cm_channel *)channel;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	Pagewire__Verbs__V1__CmChannelRef ref = PAGEWIRE__VERBS__V1__CM_CHANNEL_REF__INIT;
-	ref.channel_id = to->id;
-	ref.channel_key = to->key;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_MIGRATE;
-	req.migrate = &ref;
-	int e = cm_call(id, &req, NULL);
-	if (e) {
-		if (sync)
-			rdma_destroy_event_channel(channel);
-		return cm_fail(e);
-	}
-	if (id->sync) {
-		if (id->id.event) {
-			rdma_ack_cm_event(id->id.event);
-			id->id.event = NULL;
-		}
-		rdma_destroy_event_channel(id->id.channel);
-	}
-	pthread_mutex_lock(&id->lock);
-	id->sync = sync;
-	id->id.channel = channel;
-	pthread_mutex_unlock(&id->lock);
-	wait_for_acks(id);
-	return 0;
-}
-
 /* ---- events ---- */
-
-static const char *event_names[] = {
-	"RDMA_CM_EVENT_ADDR_RESOLVED",	 "RDMA_CM_EVENT_ADDR_ERROR",	   "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
-	"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE", "RDMA_CM_EVENT_CONNECT_ERROR",  "RDMA_CM_EVENT_UNREACHABLE",
-	"RDMA_CM_EVENT_REJECTED",	 "RDMA_CM_EVENT_ESTABLISHED",	   "RDMA_CM_EVENT_DISCONNECTED",   "RDMA_CM_EVENT_DEVICE_REMOVAL",
-	"RDMA_CM_EVENT_MULTICAST_JOIN",	 "RDMA_CM_EVENT_MULTICAST_ERROR",  "RDMA_CM_EVENT_ADDR_CHANGE",	   "RDMA_CM_EVENT_TIMEWAIT_EXIT",
-};
-
-EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
-{
-	return (unsigned)event < sizeof(event_names) / sizeof(event_names[0]) ? event_names[event] : "UNKNOWN EVENT";
-}
-
-/* An id made by a connection request, as its listen's: channel, context, device, port space, addresses. */
-static struct cm_id *request_id(struct cm_id *listen, const Pagewire__Verbs__V1__CmIdEvent *e)
-{
-	struct cm_id *child = id_new(listen->id.channel, listen->id.context, listen->id.ps, listen->id.qp_type);
-	if (!child)
-		return NULL;
-	child->number = e->id;
-	child->id.pd = listen->id.pd;
-	if (ids_add(child)) {
-		id_free(child);
-		return NULL;
-	}
-	return child;
-}
-
-static void take_peer(struct cm_id *id, const Pagewire__Verbs__V1__CmIdEvent *e)
-{
-	id->peer_lid = e->peer_lid;
-	if (e->params) {
-		id->peer_qpn = e->params->qpn;
-		id->peer_psn = e->params->psn;
-		id->peer_qkey = e->params->qkey;
-	}
-}
-
-/*
- * Turns the node's event into the program's: finds (or, for a request, makes) its id, and does what
- * librdmacm does on the way: a CONNECT_RESPONSE for an id with a queue pair connects the pair and
- * becomes ESTABLISHED; DISCONNECTED moves the pair to ERROR. Returns NULL for an event the program
- * does not see (its id is gone).
- */
-static struct cm_event *convert(const Pagewire__Verbs__V1__CmIdEvent *e)
-{
-	struct cm_event *evt = calloc(1, sizeof(*evt));
-	if (!evt)
-		return NULL;
-	struct rdma_cm_event *event = &evt->event;
-	event->event = (enum rdma_cm_event_type)e->type;
-	event->status = e->status;
-	struct cm_id *id;
-	if (e->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		struct cm_id *listen = ids_find(e->listen_id);
-		if (!listen || !(id = request_id(listen, e))) {
-			free(evt);
-			return NULL;
-		}
-		event->listen_id = &listen->id;
-		evt->counted = listen;
-		take_peer(id, e);
-		if (e->params) {
-			id->responder_resources = (uint8_t)e->params->initiator_depth;
-			id->initiator_depth = (uint8_t)e->params->responder_resources;
-			id->retry_count = (uint8_t)(e->params->retry_count < 7 ? e->params->retry_count : 7);
-			id->rnr_retry_count = (uint8_t)(e->params->rnr_retry_count < 7 ? e->params->rnr_retry_count : 7);
-		}
-	} else {
-		id = ids_find(e->id);
-		if (!id) {
-			free(evt);
-			return NULL;
-		}
-		evt->counted = id;
-	}
-	event->id = &id->id;
-	set_route(id, e->src, e->dst);
-	if (e->params && e->params->private_data.len) {
-		size_t n =
-			e->params->private_data.len < sizeof(evt->private_data) ? e->params->private_data.len : sizeof(evt->private_data);
-		memcpy(evt->private_data, e->params->private_data.data, n);
-		if (id->id.qp_type == IBV_QPT_UD) {
-			event->param.ud.private_data = evt->private_data;
-			event->param.ud.private_data_len = (uint8_t)n;
-		} else {
-			event->param.conn.private_data = evt->private_data;
-			event->param.conn.private_data_len = (uint8_t)n;
-		}
-	}
-	if (e->params && id->id.qp_type != IBV_QPT_UD) {
-		event->param.conn.responder_resources = (uint8_t)e->params->responder_resources;
-		event->param.conn.initiator_depth = (uint8_t)e->params->initiator_depth;
-		event->param.conn.flow_control = (uint8_t)e->params->flow_control;
-		event->param.conn.retry_count = (uint8_t)e->params->retry_count;
-		event->param.conn.rnr_retry_count = (uint8_t)e->params->rnr_retry_count;
-		event->param.conn.srq = (uint8_t)e->params->srq;
-		event->param.conn.qp_num = e->params->qpn;
-	}
-	switch (event->event) {
-	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		take_peer(id, e);
-		if (id->id.qp) {
-			if (cm_qp_to_rtr(id) || cm_qp_to_rts(id) || rdma_establish(&id->id)) {
-				event->status = -(errno ? errno : EINVAL);
-				event->event = RDMA_CM_EVENT_CONNECT_ERROR;
-				cm_qp_to_error(id);
-			} else {
-				event->event = RDMA_CM_EVENT_ESTABLISHED;
-			}
-		}
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		if (id->id.qp_type == IBV_QPT_UD) {
-			take_peer(id, e);
-			event->param.ud.qp_num = id->peer_qpn;
-			event->param.ud.qkey = id->peer_qkey;
-			event->param.ud.ah_attr.dlid = (uint16_t)id->peer_lid;
-			event->param.ud.ah_attr.port_num = 1;
-		}
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		cm_qp_to_error(id);
-		break;
-	case RDMA_CM_EVENT_MULTICAST_JOIN: {
-		pthread_mutex_lock(&id->lock);
-		struct cm_group *g = e->dst ? group_of(id, e->dst->ip.data, e->dst->ip.len) : NULL;
-		if (g) {
-			event->param.ud.private_data = g->context;
-			event->param.ud.ah_attr.dlid = g->lid;
-			event->param.ud.ah_attr.is_global = 1;
-			event->param.ud.ah_attr.grh.dgid = g->mgid;
-			event->param.ud.ah_attr.grh.hop_limit = 0xff;
-			event->param.ud.ah_attr.port_num = 1;
-			event->param.ud.qp_num = 0xffffff;
-			event->param.ud.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
-			if (id->id.qp && !g->attached) {
-				if (ibv_attach_mcast(id->id.qp, &g->mgid, g->lid)) {
-					event->event = RDMA_CM_EVENT_MULTICAST_ERROR;
-					event->status = -EINVAL;
-				} else {
-					g->attached = 1;
-				}
-			}
-		}
-		pthread_mutex_unlock(&id->lock);
-		break;
-	}
-	default:
-		break;
-	}
-	return evt;
-}
 
 /* Whether the channel was destroyed while this thread read it. */
 static int channel_destroyed(struct cm_channel *chan)
@@ -845,7 +487,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 		}
 		struct cm_event *evt = NULL;
 		if (msg->body_case == PAGEWIRE__VERBS__V1__CM_EVENT__BODY_EVENT)
-			evt = convert(msg->event);
+			evt = cm_event_convert(msg->event);
 		protobuf_c_message_free_unpacked(&msg->base, NULL);
 		if (!evt)
 			continue; /* for an id already destroyed, which the program does not see */
@@ -954,147 +596,4 @@ EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 		return cm_fail(EINVAL);
 	memset(ece, 0, sizeof(*ece));
 	return 0;
-}
-
-/*
- * Multicast. A group's address maps to the same LID and GID on every node (a hash of the address into
- * 0xC000..0xFFFE; the GID as IPoIB maps an IPv4 group: ff12:401b:ffff::a.b.c.d), so that datagrams any
- * member sends through the LID reach every pair attached to it. The node answers MULTICAST_JOIN at
- * once (the groups are the fabric's: no subnet manager admits members); the library attaches the
- * id's pair when the event comes, as librdmacm does.
- */
-static struct cm_group *group_of(struct cm_id *id, const uint8_t *ip, size_t len)
-{
-	for (struct cm_group *g = id->groups; g; g = g->next)
-		if (g->ip_len == len && !memcmp(g->ip, ip, len))
-			return g;
-	return NULL;
-}
-
-static void map_group(struct cm_group *g)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < g->ip_len; i++)
-		h = (h ^ g->ip[i]) * 16777619u;
-	g->lid = (uint16_t)(0xc000 + h % 0x3fff);
-	memset(&g->mgid, 0, sizeof(g->mgid));
-	if (g->ip_len == 4) {
-		static const uint8_t prefix[6] = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff};
-		memcpy(g->mgid.raw, prefix, sizeof(prefix));
-		memcpy(g->mgid.raw + 12, g->ip, 4);
-	} else {
-		memcpy(g->mgid.raw, g->ip, 16);
-	}
-}
-
-/* Takes the group joined at `ip` off the id's list (under its lock); NULL when there is none. */
-static struct cm_group *unlink_group(struct cm_id *id, const uint8_t *ip, size_t len)
-{
-	struct cm_group *g = NULL;
-	pthread_mutex_lock(&id->lock);
-	for (struct cm_group **p = &id->groups; *p; p = &(*p)->next)
-		if ((*p)->ip_len == len && !memcmp((*p)->ip, ip, len)) {
-			g = *p;
-			*p = g->next;
-			break;
-		}
-	pthread_mutex_unlock(&id->lock);
-	return g;
-}
-
-/* Tells the node of a join or a leave of group `g`. */
-static int call_multicast(struct cm_id *id, struct cm_group *g, int join)
-{
-	Pagewire__Verbs__V1__CmMulticast mc = PAGEWIRE__VERBS__V1__CM_MULTICAST__INIT;
-	mc.ip.data = g->ip;
-	mc.ip.len = g->ip_len;
-	mc.lid = g->lid;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	if (join) {
-		req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_JOIN_MULTICAST;
-		req.join_multicast = &mc;
-	} else {
-		req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_LEAVE_MULTICAST;
-		req.leave_multicast = &mc;
-	}
-	return cm_call(id, &req, NULL);
-}
-
-/* A group address as the calls take it: false (EINVAL) for no id or no IP address. */
-static int group_address(struct cm_id *id, struct sockaddr *addr, ProtobufCBinaryData *ip)
-{
-	uint32_t port;
-	address_of(addr, ip, &port);
-	return id && ip->len;
-}
-
-EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr, void *context)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	ProtobufCBinaryData ip;
-	if (!group_address(id, addr, &ip))
-		return cm_fail(EINVAL);
-	struct cm_group *g = calloc(1, sizeof(*g));
-	if (!g)
-		return cm_fail(ENOMEM);
-	memcpy(g->ip, ip.data, ip.len);
-	g->ip_len = ip.len;
-	g->context = context;
-	map_group(g);
-	/* Checked and listed at once (two joins of one group: one is EADDRINUSE), and before the call:
-	 * MULTICAST_JOIN may be read on another thread before the call returns. */
-	pthread_mutex_lock(&id->lock);
-	int joined = group_of(id, ip.data, ip.len) != NULL;
-	if (!joined) {
-		g->next = id->groups;
-		id->groups = g;
-	}
-	pthread_mutex_unlock(&id->lock);
-	if (joined) {
-		free(g);
-		return cm_fail(EADDRINUSE);
-	}
-	int e = call_multicast(id, g, 1);
-	if (e) {
-		free(unlink_group(id, g->ip, g->ip_len));
-		return cm_fail(e);
-	}
-	return 0;
-}
-
-EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
-{
-	if (!mc_join_attr || !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS))
-		return cm_fail(EINVAL);
-	if ((mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) && mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER)
-		return cm_fail(EINVAL); /* send-only members need a subnet manager's join states */
-	return rdma_join_multicast(id, mc_join_attr->addr, context);
-}
-
-EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id, struct sockaddr *addr)
-{
-	struct cm_id *id = (struct cm_id *)cm_id;
-	ProtobufCBinaryData ip;
-	if (!group_address(id, addr, &ip))
-		return cm_fail(EINVAL);
-	struct cm_group *g = unlink_group(id, ip.data, ip.len);
-	if (!g)
-		return cm_fail(EADDRNOTAVAIL);
-	if (g->attached && id->id.qp)
-		ibv_detach_mcast(id->id.qp, &g->mgid, g->lid);
-	int e = call_multicast(id, g, 0);
-	free(g);
-	return e ? cm_fail(e) : 0;
-}
-
-/* Frees what an id's joins left (rdma_destroy_id). */
-void cm_free_groups(struct cm_id *id)
-{
-	struct cm_group *g = id->groups;
-	id->groups = NULL;
-	while (g) {
-		struct cm_group *next = g->next;
-		free(g);
-		g = next;
-	}
 }

@@ -5,6 +5,7 @@
  * their pair themselves).
  */
 #include "cm_objects.h"
+#include "cm_qp.h"
 
 /* ---- queue pairs ---- */
 
@@ -16,7 +17,7 @@ uint32_t cm_random_psn(void)
 /* INIT, as librdmacm leaves a queue pair it creates: port 1, pkey 0, remote access for RC. */
 static int qp_to_init(struct cm_id *id, struct ibv_qp *qp)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0 };
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0};
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 	if (qp->qp_type == IBV_QPT_UD) {
 		attr.qkey = id->id.ps == RDMA_PS_IPOIB ? 0 : RDMA_UDP_QKEY;
@@ -30,7 +31,7 @@ static int qp_to_init(struct cm_id *id, struct ibv_qp *qp)
 
 int cm_qp_to_rtr(struct cm_id *id)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
 	int mask = IBV_QP_STATE;
 	if (id->id.qp->qp_type != IBV_QPT_UD) {
 		attr.path_mtu = IBV_MTU_4096;
@@ -49,7 +50,7 @@ int cm_qp_to_rtr(struct cm_id *id)
 
 int cm_qp_to_rts(struct cm_id *id)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS, .sq_psn = id->psn };
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTS, .sq_psn = id->psn};
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (id->id.qp->qp_type == IBV_QPT_RC) {
 		attr.timeout = id->ack_timeout;
@@ -64,7 +65,7 @@ int cm_qp_to_rts(struct cm_id *id)
 void cm_qp_to_error(struct cm_id *id)
 {
 	if (id->id.qp) {
-		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 		ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
 	}
 }
@@ -79,7 +80,8 @@ static int make_cqs(struct cm_id *id, struct ibv_qp_init_attr *attr)
 		id->id.recv_cq_channel = ibv_create_comp_channel(id->id.verbs);
 		if (!id->id.recv_cq_channel)
 			return -1;
-		id->id.recv_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1), id, id->id.recv_cq_channel, 0);
+		id->id.recv_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1), id,
+					       id->id.recv_cq_channel, 0);
 		if (!id->id.recv_cq)
 			return -1;
 		attr->recv_cq = id->id.recv_cq;
@@ -88,7 +90,8 @@ static int make_cqs(struct cm_id *id, struct ibv_qp_init_attr *attr)
 		id->id.send_cq_channel = ibv_create_comp_channel(id->id.verbs);
 		if (!id->id.send_cq_channel)
 			return -1;
-		id->id.send_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1), id, id->id.send_cq_channel, 0);
+		id->id.send_cq = ibv_create_cq(id->id.verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1), id,
+					       id->id.send_cq_channel, 0);
 		if (!id->id.send_cq)
 			return -1;
 		attr->send_cq = id->id.send_cq;
@@ -104,8 +107,13 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_e
 	if (id->id.verbs && attr->pd && attr->pd->context != id->id.verbs)
 		return cm_fail(EINVAL);
 	struct ibv_qp_init_attr plain = {
-		.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
-		.srq = attr->srq ? attr->srq : id->id.srq, .cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq ? attr->srq : id->id.srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
 	};
 	if (make_cqs(id, &plain)) {
 		int e = errno;
@@ -148,9 +156,15 @@ EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ib
 	if (!qp_init_attr)
 		return cm_fail(EINVAL);
 	struct ibv_qp_init_attr_ex ex = {
-		.qp_context = qp_init_attr->qp_context, .send_cq = qp_init_attr->send_cq, .recv_cq = qp_init_attr->recv_cq,
-		.srq = qp_init_attr->srq, .cap = qp_init_attr->cap, .qp_type = qp_init_attr->qp_type,
-		.sq_sig_all = qp_init_attr->sq_sig_all, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd ? pd : id->id.pd,
+		.qp_context = qp_init_attr->qp_context,
+		.send_cq = qp_init_attr->send_cq,
+		.recv_cq = qp_init_attr->recv_cq,
+		.srq = qp_init_attr->srq,
+		.cap = qp_init_attr->cap,
+		.qp_type = qp_init_attr->qp_type,
+		.sq_sig_all = qp_init_attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd ? pd : id->id.pd,
 	};
 	if (!ex.pd)
 		return cm_fail(EINVAL);
@@ -177,7 +191,7 @@ EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id, struct ibv_srq_init_attr
 	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->id.pd;
 	if (!pd)
 		return cm_fail(EINVAL);
-	struct ibv_srq_init_attr plain = { .srq_context = attr->srq_context, .attr = attr->attr };
+	struct ibv_srq_init_attr plain = {.srq_context = attr->srq_context, .attr = attr->attr};
 	struct ibv_srq *srq = ibv_create_srq(pd, &plain);
 	if (!srq)
 		return -1;
@@ -188,7 +202,8 @@ EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id, struct ibv_srq_init_attr
 
 EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct ibv_srq_init_attr_ex ex = { .srq_context = attr->srq_context, .attr = attr->attr, .comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = pd };
+	struct ibv_srq_init_attr_ex ex = {
+		.srq_context = attr->srq_context, .attr = attr->attr, .comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = pd};
 	return rdma_create_srq_ex(cm_id, &ex);
 }
 
@@ -198,7 +213,6 @@ EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
 		ibv_destroy_srq(cm_id->srq);
 	cm_id->srq = NULL;
 }
-
 
 void cm_destroy_cqs(struct cm_id *id)
 {
@@ -217,7 +231,6 @@ void cm_destroy_cqs(struct cm_id *id)
 	id->cqs_made = 0;
 }
 
-
 EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
@@ -227,7 +240,8 @@ EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_at
 	switch (state) {
 	case IBV_QPS_INIT:
 		qp_attr->port_num = 1;
-		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		qp_attr->qp_access_flags =
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		return 0;
 	case IBV_QPS_RTR:
@@ -249,10 +263,10 @@ EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_at
 		qp_attr->retry_cnt = id->retry_count;
 		qp_attr->rnr_retry = id->rnr_retry_count;
 		qp_attr->max_rd_atomic = id->initiator_depth ? id->initiator_depth : 1;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		*qp_attr_mask =
+			IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		return 0;
 	default:
 		return cm_fail(EINVAL);
 	}
 }
-
