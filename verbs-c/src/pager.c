@@ -12,10 +12,7 @@
  * the program installs later is kept behind the library's (sigaction and signal are interposed) and gets
  * every fault that is not the library's. PAGEWIRE_VERBS_PAGER=userfaultfd|signal chooses.
  *
- * fork(): the frames are MAP_SHARED, which fork would share with the child instead of copying; so the
- * parent brings every page back first (prepare), and the child gets private copies of all registered
- * pages (child handler), as it would of ordinary memory. The library's threads do not exist in the
- * child; its registrations there are plain memory.
+ * pager_signal.c holds the signal path's handler, pager_fork.c what fork does; pager_state.h their shared state.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,6 +35,7 @@
 
 #include "pw.h"
 #include "pages.h"
+#include "pager_state.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
@@ -47,36 +45,7 @@
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13) /* Linux 6.4; newer than the headers Debian 12 ships */
 #endif
 
-#define MAX_CONTEXTS 64
-#define FAULT_SLOTS 64
-
-enum { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_SERVING, SLOT_DONE, SLOT_NOT_OURS, SLOT_HELD };
-
-/* One fault handed from the SIGSEGV handler to the pager: the handler's thread waits on `state`. */
-struct fault_slot {
-	_Atomic uint32_t state;
-	uint64_t address;
-};
-
-static struct {
-	pthread_mutex_t lock;         /* starting and stopping; the context table */
-	struct pw_context *contexts[MAX_CONTEXTS];
-	int started;
-	int uffd;                     /* -1: the signal path */
-	int write_protect;            /* userfaultfd can hold writers back (pw_freeze) */
-	int wake_fd;                  /* eventfd: the handler wakes the pager */
-	pid_t tid;                    /* the pager thread: a fault of its own is never waited for */
-	pthread_t thread;
-	struct sigaction previous;    /* the program's SIGSEGV handler, to which faults not the library's go */
-	int handler_installed;
-	struct fault_slot slots[FAULT_SLOTS];
-	int fork_done[2];             /* the child closes its end once it has its copies */
-} pager = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .wake_fd = -1, .fork_done = { -1, -1 } };
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t value)
-{
-	return syscall(SYS_futex, (uint32_t *)word, op, value, NULL, NULL, 0);
-}
+struct pager_state pager = {.lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .wake_fd = -1, .fork_done = {-1, -1}};
 
 /* ---- which context maps a page ---------------------------------------------------------------------- */
 
@@ -151,18 +120,19 @@ static int take_away(struct pw_context *ctx, uint64_t first, uint64_t end)
 {
 	size_t n = (size_t)(end - first);
 	if (!ctx->minor_faults) {
-		if (mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		if (mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0)
+		    == MAP_FAILED)
 			return errno;
 		return 0;
 	}
-	struct uffdio_register reg = { .range = { .start = first, .len = n },
-				       .mode = UFFDIO_REGISTER_MODE_MINOR | UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_register reg = {.range = {.start = first, .len = n},
+				      .mode = UFFDIO_REGISTER_MODE_MINOR | UFFDIO_REGISTER_MODE_MISSING};
 	/* the system call itself for the drop: the library's own madvise (below) is the program's */
 	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0 || syscall(SYS_madvise, (void *)(uintptr_t)first, n, MADV_DONTNEED) != 0) {
 		int e = errno;
 		/* the frames go to the node regardless: the program must not keep them, whatever a touch then costs it */
-		pw_log(PW_ERROR, "cannot take 0x%lx+%zu away with its page faults caught: %s; it becomes inaccessible", (unsigned long)first,
-		       n, strerror(e));
+		pw_log(PW_ERROR, "cannot take 0x%lx+%zu away with its page faults caught: %s; it becomes inaccessible",
+		       (unsigned long)first, n, strerror(e));
 		mmap((void *)(uintptr_t)first, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 		return e;
 	}
@@ -207,7 +177,8 @@ static int map_back(struct pw_context *ctx, uint64_t page)
 		e = pw_hold_one(ctx, page, &frame);
 		if (!e) {
 			off_t at = (off_t)(ctx->frames_offset + (uint64_t)frame * ps);
-			if (mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) == MAP_FAILED)
+			if (mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at)
+			    == MAP_FAILED)
 				e = errno;
 			else
 				away_remove(ctx, page);
@@ -216,7 +187,7 @@ static int map_back(struct pw_context *ctx, uint64_t page)
 		if (e != ENOMEM)
 			break;
 		/* Every frame is mapped by some program: reclaim asked for pages back; they come once unmapped. */
-		struct timespec wait = { 0, 2 * 1000 * 1000 };
+		struct timespec wait = {0, 2 * 1000 * 1000};
 		nanosleep(&wait, NULL);
 	}
 	return e;
@@ -232,7 +203,8 @@ static int serve(uint64_t address)
 	uint64_t page = address & ~((uint64_t)ctx->page_size - 1);
 	int e = map_back(ctx, page);
 	if (e)
-		pw_log(PW_ERROR, "cannot bring back the page at 0x%lx the node took: %s; the access fails", (unsigned long)address, strerror(e));
+		pw_log(PW_ERROR, "cannot bring back the page at 0x%lx the node took: %s; the access fails", (unsigned long)address,
+		       strerror(e));
 	return e;
 }
 
@@ -270,7 +242,7 @@ static void serve_missing(uint64_t address, uint64_t flags)
 	struct pw_context *ctx = owner_of(address);
 	uint64_t ps = ctx ? ctx->page_size : (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t page = address & ~(ps - 1);
-	struct uffdio_range range = { .start = page, .len = ps };
+	struct uffdio_range range = {.start = page, .len = ps};
 	if (ctx) {
 		pthread_mutex_lock(&ctx->fault_lock);
 		int away = is_away(ctx, page);
@@ -357,7 +329,7 @@ static void *pager_main(void *arg)
 	(void)arg;
 	pager.tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
-		struct pollfd fds[2] = { { .fd = pager.wake_fd, .events = POLLIN }, { .fd = pager.uffd, .events = POLLIN } };
+		struct pollfd fds[2] = {{.fd = pager.wake_fd, .events = POLLIN}, {.fd = pager.uffd, .events = POLLIN}};
 		int n = poll(fds, pager.uffd >= 0 ? 2 : 1, -1);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -382,7 +354,7 @@ static void *pager_main(void *arg)
 					/* a write held while its page's bytes moved: once they have, it runs again on the new mapping */
 					if (!frozen(slot->address)) {
 						atomic_store(&slot->state, SLOT_DONE);
-						futex(&slot->state, FUTEX_WAKE, 1);
+						pager_futex(&slot->state, FUTEX_WAKE, 1);
 					}
 					continue;
 				}
@@ -395,7 +367,7 @@ static void *pager_main(void *arg)
 				}
 				uint32_t answer = answer_fault(slot->address);
 				atomic_store(&slot->state, answer);
-				futex(&slot->state, FUTEX_WAKE, 1);
+				pager_futex(&slot->state, FUTEX_WAKE, 1);
 			}
 		}
 	}
@@ -436,13 +408,13 @@ int pw_freeze(struct pw_context *ctx, uint64_t first, uint64_t end)
 	}
 	if (!pager.write_protect)
 		return EOPNOTSUPP;
-	struct uffdio_register reg = { .range = { .start = first, .len = end - first }, .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_register reg = {.range = {.start = first, .len = end - first}, .mode = UFFDIO_REGISTER_MODE_WP};
 	if (ioctl(pager.uffd, UFFDIO_REGISTER, &reg) != 0)
 		return errno;
-	struct uffdio_writeprotect wp = { .range = { .start = first, .len = end - first }, .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	struct uffdio_writeprotect wp = {.range = {.start = first, .len = end - first}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
 	if (ioctl(pager.uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
 		int e = errno;
-		struct uffdio_range range = { .start = first, .len = end - first };
+		struct uffdio_range range = {.start = first, .len = end - first};
 		ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
 		return e;
 	}
@@ -466,217 +438,14 @@ void pw_thaw(struct pw_context *ctx, uint64_t first, uint64_t end, int replaced)
 	if (!replaced) {
 		/* page by page: the parts already replaced are no longer registered, and would fail a ranged call */
 		for (uint64_t p = first; p < end; p += ps) {
-			struct uffdio_writeprotect wp = { .range = { .start = p, .len = ps }, .mode = 0 };
+			struct uffdio_writeprotect wp = {.range = {.start = p, .len = ps}, .mode = 0};
 			ioctl(pager.uffd, UFFDIO_WRITEPROTECT, &wp);
-			struct uffdio_range range = { .start = p, .len = ps };
+			struct uffdio_range range = {.start = p, .len = ps};
 			ioctl(pager.uffd, UFFDIO_UNREGISTER, &range);
 		}
 	}
-	struct uffdio_range range = { .start = first, .len = end - first };
+	struct uffdio_range range = {.start = first, .len = end - first};
 	ioctl(pager.uffd, UFFDIO_WAKE, &range);
-}
-
-/* ---- the SIGSEGV handler of the signal path: hands the address over and waits ------------------------ */
-
-static void chain(int signo, siginfo_t *info, void *uc)
-{
-	if (pager.previous.sa_flags & SA_SIGINFO) {
-		pager.previous.sa_sigaction(signo, info, uc);
-	} else if (pager.previous.sa_handler != SIG_DFL && pager.previous.sa_handler != SIG_IGN) {
-		pager.previous.sa_handler(signo);
-	} else {
-		/* The default action: restore it; the access runs again and takes it. */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, 8);
-	}
-}
-
-static void on_segv(int signo, siginfo_t *info, void *uc)
-{
-	int saved = errno;
-	if (pager.started && (pid_t)syscall(SYS_gettid) != pager.tid) {
-		int slot = -1;
-		while (slot < 0) {
-			for (int i = 0; i < FAULT_SLOTS && slot < 0; i++) {
-				uint32_t free_state = SLOT_FREE;
-				if (atomic_compare_exchange_strong(&pager.slots[i].state, &free_state, SLOT_CLAIMED))
-					slot = i;
-			}
-			if (slot < 0)
-				syscall(SYS_sched_yield);
-		}
-		struct fault_slot *s = &pager.slots[slot];
-		s->address = (uintptr_t)info->si_addr;
-		atomic_store(&s->state, SLOT_READY);
-		uint64_t one = 1;
-		if (write(pager.wake_fd, &one, sizeof(one)) < 0) {
-			/* the pager is gone: as if the library were not there */
-		}
-		uint32_t state;
-		while ((state = atomic_load(&s->state)) == SLOT_READY || state == SLOT_SERVING || state == SLOT_HELD)
-			futex(&s->state, FUTEX_WAIT, state);
-		atomic_store(&s->state, SLOT_FREE);
-		if (state == SLOT_DONE) {
-			errno = saved;
-			return; /* the access runs again, on the page mapped back */
-		}
-	}
-	chain(signo, info, uc); /* not the library's fault: as if the library were not there */
-	errno = saved;
-}
-
-/* ---- a program's own SIGSEGV handler stays behind the library's ------------------------------------- */
-
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-
-static sigaction_fn real_sigaction(void)
-{
-	static sigaction_fn real;
-	if (!real)
-		real = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-	return real;
-}
-
-__attribute__((visibility("default"))) int sigaction(int signum, const struct sigaction *act, struct sigaction *oldact)
-{
-	if (signum != SIGSEGV || !pager.handler_installed)
-		return real_sigaction()(signum, act, oldact);
-	/* The program sees (and sets) its own handler; the library's stays installed in front of it. */
-	struct sigaction was = pager.previous;
-	if (act)
-		pager.previous = *act;
-	if (oldact)
-		*oldact = was;
-	return 0;
-}
-
-__attribute__((visibility("default"))) sighandler_t signal(int signum, sighandler_t handler)
-{
-	struct sigaction act, old;
-	memset(&act, 0, sizeof(act));
-	act.sa_handler = handler;
-	act.sa_flags = SA_RESTART;
-	sigemptyset(&act.sa_mask);
-	if (sigaction(signum, &act, &old) != 0)
-		return SIG_ERR;
-	return old.sa_handler;
-}
-
-/* ---- fork: the child gets its own copies of registered pages ---------------------------------------- */
-
-/*
- * Copies of a page the node had taken back when the process forked: read from the node (a Load on the
- * parent's endpoint, which brings it in) into a private page at its address. In the child, where only
- * async-signal-safe work is allowed: a fresh connection, a static buffer, no heap, no locks.
- */
-static uint8_t fork_buffer[256 << 10];
-
-static void copy_from_node(struct pw_context *ctx, struct pw_conn *conn, uint64_t first, uint64_t end)
-{
-	uint64_t ps = ctx->page_size;
-	for (uint64_t page = first; page < end; page += ps) {
-		void *p = mmap((void *)(uintptr_t)page, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		if (p == MAP_FAILED || conn->fd < 0 || ps > sizeof(fork_buffer) / 4)
-			continue; /* the child reads zeros there */
-		Pagewire__Verbs__V1__EndpointRef ref = pw_endpoint(ctx);
-		Pagewire__Verbs__V1__LoadRequest req = PAGEWIRE__VERBS__V1__LOAD_REQUEST__INIT;
-		req.endpoint = &ref;
-		req.address = page;
-		req.length = (uint32_t)ps;
-		ProtobufCMessage *reply = NULL;
-		if (pw_call_in(conn, "Load", &req.base, &pagewire__verbs__v1__load_response__descriptor, fork_buffer, sizeof(fork_buffer),
-			       &reply) == 0) {
-			Pagewire__Verbs__V1__LoadResponse *loaded = (Pagewire__Verbs__V1__LoadResponse *)reply;
-			memcpy(p, loaded->data.data, loaded->data.len < ps ? loaded->data.len : ps);
-		}
-	}
-}
-
-/* The parent: nothing is taken away or brought back until the child has its copies. */
-static void before_fork(void)
-{
-	pthread_mutex_lock(&pager.lock);
-	for (int i = 0; i < MAX_CONTEXTS; i++)
-		if (pager.contexts[i])
-			pthread_mutex_lock(&pager.contexts[i]->fault_lock);
-	if (pipe2(pager.fork_done, O_CLOEXEC) != 0)
-		pager.fork_done[0] = pager.fork_done[1] = -1;
-}
-
-static void after_fork_parent(void)
-{
-	if (pager.fork_done[0] >= 0) {
-		close(pager.fork_done[1]);
-		char done;
-		/* the child closes its end when its copies are made (or when it ends) */
-		struct pollfd p = { .fd = pager.fork_done[0], .events = POLLIN };
-		poll(&p, 1, 60 * 1000);
-		if (read(pager.fork_done[0], &done, 1) < 0) {
-			/* the child ended or said so: either way the copies are taken */
-		}
-		close(pager.fork_done[0]);
-	}
-	for (int i = 0; i < MAX_CONTEXTS; i++)
-		if (pager.contexts[i])
-			pthread_mutex_unlock(&pager.contexts[i]->fault_lock);
-	pthread_mutex_unlock(&pager.lock);
-}
-
-static void after_fork_child(void)
-{
-	/* Only this thread exists: the library's locks are taken by it (before_fork) and its pager is gone. */
-	for (int i = 0; i < MAX_CONTEXTS; i++) {
-		struct pw_context *ctx = pager.contexts[i];
-		if (!ctx)
-			continue;
-		struct pw_conn conn = { .fd = -1 };
-		if (ctx->away.count > 0 && pw_conn_open(&conn, ctx->dev->socket_path) != 0)
-			conn.fd = -1;
-		for (int j = 0; j + 1 < ctx->extent_count; j += 2) {
-			/* present pages: a private copy of each run between the pages taken away */
-			uint64_t first = ctx->extents[j], end = ctx->extents[j + 1], ps = ctx->page_size;
-			for (uint64_t p = first; p < end;) {
-				int away = 0;
-				for (int k = 0; k + 1 < ctx->away.count && !away; k += 2)
-					away = p >= ctx->away.pairs[k] && p < ctx->away.pairs[k + 1];
-				uint64_t q = p + ps;
-				if (away) {
-					copy_from_node(ctx, &conn, p, q);
-				} else {
-					while (q < end) {
-						int next_away = 0;
-						for (int k = 0; k + 1 < ctx->away.count && !next_away; k += 2)
-							next_away = q >= ctx->away.pairs[k] && q < ctx->away.pairs[k + 1];
-						if (next_away)
-							break;
-						q += ps;
-					}
-					pw_private_copy(p, q);
-				}
-				p = q;
-			}
-		}
-		if (conn.fd >= 0)
-			close(conn.fd);
-		ctx->extent_count = 0;
-		ctx->away.count = 0;
-		pager.contexts[i] = NULL;
-		pthread_mutex_unlock(&ctx->fault_lock);
-	}
-	if (pager.fork_done[1] >= 0)
-		close(pager.fork_done[1]);
-	if (pager.fork_done[0] >= 0)
-		close(pager.fork_done[0]);
-	pager.started = 0;
-	if (pager.uffd >= 0)
-		close(pager.uffd);
-	pager.uffd = -1;
-	if (pager.wake_fd >= 0)
-		close(pager.wake_fd);
-	pager.wake_fd = -1;
-	pthread_mutex_unlock(&pager.lock);
 }
 
 /* ---- starting ---------------------------------------------------------------------------------------- */
@@ -687,7 +456,7 @@ static int open_uffd(uint64_t features, uint64_t *granted)
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
 	if (fd < 0)
 		return -1;
-	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	struct uffdio_api api = {.api = UFFD_API, .features = features};
 	if (ioctl(fd, UFFDIO_API, &api) != 0 || (api.features & features) != features) {
 		int e = errno;
 		close(fd);
@@ -714,28 +483,16 @@ static int open_userfaultfd(void)
 	if (fd < 0)
 		fd = open_uffd(UFFD_FEATURE_MINOR_SHMEM, &granted);
 	if (fd < 0) {
-		pw_log(want == PW_PAGER_USERFAULTFD ? PW_WARN : PW_INFO, "userfaultfd is not available with minor faults on shared memory (%s): page faults go "
-		       "through a SIGSEGV handler", strerror(errno));
+		pw_log(want == PW_PAGER_USERFAULTFD ? PW_WARN : PW_INFO,
+		       "userfaultfd is not available with minor faults on shared memory (%s): page faults go "
+		       "through a SIGSEGV handler",
+		       strerror(errno));
 		return -1;
 	}
 	if (!pager.write_protect)
 		pw_log(PW_INFO, "userfaultfd cannot write-protect here: a store another thread makes to a page while it is registered or "
-		       "deregistered may be lost");
+				"deregistered may be lost");
 	return fd;
-}
-
-/* The SIGSEGV handler, for contexts whose pages cannot be caught with userfaultfd. pager.lock held. */
-static void install_handler(void)
-{
-	if (pager.handler_installed)
-		return;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	real_sigaction()(SIGSEGV, &sa, &pager.previous);
-	pager.handler_installed = 1;
 }
 
 static int start_pager(void)
@@ -751,15 +508,10 @@ static int start_pager(void)
 	return 0;
 }
 
-static void register_atfork(void)
-{
-	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-}
-
 int pw_pager_attach(struct pw_context *ctx)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, register_atfork);
+	pthread_once(&once, pw_pager_register_fork);
 	int e = pw_conn_open(&ctx->pager_conn, ctx->dev->socket_path);
 	if (e)
 		return e;
@@ -770,7 +522,7 @@ int pw_pager_attach(struct pw_context *ctx)
 		struct statfs fs;
 		ctx->minor_faults = pager.uffd >= 0 && fstatfs(ctx->memory_fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 		if (!ctx->minor_faults)
-			install_handler();
+			pw_pager_install_handler();
 		pw_log(PW_INFO, "%s: pages the node takes back are caught by %s", ctx->dev->device.name,
 		       ctx->minor_faults ? "userfaultfd (minor faults)" : "the SIGSEGV handler");
 	}
@@ -852,7 +604,9 @@ __attribute__((visibility("default"))) int madvise(void *addr, size_t length, in
 					uint32_t frame;
 					if (!pw_hold_one(ctx, p, &frame)) {
 						off_t at = (off_t)(ctx->frames_offset + (uint64_t)frame * ps);
-						if (mmap((void *)(uintptr_t)p, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctx->memory_fd, at) != MAP_FAILED) {
+						if (mmap((void *)(uintptr_t)p, ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+							 ctx->memory_fd, at)
+						    != MAP_FAILED) {
 							away_remove(ctx, p);
 							memset((void *)(uintptr_t)p, 0, ps);
 						}
