@@ -4,7 +4,8 @@
  * DISCONNECT; and rdma_migrate_id, which moves an id to another channel.
  */
 #include "cm_objects.h"
-#include "cm.h"
+#include "cm_node.h"
+#include "cm_events.h"
 #include "cm_qp.h"
 
 /* The device's RDMA READ and atomic depths (max_qp_rd_atom, max_qp_init_rd_atom): librdmacm's cma_dev limits (one device: asked once). */

@@ -19,7 +19,7 @@ static int copy_address(struct sockaddr **to, socklen_t *to_len, const struct so
 /* A name (or a service) through getaddrinfo, into rai's source (passive) or destination, as librdmacm converts it. */
 static int resolve_name(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo *rai)
 {
-	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo ai_hints = {.ai_socktype = SOCK_STREAM};
 	int passive = hints->ai_flags & RAI_PASSIVE;
 	if (hints->ai_flags & RAI_NUMERICHOST)
 		ai_hints.ai_flags |= AI_NUMERICHOST;
@@ -129,7 +129,7 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, st
 	}
 	*out = cm_id;
 	return 0;
-err: {
+err : {
 	int e = errno;
 	rdma_destroy_ep(cm_id);
 	return cm_fail(e ? e : EINVAL);
@@ -177,7 +177,7 @@ EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 	}
 	*out = &id->id;
 	return 0;
-err: {
+err : {
 	int e = errno;
 	rdma_reject(&id->id, NULL, 0);
 	return cm_fail(e ? e : EINVAL);

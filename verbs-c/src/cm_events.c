@@ -5,9 +5,11 @@
  * cm.c reads the channel's stream and hands each event here.
  */
 #include "cm_objects.h"
-#include "cm.h"
+#include "cm_events.h"
+#include "cm_node.h"
 #include "cm_multicast.h"
 #include "cm_qp.h"
+#include "wire.h"
 
 static const char *event_names[] = {
 	"RDMA_CM_EVENT_ADDR_RESOLVED",	 "RDMA_CM_EVENT_ADDR_ERROR",	   "RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
@@ -37,7 +39,7 @@ static void take_peer(struct cm_id *id, const Pagewire__Verbs__V1__CmIdEvent *e)
  * becomes ESTABLISHED; DISCONNECTED moves the pair to ERROR. Returns NULL for an event the program
  * does not see (its id is gone).
  */
-struct cm_event *cm_event_convert(const Pagewire__Verbs__V1__CmIdEvent *e)
+static struct cm_event *cm_event_convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 {
 	struct cm_event *evt = calloc(1, sizeof(*evt));
 	if (!evt)
@@ -96,7 +98,7 @@ struct cm_event *cm_event_convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		take_peer(id, e);
 		if (id->id.qp) {
-			if (cm_qp_to_rtr(id) || cm_qp_to_rts(id) || rdma_establish(&id->id)) {
+			if (cm_qp_to_rtr(id) || cm_qp_to_rts(id) || (errno = cm_establish(id)) != 0) {
 				event->status = -(errno ? errno : EINVAL);
 				event->event = RDMA_CM_EVENT_CONNECT_ERROR;
 				cm_qp_to_error(id);
@@ -124,4 +126,87 @@ struct cm_event *cm_event_convert(const Pagewire__Verbs__V1__CmIdEvent *e)
 		break;
 	}
 	return evt;
+}
+
+/* Waits until every event reported for the id was acknowledged, as librdmacm's destroy and migrate do. */
+void cm_wait_for_acks(struct cm_id *id)
+{
+	pthread_mutex_lock(&id->lock);
+	while (id->events_completed < id->events_reported)
+		pthread_cond_wait(&id->cond, &id->lock);
+	pthread_mutex_unlock(&id->lock);
+}
+
+/*
+ * Reads the next event of a synchronous id's own channel (the one the operation just started leads
+ * to) into id->event, acknowledging the one before, as librdmacm's ucma_complete does.
+ */
+int cm_complete(struct cm_id *id)
+{
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	if (rdma_get_cm_event(id->id.channel, &id->id.event))
+		return -1;
+	int status = id->id.event->status;
+	if (status)
+		return cm_fail(id->id.event->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : status < 0 ? -status : status);
+	return 0;
+}
+
+EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **out)
+{
+	struct cm_channel *chan = (struct cm_channel *)channel;
+	if (!chan || !out)
+		return cm_fail(EINVAL);
+	cm_channel_reader_enters(chan);
+	pthread_mutex_lock(&chan->read_lock);
+	for (;;) {
+		int flags = fcntl(chan->channel.fd, F_GETFL);
+		if (flags >= 0 && (flags & O_NONBLOCK)) {
+			struct pollfd pfd = {.fd = chan->channel.fd, .events = POLLIN};
+			if (poll(&pfd, 1, 0) == 0) {
+				pthread_mutex_unlock(&chan->read_lock);
+				cm_channel_reader_leaves(chan);
+				return cm_fail(EAGAIN);
+			}
+		}
+		Pagewire__Verbs__V1__CmEvent *msg = NULL;
+		int e = pw_stream_next(&chan->conn, &pagewire__verbs__v1__cm_event__descriptor, (ProtobufCMessage **)&msg);
+		if (e) {
+			pthread_mutex_unlock(&chan->read_lock);
+			if (!cm_channel_destroyed(chan))
+				pw_log(PW_WARN, "rdma_get_cm_event: the node's event stream ended (%s)", strerror(e));
+			cm_channel_reader_leaves(chan);
+			return cm_fail(e == ECONNRESET ? ENODEV : e);
+		}
+		struct cm_event *evt = NULL;
+		if (msg->body_case == PAGEWIRE__VERBS__V1__CM_EVENT__BODY_EVENT)
+			evt = cm_event_convert(msg->event);
+		protobuf_c_message_free_unpacked(&msg->base, NULL);
+		if (!evt)
+			continue; /* for an id already destroyed, which the program does not see */
+		pthread_mutex_lock(&evt->counted->lock);
+		evt->counted->events_reported++;
+		pthread_mutex_unlock(&evt->counted->lock);
+		pthread_mutex_unlock(&chan->read_lock);
+		cm_channel_reader_leaves(chan);
+		*out = &evt->event;
+		return 0;
+	}
+}
+
+EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event)
+		return cm_fail(EINVAL);
+	struct cm_event *evt = (struct cm_event *)event;
+	struct cm_id *counted = evt->counted;
+	pthread_mutex_lock(&counted->lock);
+	counted->events_completed++;
+	pthread_cond_broadcast(&counted->cond);
+	pthread_mutex_unlock(&counted->lock);
+	free(evt);
+	return 0;
 }

@@ -6,7 +6,7 @@
  * id's pair when the event comes, as librdmacm does.
  */
 #include "cm_objects.h"
-#include "cm.h"
+#include "cm_node.h"
 #include "cm_multicast.h"
 
 static struct cm_group *group_of(struct cm_id *id, const uint8_t *ip, size_t len)
@@ -157,16 +157,4 @@ void cm_multicast_joined(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress 
 		}
 	}
 	pthread_mutex_unlock(&id->lock);
-}
-
-/* Frees what an id's joins left (rdma_destroy_id). */
-void cm_free_groups(struct cm_id *id)
-{
-	struct cm_group *g = id->groups;
-	id->groups = NULL;
-	while (g) {
-		struct cm_group *next = g->next;
-		free(g);
-		g = next;
-	}
 }

@@ -6,7 +6,5 @@
 
 /* MULTICAST_JOIN for `group`: the event gets the group's address handle and context, and the id's pair is attached. */
 void cm_multicast_joined(struct cm_id *id, const Pagewire__Verbs__V1__CmAddress *group, struct rdma_cm_event *event);
-/* Frees what an id's joins left (rdma_destroy_id). */
-void cm_free_groups(struct cm_id *id);
 
 #endif

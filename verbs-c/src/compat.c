@@ -17,6 +17,9 @@
 
 #include "pw.h"
 #include "rdma_private.h"
+#include "settings.h"
+#include "stack.h"
+#include "wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

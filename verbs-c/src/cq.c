@@ -15,6 +15,11 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "cq.h"
+#include "events.h"
+#include "ring.h"
+#include "settings.h"
+#include "trace.h"
 
 /* The work completion fields an extended CQ can report (the node stamps each completion with its time). */
 #define SUPPORTED_WC_FLAGS                                                                                                       \

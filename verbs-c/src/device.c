@@ -20,6 +20,17 @@
 
 #include "pw.h"
 #include "rdma_private.h"
+#include "cq.h"
+#include "events.h"
+#include "memory.h"
+#include "pager.h"
+#include "pd.h"
+#include "post.h"
+#include "qp.h"
+#include "ring.h"
+#include "settings.h"
+#include "trace.h"
+#include "wire.h"
 
 /* verbs.h makes these macros around inline helpers; the library defines the functions themselves. */
 #undef ibv_query_port

@@ -20,6 +20,13 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "cq.h"
+#include "events.h"
+#include "pager.h"
+#include "qp.h"
+#include "ring.h"
+#include "trace.h"
+#include "wire.h"
 
 /*
  * Puts a completion on its CQ, which holds cq.cqe of them: one that finds it full is lost and the CQ's

@@ -17,6 +17,10 @@
 
 #include "pw.h"
 #include "pages.h"
+#include "memory.h"
+#include "pager.h"
+#include "settings.h"
+#include "wire.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pw.h"
+#include "wire.h"
 
 /* One listed interface, allocated apart from libc's block, which freeifaddrs below takes back off the list. */
 struct device_interface {

@@ -36,6 +36,9 @@
 #include "pw.h"
 #include "pages.h"
 #include "pager_state.h"
+#include "pager.h"
+#include "settings.h"
+#include "wire.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1

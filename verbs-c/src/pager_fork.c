@@ -11,6 +11,8 @@
 
 #include "pages.h"
 #include "pager_state.h"
+#include "settings.h"
+#include "wire.h"
 
 /* ---- fork: the child gets its own copies of registered pages ---------------------------------------- */
 

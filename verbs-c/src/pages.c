@@ -12,6 +12,8 @@
 
 #include "pw.h"
 #include "pages.h"
+#include "settings.h"
+#include "wire.h"
 
 /* Whether a live (explicit) registration other than `except` covers `page`. */
 int pw_covered_except(struct pw_context *ctx, uint64_t page, struct pw_mr *except)

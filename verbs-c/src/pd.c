@@ -18,6 +18,11 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "memory.h"
+#include "pd.h"
+#include "post.h"
+#include "settings.h"
+#include "wire.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova

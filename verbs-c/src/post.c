@@ -18,6 +18,11 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "memory.h"
+#include "post.h"
+#include "ring.h"
+#include "trace.h"
+#include "wire.h"
 
 void pw_ring_node(struct pw_context *ctx)
 {

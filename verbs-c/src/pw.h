@@ -3,6 +3,11 @@
  * program's calls become calls on a Pagewire node (over the node's verbs socket, see wire.c), its
  * work requests and completions pass through the session's rings in shared memory (ring.c), and its
  * registered memory is the node's frames mapped at the program's own addresses (memory.c).
+ *
+ * This header holds the library's objects (as rxe.h holds rxe's): their structs, the casts between them
+ * and verbs' types, and logging. What each file gives the others is declared in that file's own header
+ * (wire.h, ring.h, settings.h, trace.h, memory.h, pages.h, pager.h, events.h, cq.h, qp.h, post.h, pd.h,
+ * stack.h), included where it is called.
  */
 #ifndef PAGEWIRE_VERBS_PW_H
 #define PAGEWIRE_VERBS_PW_H
@@ -32,12 +37,6 @@
 enum pw_level { PW_ERROR = 0, PW_WARN = 1, PW_INFO = 2, PW_DEBUG = 3 };
 void pw_log(enum pw_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- stack.c: rdma-core's libraries running over this one's objects are refused, with how to start the program ---- */
-void pw_refuse_mixed_stack(const char *what);
-
-/* ---- memory.c: verbs' access flags as the node's list (at most five) ---- */
-Pagewire__Verbs__V1__Access *pw_access_list(unsigned int access, size_t *n, Pagewire__Verbs__V1__Access out[5]);
-
 /* ---- wire.c: the node's verbs socket ---- */
 
 /* One connection to the node's verbs socket. */
@@ -46,38 +45,6 @@ struct pw_conn {
 	pthread_mutex_t lock;
 };
 
-int pw_conn_open(struct pw_conn *conn, const char *socket_path);
-/* As pw_conn_open, without a log line when the node is not there (for a probe that does without it). */
-int pw_conn_open_quiet(struct pw_conn *conn, const char *socket_path);
-void pw_conn_close(struct pw_conn *conn);
-
-/*
- * One unary call: packs `request` (a protobuf-c message), sends it as method `method` and unpacks the
- * answer with `reply_desc` into *reply (free it with protobuf_c_message_free_unpacked).
- * Returns 0, or an errno value with the node's reason logged.
- */
-int pw_call(struct pw_conn *conn, const char *method, const ProtobufCMessage *request,
-	    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
-
-/*
- * As pw_call, with nothing from the heap: the answer is read into `buffer` and unpacked in what is left
- * of it (nothing to free). What the pager thread calls with, which must never take the malloc's locks.
- */
-int pw_call_in(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc,
-	       uint8_t *buffer, size_t size, ProtobufCMessage **reply);
-
-/* A call whose answer carries nothing the caller needs. */
-int pw_call_void(struct pw_conn *conn, const char *method, const ProtobufCMessage *request, const ProtobufCMessageDescriptor *reply_desc);
-
-/* The session stream: opens it, sends a SessionRequest, reads the next SessionEvent (NULL at the end). */
-int pw_session_open(struct pw_conn *conn);
-int pw_session_send(struct pw_conn *conn, const Pagewire__Verbs__V1__SessionRequest *request);
-Pagewire__Verbs__V1__SessionEvent *pw_session_next(struct pw_conn *conn);
-
-/* Another of the node's bidirectional streams (CmChannel): opens it; reads its next message (0, or ECONNRESET at its end, or an errno). */
-int pw_stream_open(struct pw_conn *conn, const char *method);
-int pw_stream_next(struct pw_conn *conn, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **message);
-
 /* ---- ring.c: Agrona many-to-one ring buffers, as the ring module lays them out ---- */
 
 struct pw_ring {
@@ -85,16 +52,6 @@ struct pw_ring {
 	int32_t capacity;
 	int32_t max_message;
 };
-
-void pw_ring_init(struct pw_ring *ring, uint8_t *at, int32_t capacity);
-/* Reserves a record of `length` bytes of type `type`; returns its body (write it, then pw_ring_commit) or NULL when full. */
-uint8_t *pw_ring_claim(struct pw_ring *ring, int32_t type, int32_t length, int32_t *index);
-void pw_ring_commit(struct pw_ring *ring, int32_t index, int32_t length);
-typedef void (*pw_ring_handler)(void *arg, int32_t type, const uint8_t *body, int32_t length);
-/* Reads up to `limit` records, in order; returns how many. One reader at a time. */
-int pw_ring_read(struct pw_ring *ring, pw_ring_handler handler, void *arg, int limit);
-/* Whether a record is committed at the ring's head (a hint for a reader about to sleep). */
-int pw_ring_pending(struct pw_ring *ring);
 
 /*
  * Page runs (first, end pairs) in memory of their own (mmap, grown by mremap), never the heap: what is
@@ -298,121 +255,9 @@ static inline struct pw_context *pw_ctx(struct ibv_context *c)
 	return (struct pw_context *)((uint8_t *)c - offsetof(struct pw_context, vctx.context));
 }
 
-/* How the library catches a touch of a page the node took back (PAGEWIRE_VERBS_PAGER). */
-enum pw_pager_choice {
-	PW_PAGER_DEFAULT,     /* userfaultfd where the kernel allows it, else the SIGSEGV handler */
-	PW_PAGER_USERFAULTFD, /* asked for: the same, and a warning when it falls back */
-	PW_PAGER_SIGNAL,      /* the SIGSEGV handler */
-};
-
-/*
- * The library's settings from the environment, each read and checked once, here and nowhere else
- * (settings.c; docs/verbs.md lists them): a value that does not fit is said and replaced by the default.
- */
-struct pw_settings {
-	const char *nodes;          /* PAGEWIRE_NODE: the node(s), comma-separated (HOST:PORT, node id or socket path) */
-	const char *ring_directory; /* PAGEWIRE_VERBS_RING_DIRECTORY: where the nodes' verbs sockets are */
-	const char *socket;         /* PAGEWIRE_VERBS_SOCKET: the first node's socket, when it is elsewhere (NULL: none) */
-	Pagewire__Verbs__V1__RegistrationMode registration; /* PAGEWIRE_VERBS_REGISTRATION: the mode plain registrations get */
-	enum pw_pager_choice pager; /* PAGEWIRE_VERBS_PAGER */
-	int64_t spin_ns;        /* PAGEWIRE_VERBS_SPIN_US: how long a CQ polls empty before its polls yield */
-	int64_t sleep_after_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_US: how long a context's CQs poll empty before a poll sleeps */
-	int64_t sleep_after_max_ns; /* PAGEWIRE_VERBS_SLEEP_AFTER_MAX_US: as long as twice the recent waits, up to this */
-	uint32_t sleep_us;      /* PAGEWIRE_VERBS_SLEEP_US: the longest one empty poll sleeps on the bell (0: never) */
-	const char *hop_trace_directory; /* PAGEWIRE_VERBS_HOP_TRACE: where the hop trace goes at exit, or NULL for none */
-	uint64_t hop_trace_events;       /* PAGEWIRE_VERBS_HOP_TRACE_EVENTS: how many events it keeps */
-};
-const struct pw_settings *pw_settings(void);
-
-/* trace.c: the hop trace (PAGEWIRE_VERBS_HOP_TRACE), written when the program ends */
-enum pw_hop {
-	PW_HOP_POST_SEND,       /* a send-side post entered the library */
-	PW_HOP_POST_RECV,       /* a receive post entered the library */
-	PW_HOP_NODE_BELL,       /* the library rang the bell of a node asleep */
-	PW_HOP_CQ_PUSH,         /* a completion moved from the event ring into its CQ */
-	PW_HOP_POLL_COMPLETION, /* a poll found completions */
-	PW_HOP_POLL_SLEEP,      /* an empty poll went to sleep on the context's bell */
-	PW_HOP_POLL_WAKE,       /* ... and the bell woke it */
-	PW_HOP_COUNT
-};
-extern int pw_tracing;
-void pw_trace_mark_now(enum pw_hop hop);
-/* Names the node the program's trace is taken on (its first context's). */
-void pw_trace_node(const char *node_id);
-static inline void pw_trace_mark(enum pw_hop hop)
-{
-	if (__builtin_expect(pw_tracing, 0))
-		pw_trace_mark_now(hop);
-}
-Pagewire__Verbs__V1__EndpointRef pw_endpoint(struct pw_context *ctx);
-/* Maps a failed call's gRPC code to the errno libibverbs would return. */
-int pw_errno_of_status(uint32_t code);
-
-/* memory.c: registered pages as the node's frames at the program's addresses */
-int pw_memory_attach(struct pw_context *ctx, const char *memory_path);
-struct ibv_mr *pw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access);
-int pw_dereg_mr(struct ibv_mr *mr);
-/* ibv_rereg_mr: the region registered anew (new keys) with what changes, then the old one dropped. */
-int pw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
-void pw_memory_close(struct pw_context *ctx);
-int pw_memory_ensure(struct pw_context *ctx, uint32_t lkey, uint64_t addr, uint64_t length);
-/* pager.c: pages the node takes back, faults that bring them in, fork */
-int pw_pager_attach(struct pw_context *ctx);
-void pw_pager_detach(struct pw_context *ctx);
-void pw_cpu_unmap(struct pw_context *ctx, uint64_t address, uint64_t length);
-void pw_unmap_for_node(struct pw_context *ctx, uint64_t first, uint64_t end);
-uint64_t pw_away_pages(struct pw_context *ctx, uint64_t first, uint64_t end);
-int pw_other_context_maps(struct pw_context *ctx, uint64_t first, uint64_t end);
-/*
- * Holds the program's stores to [first, end) while the library moves the range's bytes between the
- * program's memory and the node's frames (a registration, a deregistration): a thread writing there
- * meanwhile waits (in the kernel with userfaultfd's write protection; else its write faults on the
- * read-only range and the pager holds it) until pw_thaw, instead of writing into bytes already copied;
- * reads go on. 0 when frozen; otherwise (a mapping that cannot be held) the caller copies unfrozen. pw_thaw after the range's mapping was replaced (replaced=1) or not.
- */
-int pw_freeze(struct pw_context *ctx, uint64_t first, uint64_t end);
-void pw_thaw(struct pw_context *ctx, uint64_t first, uint64_t end, int replaced);
-
-/* the library's settings (settings.c) */
-Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void);
-
-/* ---- between the verbs' files ------------------------------------------------------------------ */
-
 /* A word of the ring file's header (layout.h's PW_RINGS_*). */
 static inline int32_t *pw_ring_word(struct pw_context *ctx, int offset) { return (int32_t *)(ctx->rings_base + offset); }
 
-extern int pw_armed_cqs; /* CQs armed across contexts: the reader drains the event ring for them (events.c) */
-
-/* events.c: the event ring and the session stream into the program's CQs and async events */
-struct pw_qp *pw_qp_of(struct pw_context *ctx, uint32_t qpn);
-void pw_queue_async_event(struct pw_context *ctx, const struct ibv_async_event *ae);
-void pw_drain(struct pw_context *ctx);
-void pw_drain_all(struct pw_context *ctx);
-void *pw_reader_main(void *arg);
-
-/* cq.c */
-void pw_cq_push(struct pw_context *ctx, struct pw_cq *cq, const struct ibv_wc *wc, int solicited, uint64_t time_ns);
-struct ibv_cq_ex *pw_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
-int pw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
-int pw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
-
-/* qp.c */
-struct ibv_srq *pw_srq_of(struct pw_context *ctx, uint32_t id);
-int pw_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr);
-struct ibv_qp *pw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
-
-/* post.c */
-void pw_ring_node(struct pw_context *ctx);
-int pw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int pw_post_send_as(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, int type1_bind);
-int pw_wr_init(struct pw_qp *qp);
-void pw_wr_free(struct pw_qp *qp);
-int pw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int pw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int pw_post_receives(struct pw_context *ctx, uint32_t qpn, uint32_t srq_id, uint32_t max_sge, uint32_t *posted, uint32_t depth,
-		     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-
-/* pd.c */
 /* A window's rights as the node counts them (its Access ordinals: layout.h's PW_RIGHT_*). */
 static inline uint64_t pw_rights(unsigned int flags)
 {
@@ -420,9 +265,5 @@ static inline uint64_t pw_rights(unsigned int flags)
 	       | (flags & IBV_ACCESS_REMOTE_READ ? PW_RIGHT_REMOTE_READ : 0)
 	       | (flags & IBV_ACCESS_REMOTE_ATOMIC ? PW_RIGHT_REMOTE_ATOMIC : 0);
 }
-struct ibv_mw *pw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
-int pw_dealloc_mw(struct ibv_mw *mw);
-int pw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
-int pw_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 
 #endif

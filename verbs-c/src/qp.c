@@ -18,6 +18,12 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "events.h"
+#include "memory.h"
+#include "post.h"
+#include "qp.h"
+#include "settings.h"
+#include "wire.h"
 
 /* ---- shared receive queues ------------------------------------------------------------------------- */
 

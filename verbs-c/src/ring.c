@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pw.h"
+#include "ring.h"
 
 #define HEADER 8
 #define ALIGNMENT 8

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "settings.h"
 
 Pagewire__Verbs__V1__RegistrationMode pw_plain_mode(void)
 {

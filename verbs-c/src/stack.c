@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "stack.h"
 
 /* Where this library was loaded from, for the message. */
 static const char *own_path(void)

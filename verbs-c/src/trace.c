@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "settings.h"
+#include "trace.h"
 
 static const char *const hop_names[PW_HOP_COUNT] = {
 	[PW_HOP_POST_SEND] = "APP_POST_SEND",

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "wire.h"
 
 enum { CALL = 1, OPEN_SESSION = 2, SESSION_SEND = 3 };
 enum { REPLY = 1, SESSION_EVENT = 3, SESSION_END = 4 };

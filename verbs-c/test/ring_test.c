@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw.h"
+#include "ring.h"
 
 static int expected_next;
 static void check(void *arg, int32_t type, const uint8_t *body, int32_t length)
