@@ -85,7 +85,8 @@ final class BenchCommand implements Callable<Integer> {
         Ucx ucx = noUcx ? Ucx.absent() : Ucx.find();
         VerbsPerftest verbs = noVerbs ? VerbsPerftest.absent() : VerbsPerftest.find();
         // No date: the page says what the latest run measured; when it ran is its commit's business.
-        String header = String.format("## pagewire bench%n%nMachine: %s. %d round(s), interleaved; %s. %s", machine(), rounds,
+        String header = String.format("## pagewire bench%n%nCommit %s. Machine: %s. %d round(s), interleaved; %s. %s",
+                Provenance.commit(out, page == null ? out : page), Provenance.machine(), rounds,
                 quick ? "quick runs (not for quoting)" : "20 s of traffic through each node pair and an unrecorded round 0 first, then bandwidth 3 s per figure"
                         + " (after 1 s of warm-up), latency 3,000 round trips (after 1,000, and after batches of 1,000 until this"
                         + " process's JIT compilers are quiet, at most 20)",
@@ -130,17 +131,5 @@ final class BenchCommand implements Callable<Integer> {
                 + out.resolve("bench-round-trips.csv"));
         stdout.flush();
         return 0;
-    }
-
-    private static String machine() {
-        String cpu = "unknown CPU";
-        try {
-            cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
-                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(cpu);
-        } catch (IOException | RuntimeException e) {
-            // not Linux: the JVM's figures below still say enough
-        }
-        return String.format("%d cores (%s), %s %s, Java %s", Runtime.getRuntime().availableProcessors(), cpu,
-                System.getProperty("os.name"), System.getProperty("os.arch"), System.getProperty("java.version"));
     }
 }

@@ -9,6 +9,8 @@ import io.pagewire.node.PagewireNode;
 import io.pagewire.node.Transport;
 import io.pagewire.tools.testbed.EmbeddedCluster;
 import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -52,9 +54,18 @@ final class DemoCommand implements Callable<Integer> {
             defaultValue = "PINNED,PIN_ON_MISS,SHADOW,ON_DEMAND")
     List<RegistrationMode> modes;
 
+    @Option(names = "--page", paramLabel = "FILE",
+            description = "A markdown page whose block '<!-- generated: demo -->' ... '<!-- end generated: demo -->' this run rewrites with"
+                    + " its table, the commit and the machine (the README's).")
+    Path page;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
+        PageSection section = page == null ? null : new PageSection(page, "demo");
+        if (section != null) {
+            section.check();
+        }
         long memoryBytes = SettingType.bytes("--memory", memory);
         int messageBytes = (int) SettingType.bytes("--message", message);
         long memlockBytes = SettingType.bytes("--memlock", memlock);
@@ -91,6 +102,13 @@ final class DemoCommand implements Callable<Integer> {
                 }
                 out.println();
                 print(out, rows);
+                if (section != null) {
+                    StringWriter table = new StringWriter();
+                    print(new PrintWriter(table), rows);
+                    section.write(String.format("On %s, at commit %s (`pagewire demo`, %.0f s):%n%n```%n%s```%n", Provenance.machine(),
+                            Provenance.commit(page), (System.nanoTime() - started) / 1e9, table));
+                    out.println("wrote the table into " + page);
+                }
             } finally {
                 connections.forEach(Pagewire::close);
             }

@@ -2,6 +2,7 @@ package io.pagewire.tools.cli;
 
 import io.pagewire.client.ConnectOptions;
 import io.pagewire.node.nic.TlbIndexing;
+import io.pagewire.tools.experiment.Claim;
 import io.pagewire.tools.experiment.Experiment;
 import io.pagewire.tools.experiment.ExperimentReport;
 import io.pagewire.tools.experiment.ExperimentResult;
@@ -80,6 +81,11 @@ final class ExperimentCommand implements Callable<Integer> {
                     + " that run stock verbs programs run them, with the image's library (default: on this host, beside the nodes).")
     List<String> containers = new ArrayList<>();
 
+    @Option(names = "--page", paramLabel = "FILE",
+            description = "A markdown page whose block '<!-- generated: experiment NAME -->' ... '<!-- end generated: experiment NAME -->' this"
+                    + " run rewrites: the command, the commit and machine it ran on, the plot, the table and the claims (docs/experiments.md).")
+    Path page;
+
     @Option(names = "--tlb-indexing", defaultValue = "hashed", description = "tlb-size: how a page picks its TLB set, hashed or low-bits (default ${DEFAULT-VALUE}).")
     String tlbIndexing;
 
@@ -131,14 +137,39 @@ final class ExperimentCommand implements Callable<Integer> {
         } else if (!containers.isEmpty()) {
             throw new ParameterException(spec.commandLine(), "--containers goes with a running cluster's two addresses");
         }
+        PageSection section = page == null ? null : new PageSection(page, "experiment " + name);
+        if (section != null) {
+            section.check(); // before the run, not after minutes of it
+        }
         long runSeed = seed == null ? System.nanoTime() : seed;
         printer.printf("experiment %s, seed %d (repeat with --seed)%s%n", name, runSeed, reduced ? ", reduced size" : "");
         printer.flush();
         long started = System.nanoTime();
         ExperimentResult result = experiment.run(new ExperimentSettings(runSeed, reduced, cluster), printer);
         ExperimentReport.write(experiment, result, out, printer);
-        printer.printf("%s took %.0f s%n", name, (System.nanoTime() - started) / 1e9);
+        long seconds = Math.round((System.nanoTime() - started) / 1e9);
+        printer.printf("%s took %d s%n", name, seconds);
+        if (section != null) {
+            section.write(pageBlock(experiment, result, runSeed, seconds));
+            printer.println("wrote the results into " + page);
+        }
         printer.flush();
         return result.allReproduced() ? 0 : 1;
+    }
+
+    /** What the page shows of the run: how to repeat it, where it ran, the plot, the table, the claims. */
+    private String pageBlock(Experiment experiment, ExperimentResult result, long runSeed, long seconds) {
+        Path pageDirectory = page.toAbsolutePath().getParent();
+        String png = pageDirectory.relativize(out.toAbsolutePath().resolve(name + ".png")).toString();
+        String command = "experiment " + name + " --seed " + runSeed + (reduced ? " --reduced" : "")
+                + (targets.isEmpty() ? "" : " " + String.join(" ", targets));
+        StringBuilder block = new StringBuilder();
+        block.append(String.format("`%s`, at commit %s on %s, %d s:%n%n", command, Provenance.commit(out, page), Provenance.machine(), seconds));
+        block.append(String.format("![%s: %s](%s)%n%n", name, result.plot().title(), png));
+        block.append(ExperimentReport.table(result)).append('\n');
+        for (Claim claim : result.claims()) {
+            block.append("- ").append(claim.line()).append('\n');
+        }
+        return block.toString();
     }
 }

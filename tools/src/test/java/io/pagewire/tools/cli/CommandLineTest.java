@@ -78,6 +78,28 @@ class CommandLineTest {
         assertThat(unknown.err()).contains("no experiment named 'tlb-sise'; there are: tlb-size");
     }
 
+    @Test
+    void anExperimentRewritesItsBlockOfAPageSayingTheCommitAndMachineAndLeavesTheProse(@org.junit.jupiter.api.io.TempDir Path dir)
+            throws Exception {
+        Path page = Files.writeString(dir.resolve("experiments.md"), String.join("\n", "# Experiments", "", "Prose before.", "",
+                "<!-- generated: experiment tlb-size -->", "an old table", "<!-- end generated: experiment tlb-size -->", "", "Prose after.", ""));
+        Path out = Files.createDirectories(dir.resolve("experiments"));
+        Run run = run(Map.of(), "experiment", "tlb-size", "--reduced", "--seed", "3", "--out", out.toString(), "--page", page.toString());
+        assertThat(run.out()).as(run.err()).contains("wrote the results into " + page);
+        String written = Files.readString(page);
+        assertThat(written).startsWith("# Experiments\n\nProse before.\n\n<!-- generated: experiment tlb-size -->\n")
+                .endsWith("<!-- end generated: experiment tlb-size -->\n\nProse after.\n").doesNotContain("an old table")
+                .contains("`experiment tlb-size --seed 3 --reduced`, at commit ", " cores (", "](experiments/tlb-size.png)",
+                        "| working set (pages) | pattern");
+        assertThat(written.lines().filter(l -> l.startsWith("- reproduced: ") || l.startsWith("- NOT reproduced: "))).hasSize(4);
+
+        Path noBlock = Files.writeString(dir.resolve("other.md"), "# A page without the block\n");
+        Run refused = run(Map.of(), "experiment", "tlb-size", "--reduced", "--seed", "3", "--out", out.toString(), "--page", noBlock.toString());
+        assertThat(refused.exitCode()).isEqualTo(1);
+        assertThat(refused.out()).as("refused before the run").doesNotContain("experiment tlb-size, seed 3");
+        assertThat(refused.err()).contains("pagewire experiment: " + noBlock + " has no block '<!-- generated: experiment tlb-size -->'");
+    }
+
     /**
      * An experiment runs against two nodes of a running cluster (here a pair started beside the
      * command, reached over its TCP port, plaintext), and asks for two addresses when given one.
