@@ -165,7 +165,7 @@ final class ExperimentCommand implements Callable<Integer> {
                 + (targets.isEmpty() ? "" : " " + String.join(" ", targets));
         StringBuilder block = new StringBuilder();
         block.append(String.format("`%s`, at commit %s on %s, %d s:%n%n", command, Provenance.commit(out, page), Provenance.machine(), seconds));
-        block.append(String.format("![%s: %s](%s)%n%n", name, result.plot().title(), png));
+        block.append(String.format("![%s](%s)%n%n", result.plot().title(), png)); // the title names the experiment
         block.append(ExperimentReport.table(result)).append('\n');
         for (Claim claim : result.claims()) {
             block.append("- ").append(claim.line()).append('\n');

@@ -28,16 +28,22 @@ final class Provenance {
 
     /**
      * The commit of the checkout the command runs in (12 digits), with "+ uncommitted changes" when a tracked
-     * file other than the {@code written} ones (the pages and outputs the command itself rewrites) differs
-     * from it; "no git checkout" where there is none.
+     * file that can change a result differs from it: documents (docs/, markdown) and the {@code written}
+     * paths (the command's own outputs) do not; "no git checkout" where there is none.
      */
     static String commit(Path... written) {
-        String head = git(List.of("rev-parse", "--short=12", "HEAD"));
-        String top = git(List.of("rev-parse", "--show-toplevel"));
+        return commitOf(Path.of("").toAbsolutePath(), written);
+    }
+
+    /** As {@link #commit(Path...)}, for the checkout {@code directory} is in. */
+    static String commitOf(Path directory, Path... written) {
+        String head = git(directory, List.of("rev-parse", "--short=12", "HEAD"));
+        String top = git(directory, List.of("rev-parse", "--show-toplevel"));
         if (head == null || top == null) {
             return "no git checkout";
         }
-        List<String> status = new ArrayList<>(List.of("status", "--porcelain", "--untracked-files=no", "--", ":(top)"));
+        List<String> status = new ArrayList<>(List.of("status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)docs",
+                ":(top,exclude,glob)**/*.md"));
         Path root = Path.of(top);
         for (Path path : written) {
             Path absolute = path.toAbsolutePath().normalize();
@@ -45,16 +51,16 @@ final class Provenance {
                 status.add(":(top,exclude)" + root.relativize(absolute));
             }
         }
-        String changes = git(status);
+        String changes = git(directory, status);
         return changes == null || changes.isEmpty() ? head : head + " + uncommitted changes";
     }
 
     /** What {@code git ARGS} prints, trimmed, or null when it cannot run or fails. */
-    private static String git(List<String> args) {
+    private static String git(Path directory, List<String> args) {
         List<String> command = new ArrayList<>(List.of("git"));
         command.addAll(args);
         try {
-            Process git = new ProcessBuilder(command).redirectErrorStream(false).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            Process git = new ProcessBuilder(command).directory(directory.toFile()).redirectError(ProcessBuilder.Redirect.DISCARD).start();
             String output = new String(git.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             if (!git.waitFor(10, TimeUnit.SECONDS) || git.exitValue() != 0) {
                 git.destroy();
