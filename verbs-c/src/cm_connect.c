@@ -24,16 +24,21 @@ static void device_rd_atomic(struct ibv_context *device, uint8_t *responder_reso
 	*initiator_depth = initiator;
 }
 
-/* librdmacm's ucma_valid_param: an explicit depth above the device's is EINVAL (RDMA_MAX_* asks for the device's). */
-static int valid_depths(struct cm_id *id, const struct rdma_conn_param *param)
+/*
+ * librdmacm's ucma_valid_param, and the REQ's or REP's room for private data: EINVAL for more private data
+ * than the CM carries or an explicit depth above the device's (RDMA_MAX_* asks for the device's); else 0,
+ * with the device's depths in *responder and *initiator.
+ */
+static int valid_param(struct cm_id *id, const struct rdma_conn_param *param, uint8_t *responder, uint8_t *initiator)
 {
+	device_rd_atomic(id->id.verbs, responder, initiator);
+	if (param && param->private_data_len > MAX_PRIVATE_DATA)
+		return EINVAL;
 	if (id->id.ps != RDMA_PS_TCP || !param)
 		return id->id.ps == RDMA_PS_TCP && !param && !id->id.qp ? EINVAL : 0;
-	uint8_t responder, initiator;
-	device_rd_atomic(id->id.verbs, &responder, &initiator);
-	if (param->responder_resources != RDMA_MAX_RESP_RES && param->responder_resources > responder)
+	if (param->responder_resources != RDMA_MAX_RESP_RES && param->responder_resources > *responder)
 		return EINVAL;
-	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > initiator)
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > *initiator)
 		return EINVAL;
 	return 0;
 }
@@ -61,13 +66,10 @@ static void conn_params(Pagewire__Verbs__V1__CmConnParams *p, struct cm_id *id, 
 EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
-	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return cm_fail(EINVAL);
-	int invalid = valid_depths(id, conn_param);
+	uint8_t responder, initiator;
+	int invalid = valid_param(id, conn_param, &responder, &initiator);
 	if (invalid)
 		return cm_fail(invalid);
-	uint8_t responder, initiator;
-	device_rd_atomic(id->id.verbs, &responder, &initiator);
 	id->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ? conn_param->initiator_depth : initiator;
 	id->responder_resources =
 		conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ? conn_param->responder_resources : responder;
@@ -94,14 +96,11 @@ EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_p
 EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
 {
 	struct cm_id *id = (struct cm_id *)cm_id;
-	if (conn_param && conn_param->private_data_len > MAX_PRIVATE_DATA)
-		return cm_fail(EINVAL);
-	int invalid = valid_depths(id, conn_param);
-	if (invalid)
-		return cm_fail(invalid);
 	/* what this side's RTR and RTS take: its resources as accepted (RDMA_MAX_*: the request's, within the device's) */
 	uint8_t responder, initiator;
-	device_rd_atomic(id->id.verbs, &responder, &initiator);
+	int invalid = valid_param(id, conn_param, &responder, &initiator);
+	if (invalid)
+		return cm_fail(invalid);
 	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
 		id->initiator_depth = id->initiator_depth < initiator ? id->initiator_depth : initiator;
 	else
