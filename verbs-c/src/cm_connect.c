@@ -159,11 +159,7 @@ EXPORT int rdma_reject_ece(struct rdma_cm_id *cm_id, const void *private_data, u
 
 EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
 {
-	struct cm_id *id = (struct cm_id *)cm_id;
-	Pagewire__Verbs__V1__CmCallRequest req = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__INIT;
-	req.operation_case = PAGEWIRE__VERBS__V1__CM_CALL_REQUEST__OPERATION_ESTABLISH;
-	req.establish = 1;
-	int e = cm_call(id, &req, NULL);
+	int e = cm_establish((struct cm_id *)cm_id);
 	return e ? cm_fail(e) : 0;
 }
 

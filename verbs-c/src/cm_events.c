@@ -98,8 +98,14 @@ static struct cm_event *cm_event_convert(const Pagewire__Verbs__V1__CmIdEvent *e
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		take_peer(id, e);
 		if (id->id.qp) {
-			if (cm_qp_to_rtr(id) || cm_qp_to_rts(id) || (errno = cm_establish(id)) != 0) {
-				event->status = -(errno ? errno : EINVAL);
+			/* each step returns 0 or an errno value, as ibv_modify_qp does */
+			int failed = cm_qp_to_rtr(id);
+			if (!failed)
+				failed = cm_qp_to_rts(id);
+			if (!failed)
+				failed = cm_establish(id);
+			if (failed) {
+				event->status = -(failed > 0 ? failed : EINVAL);
 				event->event = RDMA_CM_EVENT_CONNECT_ERROR;
 				cm_qp_to_error(id);
 			} else {
